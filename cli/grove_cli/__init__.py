@@ -1,0 +1,1 @@
+"""``grove``: the administrator's command line (migrations, accounts, keys, dev)."""

@@ -1,0 +1,60 @@
+"""Account and key administration, run with the migration role's credentials.
+
+The migration role owns the tables but is still subject to (forced) row-level
+security, so every statement here runs inside the account's tenant context.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid4
+
+import psycopg
+from psycopg.rows import dict_row
+
+from grove_auth.keys import IssuedKey, derive_secret, issue_key, revoke_key
+from grove_db.pool import set_tenant
+
+
+def create_account(migration_url: str, name: str) -> UUID:
+    """Create an account; returns its ID."""
+    account_id = uuid4()
+    with psycopg.connect(migration_url) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        conn.execute("INSERT INTO accounts (id, name) VALUES (%s, %s)", (account_id, name))
+    return account_id
+
+
+def create_key(
+    migration_url: str,
+    server_secret: str,
+    account_id: UUID,
+    name: str,
+    *,
+    personal: bool = True,
+    all_projects: bool = False,
+    project_ids: list[UUID] | None = None,
+    read_only: bool = False,
+) -> IssuedKey:
+    """Create a connection with the given grants and an API key for it."""
+    with psycopg.connect(migration_url, row_factory=dict_row) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        if conn.execute("SELECT 1 FROM accounts WHERE id = %s", (account_id,)).fetchone() is None:
+            raise LookupError(f"no account {account_id}")
+        return issue_key(
+            conn,
+            derive_secret(server_secret, "api-key"),
+            account_id=account_id,
+            name=name,
+            personal=personal,
+            all_projects=all_projects,
+            project_ids=project_ids or [],
+            can_write=not read_only,
+            can_delete=not read_only,
+        )
+
+
+def revoke(migration_url: str, account_id: UUID, key_id: UUID) -> bool:
+    """Revoke a key (and its connection) permanently; False if there was no live key."""
+    with psycopg.connect(migration_url, row_factory=dict_row) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        return revoke_key(conn, key_id)

@@ -1,0 +1,113 @@
+"""The ``grove`` command: ``migrate``, ``accounts create``, ``keys create|revoke``, ``dev``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from uuid import UUID
+
+from psycopg.conninfo import conninfo_to_dict
+
+from grove_cli import admin
+from grove_db.migrate import migrate
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        sys.exit(f"grove: set {name}")
+    return value
+
+
+def _uuid_list(text: str) -> list[UUID]:
+    return [UUID(part) for part in text.split(",") if part.strip()]
+
+
+def cmd_migrate(args: argparse.Namespace) -> None:
+    runtime_role = args.runtime_role or os.environ.get("GROVE_RUNTIME_ROLE")
+    if not runtime_role and os.environ.get("GROVE_DATABASE_URL"):
+        runtime_role = conninfo_to_dict(os.environ["GROVE_DATABASE_URL"]).get("user")
+    applied = migrate(_env("GROVE_MIGRATION_DATABASE_URL"), runtime_role)
+    print(f"applied {len(applied)} migration(s)" + (f": {applied}" if applied else ""))
+    if runtime_role:
+        print(f"granted runtime privileges to {runtime_role}")
+
+
+def cmd_accounts_create(args: argparse.Namespace) -> None:
+    print(admin.create_account(_env("GROVE_MIGRATION_DATABASE_URL"), args.name))
+
+
+def cmd_keys_create(args: argparse.Namespace) -> None:
+    projects = _uuid_list(args.projects) if args.projects else []
+    scoped = bool(projects) or args.all_projects
+    issued = admin.create_key(
+        _env("GROVE_MIGRATION_DATABASE_URL"),
+        _env("GROVE_SECRET_KEY"),
+        UUID(args.account),
+        args.name,
+        personal=args.personal or not scoped,
+        all_projects=args.all_projects,
+        project_ids=projects,
+        read_only=args.read_only,
+    )
+    print(f"key id: {issued.id}", file=sys.stderr)
+    print("this key is shown once; store it now", file=sys.stderr)
+    print(issued.key)
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> None:
+    if not admin.revoke(_env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account), UUID(args.key_id)):
+        sys.exit("grove: no live key with that ID in that account")
+    print("revoked")
+
+
+def cmd_dev(args: argparse.Namespace) -> None:
+    from grove_cli.dev import run
+
+    sys.exit(run())
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command-line grammar."""
+    top = argparse.ArgumentParser(prog="grove", description=__doc__)
+    commands = top.add_subparsers(required=True, metavar="command")
+
+    p = commands.add_parser("migrate", help="apply pending migrations (migration credentials)")
+    p.add_argument("--runtime-role", help="role to grant runtime privileges to")
+    p.set_defaults(func=cmd_migrate)
+
+    accounts = commands.add_parser("accounts", help="manage accounts").add_subparsers(
+        required=True, metavar="action"
+    )
+    p = accounts.add_parser("create", help="create an account and print its ID")
+    p.add_argument("--name", required=True)
+    p.set_defaults(func=cmd_accounts_create)
+
+    keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
+        required=True, metavar="action"
+    )
+    p = keys.add_parser("create", help="create an API key and print it once")
+    p.add_argument("--account", required=True)
+    p.add_argument("--name", required=True)
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("--projects", help="comma-separated notebook IDs to grant")
+    scope.add_argument("--all-projects", action="store_true", help="all current and future notebooks")
+    p.add_argument("--personal", action="store_true",
+                   help="personal notes (the default when no notebook grant is given)")
+    p.add_argument("--read-only", action="store_true", help="read only: no write or delete")
+    p.set_defaults(func=cmd_keys_create)
+    p = keys.add_parser("revoke", help="revoke an API key for good")
+    p.add_argument("--account", required=True)
+    p.add_argument("key_id")
+    p.set_defaults(func=cmd_keys_revoke)
+
+    p = commands.add_parser("dev", help="run everything locally on the embedded PostgreSQL")
+    p.set_defaults(func=cmd_dev)
+    return top
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``grove``."""
+    args = parser().parse_args(argv)
+    args.func(args)

@@ -1,0 +1,1 @@
+"""Grove authentication: credentials in, one ``Principal`` out."""

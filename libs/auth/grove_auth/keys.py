@@ -1,0 +1,146 @@
+"""API keys: random bearer secrets stored only as keyed hashes.
+
+A key is ``grv_`` followed by 43 URL-safe characters (32 random bytes). The database
+keeps only HMAC-SHA-256(server secret, key) and a short visible prefix. Revocation is
+checked on every request: nothing about a key is cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, uuid4
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from grove_auth.errors import AuthError
+from grove_auth.principal import Principal
+
+KEY_PREFIX = "grv_"
+KEY_BYTES = 32
+VISIBLE_PREFIX_CHARS = 12
+
+FIND_KEY = """
+    SELECT k.account_id, k.connection_id FROM api_keys k
+    WHERE k.key_hash = %s AND k.revoked_at IS NULL
+"""
+FIND_CONNECTION = """
+    SELECT c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
+           coalesce(array_agg(cp.project_id) FILTER (WHERE cp.project_id IS NOT NULL), '{}')
+               AS project_ids
+    FROM connections c
+    LEFT JOIN connection_projects cp
+           ON cp.account_id = c.account_id AND cp.connection_id = c.id
+    WHERE c.id = %s AND c.revoked_at IS NULL
+    GROUP BY c.id
+"""
+
+
+def hash_key(secret: bytes, key: str) -> bytes:
+    """The stored form of a key: HMAC-SHA-256 keyed with the server secret."""
+    return hmac.new(secret, key.encode(), hashlib.sha256).digest()
+
+
+def new_key() -> str:
+    """A fresh random API key."""
+    return KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+
+
+def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
+    """Resolve a bearer API key to its principal, or raise ``AuthError``."""
+    if not token.startswith(KEY_PREFIX) or len(token) > 200:
+        raise AuthError("invalid API key")
+    digest = hash_key(secret, token)
+    with pool.connection() as conn, conn.transaction():
+        conn.execute("SELECT set_config('grove.key_lookup', %s, true)", (digest.hex(),))
+        key = conn.execute(FIND_KEY, (digest,)).fetchone()
+        if key is None:
+            raise AuthError("invalid or revoked API key")
+        account_id, connection_id = key["account_id"], key["connection_id"]
+        conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(account_id),))
+        grant = conn.execute(FIND_CONNECTION, (connection_id,)).fetchone()
+        if grant is None:
+            raise AuthError("invalid or revoked API key")
+    return _principal(account_id, connection_id, grant)
+
+
+def _principal(account_id: UUID, connection_id: UUID, grant: dict[str, Any]) -> Principal:
+    return Principal(
+        account_id=account_id,
+        connection_id=connection_id,
+        personal=grant["personal"],
+        all_projects=grant["all_projects"],
+        project_ids=frozenset(grant["project_ids"]),
+        can_read=grant["can_read"],
+        can_write=grant["can_write"],
+        can_delete=grant["can_delete"],
+    )
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A key as shown once to its creator: the plaintext is never stored."""
+
+    id: UUID
+    connection_id: UUID
+    key: str
+    prefix: str
+
+
+def issue_key(
+    conn: psycopg.Connection,  # type: ignore[type-arg]
+    secret: bytes,
+    *,
+    account_id: UUID,
+    name: str,
+    personal: bool,
+    all_projects: bool,
+    project_ids: list[UUID],
+    can_write: bool,
+    can_delete: bool,
+) -> IssuedKey:
+    """Create a connection with its grants and one API key for it (caller's transaction)."""
+    connection_id, key_id, key = uuid4(), uuid4(), new_key()
+    conn.execute(
+        "INSERT INTO connections (account_id, id, name, personal, all_projects,"
+        " can_read, can_write, can_delete) VALUES (%s, %s, %s, %s, %s, true, %s, %s)",
+        (account_id, connection_id, name, personal, all_projects, can_write, can_delete),
+    )
+    for project_id in project_ids:
+        conn.execute(
+            "INSERT INTO connection_projects (account_id, connection_id, project_id)"
+            " VALUES (%s, %s, %s)",
+            (account_id, connection_id, project_id),
+        )
+    conn.execute(
+        "INSERT INTO api_keys (account_id, id, connection_id, prefix, key_hash)"
+        " VALUES (%s, %s, %s, %s, %s)",
+        (account_id, key_id, connection_id, key[:VISIBLE_PREFIX_CHARS], hash_key(secret, key)),
+    )
+    return IssuedKey(key_id, connection_id, key, key[:VISIBLE_PREFIX_CHARS])
+
+
+def revoke_key(conn: psycopg.Connection, key_id: UUID) -> bool:  # type: ignore[type-arg]
+    """Revoke a key and its connection for good; False if no live key has that ID."""
+    row = conn.execute(
+        "UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL"
+        " RETURNING connection_id",
+        (key_id,),
+    ).fetchone()
+    if row is None:
+        return False
+    connection_id = row["connection_id"]
+    conn.execute(
+        "UPDATE connections SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL",
+        (connection_id,),
+    )
+    return True
+
+
+def derive_secret(server_secret: str, purpose: str) -> bytes:
+    """A purpose-specific key from the server secret (API key hashes, cursors, ...)."""
+    return hmac.new(server_secret.encode(), purpose.encode(), hashlib.sha256).digest()

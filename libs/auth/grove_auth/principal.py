@@ -1,0 +1,40 @@
+"""The authenticated caller, whatever credential it presented."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+
+@dataclass(frozen=True)
+class Principal:
+    """One connection's standing access to one account.
+
+    ``personal`` grants the account's personal notes (``projectId: null``);
+    ``all_projects`` grants every current and future notebook; otherwise only the
+    notebooks in ``project_ids``. Capabilities are read, write and delete.
+    """
+
+    account_id: UUID
+    connection_id: UUID
+    personal: bool
+    all_projects: bool
+    project_ids: frozenset[UUID] = field(default_factory=frozenset)
+    can_read: bool = True
+    can_write: bool = False
+    can_delete: bool = False
+
+    def may_see_project(self, project_id: UUID | None) -> bool:
+        """Whether notes in this scope (``None`` is personal) are granted."""
+        if project_id is None:
+            return self.personal
+        return self.all_projects or project_id in self.project_ids
+
+    def scope_params(self) -> dict[str, Any]:
+        """Parameters for the SQL scope predicate in ``grove_memory.scope``."""
+        return {
+            "personal": self.personal,
+            "all_projects": self.all_projects,
+            "project_ids": sorted(self.project_ids),
+        }

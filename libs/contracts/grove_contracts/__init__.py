@@ -1,0 +1,1 @@
+"""Grove's wire contracts: request and response models, envelopes and error codes."""

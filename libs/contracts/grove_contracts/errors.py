@@ -1,0 +1,54 @@
+"""Stable error codes, their HTTP statuses, and the error envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+#: Every error code a Grove service may answer, with its HTTP status.
+ERROR_STATUS: dict[str, int] = {
+    "validation_error": 400,
+    "invalid_json": 400,
+    "invalid_cursor": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "version_conflict": 409,
+    "idempotency_conflict": 409,
+    "gone": 410,
+    "payload_too_large": 413,
+    "unsupported_media_type": 415,
+    "internal": 500,
+    "unavailable": 503,
+}
+
+
+class FieldError(BaseModel):
+    """One invalid field of a request."""
+
+    field: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """The ``error`` member of a failure envelope."""
+
+    code: str
+    message: str
+    requestId: str
+    details: list[FieldError] | None = None
+
+
+def error_envelope(
+    code: str, message: str, request_id: str, details: list[FieldError] | None = None
+) -> dict[str, Any]:
+    """Build ``{success: false, error: {...}}`` (``details`` only when present)."""
+    body = ErrorBody(code=code, message=message, requestId=request_id, details=details)
+    return {"success": False, "error": body.model_dump(exclude_none=True)}
+
+
+def success_envelope(data: Any) -> dict[str, Any]:
+    """Build ``{success: true, data}``."""
+    return {"success": True, "data": data}

@@ -1,0 +1,217 @@
+"""The note resource and the requests that save, correct, find and forget notes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+MAX_CONTENT_CHARS = 6000
+MAX_QUERY_CHARS = 1000
+MAX_FORGET_IDS = 100
+MAX_LIST_LIMIT = 100
+DEFAULT_LIST_LIMIT = 20
+DEFAULT_RECALL_ITEMS = 8
+MAX_RECALL_ITEMS = 20
+DEFAULT_RECALL_CHARS = 6000
+MAX_RECALL_CHARS = 20000
+MIN_RECALL_CHARS = 200
+MAX_SEARCH_LIMIT = 50
+DEFAULT_SEARCH_LIMIT = 10
+
+Kind = Literal["preference", "fact", "decision", "solution", "handoff"]
+Capture = Literal["explicit", "automatic"]
+Indexing = Literal["pending", "ready", "failed", "disabled"]
+
+
+def _trimmed_content(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise ValueError("content must not be empty")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise ValueError(f"content must be at most {MAX_CONTENT_CHARS} characters after trimming")
+    return value
+
+
+Content = Annotated[str, AfterValidator(_trimmed_content)]
+TaskId = Annotated[str, Field(min_length=1, max_length=200)]
+RetentionDays = Annotated[int, Field(ge=1, le=365)]
+Version = Annotated[int, Field(ge=1)]
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are errors, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Provenance(Strict):
+    """Where a note came from."""
+
+    sourceAgent: Annotated[str, Field(max_length=100)] | None = None
+    sourceRef: Annotated[str, Field(max_length=500)] | None = None
+
+
+class RememberRequest(Strict):
+    """Save a note; with ``id``, replace an existing note wholesale (legacy correction)."""
+
+    id: UUID | None = None
+    content: Content
+    kind: Kind
+    projectId: UUID | None = None
+    taskId: TaskId | None = None
+    capture: Capture = "explicit"
+    provenance: Provenance | None = None
+    retentionDays: RetentionDays | None = None
+    expectedVersion: Version | None = None
+    operationId: UUID | None = None
+
+    @model_validator(mode="after")
+    def _handoff_has_task(self) -> RememberRequest:
+        if self.kind == "handoff" and self.taskId is None:
+            raise ValueError("taskId: a handoff requires a taskId")
+        return self
+
+
+class UpdateRequest(Strict):
+    """Correct part of a note: omitted fields keep their current values."""
+
+    content: Content | None = None
+    kind: Kind | None = None
+    projectId: UUID | None = None
+    taskId: TaskId | None = None
+    capture: Capture | None = None
+    provenance: Provenance | None = None
+    retentionDays: RetentionDays | None = None
+    expectedVersion: Version | None = None
+    operationId: UUID | None = None
+
+    @model_validator(mode="after")
+    def _no_null_for_required(self) -> UpdateRequest:
+        for name in ("content", "kind", "capture"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name}: must not be null (omit it to keep the current value)")
+        return self
+
+
+class SearchRequest(Strict):
+    """Full-text search across the notes the caller may read."""
+
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+    projectId: UUID | None = None
+    kind: Kind | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = DEFAULT_SEARCH_LIMIT
+
+
+class RecallRequest(Strict):
+    """Bounded, relevance-floored context for an agent; query-free gives a profile."""
+
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
+    projectId: UUID | None = None
+    includePersonal: bool = True
+    taskId: TaskId | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_ITEMS)] = DEFAULT_RECALL_ITEMS
+    maxChars: Annotated[int, Field(ge=MIN_RECALL_CHARS, le=MAX_RECALL_CHARS)] = (
+        DEFAULT_RECALL_CHARS
+    )
+
+
+class ForgetItem(Strict):
+    """One note to forget, optionally only at a known version."""
+
+    id: UUID
+    expectedVersion: Version | None = None
+
+
+class ForgetRequest(Strict):
+    """Soft-delete up to 100 notes, by ``ids`` or by ``items`` with versions."""
+
+    ids: list[UUID] | None = None
+    items: list[ForgetItem] | None = None
+    operationId: UUID | None = None
+
+    @model_validator(mode="after")
+    def _one_list(self) -> ForgetRequest:
+        targets = self.targets()
+        if (self.ids is None) == (self.items is None):
+            raise ValueError("ids: give exactly one of ids or items")
+        if not 1 <= len(targets) <= MAX_FORGET_IDS:
+            raise ValueError(f"ids: give between 1 and {MAX_FORGET_IDS} notes")
+        return self
+
+    def targets(self) -> list[ForgetItem]:
+        """The notes to forget, whichever form the caller used."""
+        if self.items is not None:
+            return self.items
+        return [ForgetItem(id=i) for i in self.ids or []]
+
+
+class Memory(BaseModel):
+    """The note resource as it appears on the wire."""
+
+    id: UUID
+    content: str
+    kind: Kind
+    projectId: UUID | None
+    taskId: str | None
+    capture: Capture
+    provenance: Provenance
+    retentionDays: int | None
+    expiresAt: datetime | None
+    archived: bool
+    version: int
+    indexing: Indexing
+    createdAt: datetime
+    updatedAt: datetime
+
+
+class Revision(BaseModel):
+    """One immutable saved state of a note."""
+
+    memoryId: UUID
+    version: int
+    content: str
+    kind: Kind
+    projectId: UUID | None
+    taskId: str | None
+    capture: Capture
+    provenance: Provenance
+    retentionDays: int | None
+    expiresAt: datetime | None
+    operationId: UUID | None
+    createdAt: datetime
+
+
+ForgetOutcome = Literal["deleted", "not_found", "version_conflict"]
+
+
+class ForgetResult(BaseModel):
+    """The outcome for one note of a forget request."""
+
+    id: UUID
+    outcome: ForgetOutcome
+
+
+ListSort = Literal["updated_desc", "updated_asc", "created_desc"]
+
+
+class ListQuery(Strict):
+    """Filters and paging for listing notes (query-string parameters)."""
+
+    kind: Kind | None = None
+    projectId: UUID | Literal["personal"] | None = None
+    sourceAgent: Annotated[str, Field(max_length=100)] | None = None
+    updatedAfter: datetime | None = None
+    lifetime: Literal["permanent", "ephemeral"] | None = None
+    sort: ListSort = "updated_desc"
+    cursor: Annotated[str, Field(max_length=2000)] | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT
+
+
+class RevisionsQuery(Strict):
+    """Paging for a note's revisions (query-string parameters)."""
+
+    afterVersion: Annotated[int, Field(ge=0)] = 0
+    limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = MAX_LIST_LIMIT

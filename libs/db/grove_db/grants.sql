@@ -1,0 +1,7 @@
+-- Privileges of the runtime role, re-applied after every migration run. The runtime role
+-- owns nothing; revisions are append-only, accounts are read-only, nothing is ever deleted.
+GRANT USAGE ON SCHEMA public TO {role};
+GRANT SELECT ON accounts TO {role};
+GRANT SELECT, INSERT, UPDATE ON projects, memories, operations, connections,
+    connection_projects, api_keys, jobs TO {role};
+GRANT SELECT, INSERT ON memory_revisions TO {role};

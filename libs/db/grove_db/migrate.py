@@ -1,0 +1,69 @@
+"""Forward-only numbered SQL migrations, applied under an advisory lock.
+
+Each file in ``migrations/`` named ``NNNN_name.sql`` runs once, in order, in its own
+transaction, and is recorded in ``schema_migrations``. Concurrent runners serialize on
+one advisory lock, so two pods starting together apply each file exactly once.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import LiteralString, cast
+
+import psycopg
+from psycopg import sql
+
+MIGRATION_LOCK_KEY = 0x67726F7665  # "grove"
+CREATE_LEDGER: LiteralString = """
+    CREATE TABLE IF NOT EXISTS schema_migrations (
+        version    integer PRIMARY KEY,
+        name       text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+    )
+"""
+
+
+def available_migrations() -> list[tuple[int, str, str]]:
+    """Return ``(version, name, sql)`` for every packaged migration, in order."""
+    folder = resources.files("grove_db") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            number, _, rest = entry.name.partition("_")
+            found.append((int(number), rest.removesuffix(".sql"), entry.read_text()))
+    return sorted(found)
+
+
+def migrate(url: str, runtime_role: str | None = None) -> list[int]:
+    """Apply pending migrations as the migration role; return the versions applied.
+
+    When ``runtime_role`` is given, its privileges are (re)granted afterwards.
+    """
+    applied: list[int] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        try:
+            conn.execute(CREATE_LEDGER)
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for version, name, text in available_migrations():
+                if version in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(cast(LiteralString, text))
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (version, name),
+                    )
+                applied.append(version)
+            if runtime_role:
+                grant_runtime(conn, runtime_role)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+    return applied
+
+
+def grant_runtime(conn: psycopg.Connection, role: str) -> None:
+    """Grant the runtime role exactly the privileges in ``grants.sql``."""
+    template = (resources.files("grove_db") / "grants.sql").read_text()
+    statement = sql.SQL(cast(LiteralString, template)).format(role=sql.Identifier(role))
+    conn.execute(statement)

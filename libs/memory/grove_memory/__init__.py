@@ -1,0 +1,1 @@
+"""Grove's transactional memory service: every operation on notes, one function each."""

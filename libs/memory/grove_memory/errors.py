@@ -1,0 +1,75 @@
+"""Errors of the memory service, each with a stable code and an HTTP status."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """The memory service could not complete the request."""
+
+    code = "internal"
+    status = 500
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or " ".join(str(self.__doc__).split())
+        super().__init__(self.message)
+
+
+class NotFound(ServiceError):
+    """No such note or notebook."""
+
+    code = "not_found"
+    status = 404
+
+
+class Forbidden(ServiceError):
+    """This credential lacks the capability for that operation."""
+
+    code = "forbidden"
+    status = 403
+
+
+class VersionConflict(ServiceError):
+    """The note changed since the version you read; read it again and retry."""
+
+    code = "version_conflict"
+    status = 409
+
+
+class Conflict(ServiceError):
+    """The change conflicts with another note."""
+
+    code = "conflict"
+    status = 409
+
+
+class IdempotencyConflict(ServiceError):
+    """This operationId was already used with different arguments."""
+
+    code = "idempotency_conflict"
+    status = 409
+
+
+class Gone(ServiceError):
+    """The note this operation saved has since been deleted."""
+
+    code = "gone"
+    status = 410
+
+
+class InvalidCursor(ServiceError):
+    """The cursor is malformed, tampered with, or belongs to another listing."""
+
+    code = "invalid_cursor"
+    status = 400
+
+
+class InvalidRequest(ServiceError):
+    """The request is not valid."""
+
+    code = "validation_error"
+    status = 400
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.detail = message

@@ -1,0 +1,83 @@
+"""Notebooks: create and list (the tree operations arrive with the notebooks issue)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid4
+
+from grove_auth.principal import Principal
+from grove_contracts.notebooks import CreateNotebookRequest, Notebook
+from grove_db.pool import transaction
+from grove_memory import idempotency
+from grove_memory.errors import Forbidden
+from grove_memory.scope import check_project
+from grove_memory.store import Store, require
+
+MAX_NOTEBOOKS_LISTED = 1000
+NOTEBOOK_COLUMNS = "p.id, p.name, p.parent_id, p.archived_at, p.created_at, p.updated_at"
+
+
+def notebook_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A notebook row as its wire resource."""
+    return Notebook(
+        id=row["id"],
+        name=row["name"],
+        parentId=row["parent_id"],
+        archived=row["archived_at"] is not None,
+        createdAt=row["created_at"],
+        updatedAt=row["updated_at"],
+    ).model_dump(mode="json")
+
+
+def create_notebook(
+    store: Store, principal: Principal, req: CreateNotebookRequest
+) -> tuple[dict[str, Any], bool]:
+    """Create a notebook; returns it and whether it is new (False on a replay).
+
+    Only a credential granted all current and future notebooks may create one: a
+    credential limited to chosen notebooks could not see what it made.
+    """
+    require(principal, "write")
+    if not principal.all_projects:
+        raise Forbidden("only a credential granted all notebooks may create notebooks")
+    arguments = {"connection": str(principal.connection_id),
+                 **req.model_dump(mode="json", exclude={"operationId"})}
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(
+            conn, principal.account_id, req.operationId, "create_notebook", arguments
+        )
+        if replay is not None:
+            return replay.response, False
+        if req.parentId is not None:
+            check_project(conn, principal, req.parentId)
+        row = conn.execute(
+            "INSERT INTO projects AS p (account_id, id, name, parent_id)"
+            f" VALUES (%s, %s, %s, %s) RETURNING {NOTEBOOK_COLUMNS}",
+            (principal.account_id, uuid4(), req.name.strip() or req.name, req.parentId),
+        ).fetchone()
+        assert row is not None
+        notebook = notebook_json(row)
+        idempotency.finish(conn, principal.account_id, req.operationId, notebook)
+    return notebook, True
+
+
+def list_notebooks(
+    store: Store, principal: Principal, parent_id: UUID | None = None, *, by_parent: bool = False
+) -> list[dict[str, Any]]:
+    """Granted, live notebooks by name; with ``by_parent``, only children of ``parent_id``."""
+    require(principal, "read")
+    where = "p.deleted_at IS NULL AND (%(all)s OR p.id = ANY(%(ids)s::uuid[]))"
+    if by_parent:
+        where += " AND p.parent_id IS NOT DISTINCT FROM %(parent)s"
+    with transaction(store.pool, principal.account_id) as conn:
+        rows = conn.execute(
+            f"SELECT {NOTEBOOK_COLUMNS} FROM projects p WHERE {where}"
+            " ORDER BY p.name, p.id LIMIT %(limit)s",
+            {
+                "all": principal.all_projects,
+                "ids": sorted(principal.project_ids),
+                "parent": parent_id,
+                "limit": MAX_NOTEBOOKS_LISTED,
+            },
+        ).fetchall()
+    return [notebook_json(r) for r in rows]

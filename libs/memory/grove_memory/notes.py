@@ -1,0 +1,311 @@
+"""Saving, correcting, reading and forgetting notes.
+
+Each public function is one operation: it checks the principal's capability, opens
+one tenant transaction, checks grants inside it, and commits the note, its revision,
+its embedding job and its idempotency record together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, uuid4
+
+import psycopg
+
+from grove_auth.principal import Principal
+from grove_contracts.notes import ForgetRequest, RememberRequest, UpdateRequest
+from grove_db.pool import Conn, transaction
+from grove_memory import idempotency
+from grove_memory.errors import Conflict, InvalidRequest, NotFound, VersionConflict
+from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
+from grove_memory.scope import VISIBLE, check_project, params
+from grove_memory.store import Store, require
+
+HANDOFF_DEFAULT_RETENTION_DAYS = 30
+MAX_REVISIONS_PAGE = 100
+
+# The fields a save writes, in column order; ``expires_at`` is derived from retention.
+NOTE_FIELDS = (
+    "content", "kind", "project_id", "task_id", "capture", "source_agent", "source_ref",
+    "retention_days",
+)
+
+INSERT_NOTE = f"""
+    INSERT INTO memories AS m (account_id, id, {", ".join(NOTE_FIELDS)}, expires_at, indexing)
+    VALUES (%(account_id)s, %(id)s, %(content)s, %(kind)s, %(project_id)s, %(task_id)s,
+            %(capture)s, %(source_agent)s, %(source_ref)s, %(retention_days)s,
+            statement_timestamp() + make_interval(days => %(retention_days)s), %(indexing)s)
+    ON CONFLICT (account_id,
+                 coalesce(project_id, '00000000-0000-0000-0000-000000000000'::uuid), task_id)
+        WHERE kind = 'handoff' AND deleted_at IS NULL
+    DO NOTHING
+    RETURNING {MEMORY_COLUMNS}
+"""
+
+# ``restart`` says whether the lifetime starts again from now (retention supplied, or the
+# note had already expired); otherwise expiry is preserved exactly.
+UPDATE_NOTE = f"""
+    UPDATE memories AS m SET
+        content = %(content)s, kind = %(kind)s, project_id = %(project_id)s,
+        task_id = %(task_id)s, capture = %(capture)s, source_agent = %(source_agent)s,
+        source_ref = %(source_ref)s, retention_days = %(retention_days)s,
+        expires_at = CASE WHEN %(restart)s
+                          THEN statement_timestamp() + make_interval(days => %(retention_days)s)
+                          ELSE m.expires_at END,
+        indexing = %(indexing)s, version = m.version + 1, updated_at = statement_timestamp()
+    WHERE m.id = %(id)s
+    RETURNING {MEMORY_COLUMNS}
+"""
+
+INSERT_REVISION = f"""
+    INSERT INTO memory_revisions (account_id, memory_id, version, {", ".join(NOTE_FIELDS)},
+                                  expires_at, operation_id)
+    SELECT m.account_id, m.id, m.version, {", ".join("m." + f for f in NOTE_FIELDS)},
+           m.expires_at, %(operation_id)s
+    FROM memories m WHERE m.id = %(id)s
+"""
+
+ENQUEUE_EMBEDDING = """
+    INSERT INTO jobs (account_id, kind, memory_id, version)
+    SELECT m.account_id, 'embed', m.id, m.version FROM memories m WHERE m.id = %(id)s
+"""
+
+LOCK_VISIBLE = f"""
+    SELECT {MEMORY_COLUMNS}, statement_timestamp() >= m.expires_at AS expired
+    FROM memories m WHERE m.id = %(id)s AND {VISIBLE} FOR UPDATE
+"""
+
+LOCK_HANDOFF = f"""
+    SELECT {MEMORY_COLUMNS}, statement_timestamp() >= m.expires_at AS expired
+    FROM memories m
+    WHERE m.kind = 'handoff' AND m.deleted_at IS NULL AND m.task_id = %(task_id)s
+      AND m.project_id IS NOT DISTINCT FROM %(project_id)s
+    FOR UPDATE
+"""
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """A saved note and how it came about (``created`` answers 201, else 200)."""
+
+    memory: dict[str, Any]
+    created: bool
+
+
+def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveResult:
+    """Save a note; a handoff for a known taskId, or a given ``id``, corrects instead."""
+    require(principal, "write")
+    arguments = _arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(
+            conn, principal.account_id, req.operationId, "remember", arguments
+        )
+        if replay is not None:
+            return SaveResult(replay.response, created=False)
+        check_project(conn, principal, req.projectId)
+        values = _values_from_request(req)
+        if req.id is not None:
+            current = _lock(conn, principal, req.id, req.expectedVersion)
+            retention_supplied = "retentionDays" in req.model_fields_set
+            row, created = _correct(conn, store, current, values, retention_supplied), False
+        else:
+            row, created = _create_or_update_handoff(conn, store, principal, req, values)
+        return _finish(conn, store, principal, req.operationId, row, created)
+
+
+def update_memory(
+    store: Store, principal: Principal, memory_id: UUID, req: UpdateRequest
+) -> SaveResult:
+    """Correct part of a note: omitted fields keep their current values."""
+    require(principal, "write")
+    supplied = req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True)
+    arguments = _arguments(principal, {"id": str(memory_id), **supplied})
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(
+            conn, principal.account_id, req.operationId, "update_memory", arguments
+        )
+        if replay is not None:
+            return SaveResult(replay.response, created=False)
+        current = _lock(conn, principal, memory_id, req.expectedVersion)
+        values = _merge(current, req)
+        if "projectId" in req.model_fields_set:
+            check_project(conn, principal, req.projectId)
+        if values["kind"] == "handoff" and values["task_id"] is None:
+            raise InvalidRequest("taskId", "a handoff requires a taskId")
+        row = _correct(conn, store, current, values, "retentionDays" in req.model_fields_set)
+        return _finish(conn, store, principal, req.operationId, row, created=False)
+
+
+def get_memory(store: Store, principal: Principal, memory_id: UUID) -> dict[str, Any]:
+    """One live, granted note, or ``NotFound``."""
+    require(principal, "read")
+    with transaction(store.pool, principal.account_id) as conn:
+        row = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %(id)s AND {VISIBLE}",
+            params(principal, id=memory_id),
+        ).fetchone()
+    if row is None:
+        raise NotFound("note not found")
+    return memory_json(row)
+
+
+def list_revisions(
+    store: Store, principal: Principal, memory_id: UUID, after_version: int, limit: int
+) -> dict[str, Any]:
+    """A note's immutable revisions, oldest first, ``limit`` at a time."""
+    require(principal, "read")
+    with transaction(store.pool, principal.account_id) as conn:
+        visible = conn.execute(
+            f"SELECT 1 FROM memories m WHERE m.id = %(id)s AND {VISIBLE}",
+            params(principal, id=memory_id),
+        ).fetchone()
+        if visible is None:
+            raise NotFound("note not found")
+        rows = conn.execute(
+            f"SELECT {REVISION_COLUMNS} FROM memory_revisions r"
+            " WHERE r.memory_id = %s AND r.version > %s ORDER BY r.version LIMIT %s",
+            (memory_id, after_version, limit + 1),
+        ).fetchall()
+    items = [revision_json(r) for r in rows[:limit]]
+    more = len(rows) > limit
+    return {"items": items, "nextAfterVersion": items[-1]["version"] if more else None}
+
+
+def forget(store: Store, principal: Principal, req: ForgetRequest) -> dict[str, Any]:
+    """Soft-delete notes; each gets ``deleted``, ``not_found`` or ``version_conflict``."""
+    require(principal, "delete")
+    arguments = _arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(conn, principal.account_id, req.operationId, "forget", arguments)
+        if replay is not None:
+            return replay.response
+        results = [
+            {"id": str(item.id), "outcome": _forget_one(conn, principal, item.id, item.expectedVersion)}
+            for item in req.targets()
+        ]
+        response = {"results": results}
+        idempotency.finish(conn, principal.account_id, req.operationId, response)
+    return response
+
+
+def _forget_one(conn: Conn, principal: Principal, memory_id: UUID, expected: int | None) -> str:
+    row = conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone()
+    if row is None:
+        return "not_found"
+    if expected is not None and row["version"] != expected:
+        return "version_conflict"
+    conn.execute(
+        "UPDATE memories SET deleted_at = statement_timestamp() WHERE id = %s", (memory_id,)
+    )
+    return "deleted"
+
+
+def _arguments(principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
+    # Bound to the connection, so another credential can never replay this result.
+    return {"connection": str(principal.connection_id), **arguments}
+
+
+def _values_from_request(req: RememberRequest) -> dict[str, Any]:
+    provenance = req.provenance
+    return {
+        "content": req.content,
+        "kind": req.kind,
+        "project_id": req.projectId,
+        "task_id": req.taskId,
+        "capture": req.capture,
+        "source_agent": provenance.sourceAgent if provenance else None,
+        "source_ref": provenance.sourceRef if provenance else None,
+        "retention_days": req.retentionDays,
+    }
+
+
+def _merge(current: dict[str, Any], req: UpdateRequest) -> dict[str, Any]:
+    values = {name: current[name] for name in NOTE_FIELDS}
+    supplied = req.model_fields_set
+    for wire, column in (
+        ("content", "content"), ("kind", "kind"), ("projectId", "project_id"),
+        ("taskId", "task_id"), ("capture", "capture"), ("retentionDays", "retention_days"),
+    ):
+        if wire in supplied:
+            values[column] = getattr(req, wire)
+    if "provenance" in supplied:
+        provenance = req.provenance
+        values["source_agent"] = provenance.sourceAgent if provenance else None
+        values["source_ref"] = provenance.sourceRef if provenance else None
+    return values
+
+
+def _lock(
+    conn: Conn, principal: Principal, memory_id: UUID, expected: int | None
+) -> dict[str, Any]:
+    row = conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone()
+    if row is None:
+        raise NotFound("note not found")
+    _check_version(row, expected)
+    return row
+
+
+def _check_version(row: dict[str, Any], expected: int | None) -> None:
+    if expected is not None and row["version"] != expected:
+        raise VersionConflict(
+            f"the note is at version {row['version']}, not {expected}; read it and retry"
+        )
+
+
+def _create_or_update_handoff(
+    conn: Conn, store: Store, principal: Principal, req: RememberRequest, values: dict[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    retention_supplied = "retentionDays" in req.model_fields_set
+    if req.kind == "handoff" and not retention_supplied:
+        values = {**values, "retention_days": HANDOFF_DEFAULT_RETENTION_DAYS}
+    row = conn.execute(
+        INSERT_NOTE,
+        {**values, "account_id": principal.account_id, "id": uuid4(), "indexing": store.indexing},
+    ).fetchone()
+    if row is not None:
+        return row, True
+    # A live handoff for this task exists (perhaps committed a moment ago): correct it.
+    current = conn.execute(LOCK_HANDOFF, values).fetchone()
+    if current is None:
+        raise Conflict("the handoff for this taskId changed concurrently; retry")
+    _check_version(current, req.expectedVersion)
+    return _correct(conn, store, current, values, retention_supplied), False
+
+
+def _correct(
+    conn: Conn,
+    store: Store,
+    current: dict[str, Any],
+    values: dict[str, Any],
+    retention_supplied: bool,
+) -> dict[str, Any]:
+    if not retention_supplied:
+        values = {**values, "retention_days": current["retention_days"]}
+    restart = retention_supplied or bool(current.get("expired"))
+    try:
+        with conn.transaction():
+            row = conn.execute(
+                UPDATE_NOTE,
+                {**values, "id": current["id"], "restart": restart, "indexing": store.indexing},
+            ).fetchone()
+    except psycopg.errors.UniqueViolation as ex:
+        raise Conflict("another live handoff already has this taskId in that scope") from ex
+    assert row is not None
+    return row
+
+
+def _finish(
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    operation_id: UUID | None,
+    row: dict[str, Any],
+    created: bool,
+) -> SaveResult:
+    conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
+    if store.indexing == "pending":
+        conn.execute(ENQUEUE_EMBEDDING, {"id": row["id"]})
+    memory = memory_json(row)
+    idempotency.finish(conn, principal.account_id, operation_id, memory, row["id"])
+    return SaveResult(memory, created)

@@ -1,0 +1,58 @@
+"""Database rows to wire resources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grove_contracts.notes import Memory, Provenance, Revision
+
+#: The columns every note query selects (table alias ``m``).
+MEMORY_COLUMNS = (
+    "m.id, m.content, m.kind, m.project_id, m.task_id, m.capture, m.source_agent,"
+    " m.source_ref, m.retention_days, m.expires_at, m.archived_at, m.version, m.indexing,"
+    " m.created_at, m.updated_at"
+)
+
+REVISION_COLUMNS = (
+    "r.memory_id, r.version, r.content, r.kind, r.project_id, r.task_id, r.capture,"
+    " r.source_agent, r.source_ref, r.retention_days, r.expires_at, r.operation_id,"
+    " r.created_at"
+)
+
+
+def memory_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A note row as its camelCase wire resource."""
+    return Memory(
+        id=row["id"],
+        content=row["content"],
+        kind=row["kind"],
+        projectId=row["project_id"],
+        taskId=row["task_id"],
+        capture=row["capture"],
+        provenance=Provenance(sourceAgent=row["source_agent"], sourceRef=row["source_ref"]),
+        retentionDays=row["retention_days"],
+        expiresAt=row["expires_at"],
+        archived=row["archived_at"] is not None,
+        version=row["version"],
+        indexing=row["indexing"],
+        createdAt=row["created_at"],
+        updatedAt=row["updated_at"],
+    ).model_dump(mode="json")
+
+
+def revision_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A revision row as its camelCase wire resource."""
+    return Revision(
+        memoryId=row["memory_id"],
+        version=row["version"],
+        content=row["content"],
+        kind=row["kind"],
+        projectId=row["project_id"],
+        taskId=row["task_id"],
+        capture=row["capture"],
+        provenance=Provenance(sourceAgent=row["source_agent"], sourceRef=row["source_ref"]),
+        retentionDays=row["retention_days"],
+        expiresAt=row["expires_at"],
+        operationId=row["operation_id"],
+        createdAt=row["created_at"],
+    ).model_dump(mode="json")

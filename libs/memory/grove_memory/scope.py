@@ -1,0 +1,48 @@
+"""SQL predicates for what a principal may see, shared by every read."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from grove_auth.principal import Principal
+from grove_db.pool import Conn
+from grove_memory.errors import NotFound
+
+#: Live notes: not deleted and not expired at this statement's time.
+LIVE = (
+    "m.deleted_at IS NULL"
+    " AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())"
+)
+
+#: Notes in scopes the principal is granted (parameters from ``Principal.scope_params``).
+GRANTED = (
+    "((m.project_id IS NULL AND %(personal)s)"
+    " OR (m.project_id IS NOT NULL AND %(all_projects)s)"
+    " OR m.project_id = ANY(%(project_ids)s::uuid[]))"
+)
+
+VISIBLE = f"{LIVE} AND {GRANTED}"
+
+
+def check_project(conn: Conn, principal: Principal, project_id: UUID | None) -> None:
+    """Raise ``NotFound`` unless the notebook exists in the account and is granted.
+
+    Unknown, foreign and ungranted notebooks all look the same: not found.
+    """
+    if project_id is None:
+        if not principal.personal:
+            raise NotFound("personal notes are not granted to this credential")
+        return
+    if not principal.may_see_project(project_id):
+        raise NotFound("notebook not found")
+    row = conn.execute(
+        "SELECT 1 FROM projects WHERE id = %s AND deleted_at IS NULL", (project_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound("notebook not found")
+
+
+def params(principal: Principal, **extra: Any) -> dict[str, Any]:
+    """Scope parameters plus the query's own."""
+    return {**principal.scope_params(), **extra}

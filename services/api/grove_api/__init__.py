@@ -1,0 +1,1 @@
+"""Grove's REST API service (Falcon on gunicorn)."""

@@ -1,0 +1,62 @@
+"""The API's WSGI application: ``create_app`` is pure, ``get_app`` reads the environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import falcon
+from psycopg_pool import ConnectionPool
+
+from grove_api import errors, resources
+from grove_api.health import Health, Ready
+from grove_api.middleware import BearerAuth, RequestId
+from grove_api.settings import ApiSettings
+from grove_auth.keys import derive_secret
+from grove_db.pool import open_pool
+from grove_memory.store import Store
+
+
+@dataclass(frozen=True)
+class Deps:
+    """What the app talks to: the runtime pool and the secrets derived for it."""
+
+    pool: ConnectionPool
+    key_secret: bytes
+    cursor_secret: bytes
+
+
+def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
+    """Build the Falcon app: middleware, error envelopes and every /v1 route."""
+    app = falcon.App(middleware=[RequestId(), BearerAuth(deps.pool, deps.key_secret)])
+    app.req_options.strip_url_path_trailing_slash = True
+    errors.install(app)
+    indexing = "disabled" if settings.embedding_profile == "disabled" else "pending"
+    store = Store(pool=deps.pool, cursor_secret=deps.cursor_secret, indexing=indexing)
+    limit = settings.max_body_bytes
+    app.add_route("/healthz", Health())
+    app.add_route("/readyz", Ready(deps.pool))
+    app.add_route("/v1/memories", resources.Memories(store, limit))
+    app.add_route("/v1/memories/search", resources.Search(store, limit))
+    app.add_route("/v1/memories/forget", resources.Forget(store, limit))
+    app.add_route("/v1/memories/{memory_id:uuid}", resources.Memory(store, limit))
+    app.add_route("/v1/memories/{memory_id:uuid}/revisions", resources.Revisions(store, limit))
+    app.add_route("/v1/recall", resources.Recall(store, limit))
+    app.add_route("/v1/export", resources.Export(store, limit))
+    app.add_route("/v1/notebooks", resources.Notebooks(store, limit))
+    return app
+
+
+def deps_from(settings: ApiSettings) -> Deps:
+    """Open the runtime pool and derive the secrets (one per worker process)."""
+    secret = settings.secret_key.get_secret_value()
+    return Deps(
+        pool=open_pool(settings.database_url, max_size=settings.db_pool_size),
+        key_secret=derive_secret(secret, "api-key"),
+        cursor_secret=derive_secret(secret, "cursor"),
+    )
+
+
+def get_app() -> falcon.App:
+    """gunicorn's target: settings from the environment, a fresh pool per worker."""
+    settings = ApiSettings()  # type: ignore[call-arg]
+    return create_app(settings, deps_from(settings))

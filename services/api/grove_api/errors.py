@@ -1,0 +1,106 @@
+"""Every failure becomes the standard envelope, mapped once, here at the edge."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+import falcon
+from pydantic import ValidationError
+
+from grove_auth.errors import AuthError
+from grove_contracts.errors import ERROR_STATUS, FieldError, error_envelope
+from grove_db.errors import DatabaseError
+from grove_memory.errors import InvalidRequest, ServiceError
+
+log = logging.getLogger("grove_api")
+
+
+class ApiError(Exception):
+    """An error found by the HTTP layer itself (bad body, wrong media type, ...)."""
+
+    def __init__(
+        self, code: str, message: str, details: list[FieldError] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = ERROR_STATUS[code]
+        self.message = message
+        self.details = details
+
+
+FALCON_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
+                415: "unsupported_media_type", 400: "validation_error"}
+
+
+def validation_details(ex: ValidationError) -> list[FieldError]:
+    """Pydantic errors as ``[{field, message}]``; unknown fields are named as such."""
+    details = []
+    for error in ex.errors(include_url=False):
+        field = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"])
+        if error["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif not field and ": " in message:
+            # Model-level checks say "field: message" (see grove_contracts).
+            field, _, message = message.removeprefix("Value error, ").partition(": ")
+        details.append(FieldError(field=field or "body", message=message))
+    return details
+
+
+def install(app: falcon.App) -> None:
+    """Register the handlers that turn every exception into an error envelope."""
+    app.add_error_handler(Exception, _unexpected)
+    app.add_error_handler(falcon.HTTPError, _falcon_error)
+    app.add_error_handler(ValidationError, _validation)
+    app.add_error_handler(ApiError, _domain)
+    app.add_error_handler(ServiceError, _domain)
+    app.add_error_handler(AuthError, _auth)
+    app.add_error_handler(DatabaseError, _domain)
+
+
+def _respond(
+    req: falcon.Request, resp: falcon.Response, status: int, code: str, message: str,
+    details: list[FieldError] | None = None,
+) -> None:
+    resp.status = status
+    resp.media = error_envelope(code, message, req.context.get("request_id", "-"), details)
+
+
+def _domain(req: falcon.Request, resp: falcon.Response, ex: Any, params: dict[str, Any]) -> None:
+    details = getattr(ex, "details", None)
+    if isinstance(ex, InvalidRequest):
+        details = [FieldError(field=ex.field, message=ex.detail)]
+    _respond(req, resp, ex.status, ex.code, ex.message, details)
+
+
+def _auth(req: falcon.Request, resp: falcon.Response, ex: AuthError, params: dict[str, Any]) -> None:
+    resp.set_header("WWW-Authenticate", 'Bearer realm="grove"')
+    _respond(req, resp, ex.status, ex.code, ex.message)
+
+
+def _validation(
+    req: falcon.Request, resp: falcon.Response, ex: ValidationError, params: dict[str, Any]
+) -> None:
+    _respond(req, resp, 400, "validation_error", "the request is not valid", validation_details(ex))
+
+
+def _falcon_error(
+    req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError, params: dict[str, Any]
+) -> None:
+    for name, value in (ex.headers or {}).items():
+        resp.set_header(name, value)
+    status = ex.status_code
+    code = FALCON_CODES.get(status, "internal" if status >= 500 else "validation_error")
+    _respond(req, resp, status, code, ex.title or code)
+
+
+def _unexpected(
+    req: falcon.Request, resp: falcon.Response, ex: Exception, params: dict[str, Any]
+) -> None:
+    record = {"level": "error", "requestId": req.context.get("request_id"),
+              "path": req.path, "error": type(ex).__name__, "detail": str(ex)[:500]}
+    print(json.dumps(record), file=sys.stderr, flush=True)
+    _respond(req, resp, 500, "internal", "internal error; quote the request ID when reporting it")

@@ -1,0 +1,28 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+import falcon
+from psycopg_pool import ConnectionPool
+
+from grove_contracts.errors import success_envelope
+from grove_db.pool import transaction
+
+
+class Health:
+    """``GET /healthz``: the process answers."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = success_envelope({"status": "ok"})
+
+
+class Ready:
+    """``GET /readyz``: the database answers a query."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        with transaction(self._pool) as conn:
+            conn.execute("SELECT 1")
+        resp.media = success_envelope({"status": "ready", "database": "ok"})

@@ -1,0 +1,128 @@
+"""The /v1 routes: each reads its contract, calls one memory function, answers."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import falcon
+
+from grove_api.body import operation_id, read_json, read_query
+from grove_contracts.errors import success_envelope
+from grove_contracts.notebooks import CreateNotebookRequest, NotebookListQuery
+from grove_contracts.notes import (
+    ForgetRequest,
+    ListQuery,
+    RecallRequest,
+    RememberRequest,
+    RevisionsQuery,
+    SearchRequest,
+    Strict,
+    UpdateRequest,
+)
+from grove_memory import export, listing, notebooks, notes, recall
+from grove_memory.store import Store
+
+
+def _ok(resp: falcon.Response, data: object, status: int = 200) -> None:
+    resp.status = status
+    resp.media = success_envelope(data)
+
+
+class Resource:
+    """Base for the routes: the memory store and the body limit."""
+
+    def __init__(self, store: Store, max_body_bytes: int) -> None:
+        self.store = store
+        self.max_body = max_body_bytes
+
+
+class Memories(Resource):
+    """``POST /v1/memories`` (remember) and ``GET /v1/memories`` (list)."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, RememberRequest, self.max_body)
+        body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
+        result = notes.remember(self.store, req.context.principal, body)
+        _ok(resp, result.memory, 201 if result.created else 200)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, ListQuery)
+        _ok(resp, listing.list_memories(self.store, req.context.principal, query))
+
+
+class Memory(Resource):
+    """``GET`` and ``PATCH /v1/memories/{id}``."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
+        _ok(resp, notes.get_memory(self.store, req.context.principal, memory_id))
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
+        body = read_json(req, UpdateRequest, self.max_body)
+        body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
+        result = notes.update_memory(self.store, req.context.principal, memory_id, body)
+        _ok(resp, result.memory)
+
+
+class Revisions(Resource):
+    """``GET /v1/memories/{id}/revisions``."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
+        query = read_query(req, RevisionsQuery)
+        page = notes.list_revisions(
+            self.store, req.context.principal, memory_id, query.afterVersion, query.limit
+        )
+        _ok(resp, page)
+
+
+class Search(Resource):
+    """``POST /v1/memories/search`` (the query travels in the body, never the URL)."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, SearchRequest, self.max_body)
+        _ok(resp, recall.search(self.store, req.context.principal, body))
+
+
+class Recall(Resource):
+    """``POST /v1/recall``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, RecallRequest, self.max_body)
+        _ok(resp, recall.recall(self.store, req.context.principal, body))
+
+
+class Forget(Resource):
+    """``POST /v1/memories/forget``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, ForgetRequest, self.max_body)
+        body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
+        _ok(resp, notes.forget(self.store, req.context.principal, body))
+
+
+class Export(Resource):
+    """``GET /v1/export``: NDJSON of notes then revisions, streamed."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        read_query(req, Strict)
+        lines = export.export_lines(self.store, req.context.principal)
+        resp.content_type = "application/x-ndjson"
+        resp.downloadable_as = "grove-export.ndjson"
+        resp.stream = lines
+
+
+class Notebooks(Resource):
+    """``POST`` and ``GET /v1/notebooks``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, CreateNotebookRequest, self.max_body)
+        body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
+        notebook, created = notebooks.create_notebook(self.store, req.context.principal, body)
+        _ok(resp, notebook, 201 if created else 200)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, NotebookListQuery)
+        by_parent = query.parentId is not None or query.root
+        items = notebooks.list_notebooks(
+            self.store, req.context.principal, query.parentId, by_parent=by_parent
+        )
+        _ok(resp, {"items": items})

@@ -40,12 +40,12 @@ def validation_details(ex: ValidationError) -> list[FieldError]:
     details = []
     for error in ex.errors(include_url=False):
         field = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"])
+        message = str(error["msg"]).removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field"
         elif not field and ": " in message:
             # Model-level checks say "field: message" (see grove_contracts).
-            field, _, message = message.removeprefix("Value error, ").partition(": ")
+            field, _, message = message.partition(": ")
         details.append(FieldError(field=field or "body", message=message))
     return details
 

@@ -1,0 +1,73 @@
+"""Migrations are numbered, recorded, forward-only, and safe to run concurrently."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+
+from grove_db import embedded
+from grove_db.migrate import available_migrations, migrate
+
+TENANT_TABLES = {
+    "accounts", "projects", "memories", "memory_revisions", "operations", "connections",
+    "connection_projects", "api_keys", "jobs",
+}
+
+
+def test_migrations_are_recorded_and_rerunning_applies_nothing(database: embedded.EmbeddedDatabase) -> None:
+    assert migrate(database.migration_url, embedded.RUNTIME_ROLE) == []
+    with psycopg.connect(database.migration_url) as conn:
+        recorded = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+    assert recorded == [version for version, _, _ in available_migrations()]
+
+
+def test_concurrent_runners_serialize_on_the_advisory_lock(database: embedded.EmbeddedDatabase) -> None:
+    results: list[list[int]] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(migrate(database.migration_url)))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [[], [], []]
+
+
+def test_every_tenant_table_forces_row_level_security(database: embedded.EmbeddedDatabase) -> None:
+    with psycopg.connect(database.migration_url) as conn:
+        rows = conn.execute(
+            "SELECT relname, relrowsecurity, relforcerowsecurity, pg_get_userbyid(relowner)"
+            " FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
+            " AND relname <> 'schema_migrations'"
+        ).fetchall()
+    assert {r[0] for r in rows} == TENANT_TABLES
+    for name, enabled, forced, owner in rows:
+        assert enabled and forced, name
+        assert owner == embedded.MIGRATION_ROLE, name
+
+
+def test_runtime_role_owns_nothing_and_cannot_bypass_rls(database: embedded.EmbeddedDatabase) -> None:
+    with psycopg.connect(database.runtime_url) as conn:
+        role = conn.execute(
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        owned = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relowner = (SELECT oid FROM pg_roles"
+            " WHERE rolname = current_user)"
+        ).fetchone()
+    assert role == (False, False)
+    assert owned == (0,)
+
+
+def test_every_tenant_table_has_account_id(database: embedded.EmbeddedDatabase) -> None:
+    with psycopg.connect(database.migration_url) as conn:
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.columns"
+                " WHERE table_schema = 'public' AND column_name = 'account_id'"
+            )
+        }
+    assert tables == TENANT_TABLES - {"accounts"}

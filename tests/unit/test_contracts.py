@@ -1,0 +1,38 @@
+"""Request contracts: trimming, limits, and rules that span fields."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from pydantic import ValidationError
+
+from grove_contracts.notes import ForgetRequest, RememberRequest, UpdateRequest
+
+
+def test_content_is_trimmed_before_its_length_is_checked() -> None:
+    assert RememberRequest(content="  hi  ", kind="fact").content == "hi"
+    assert len(RememberRequest(content=" " + "a" * 6000 + " ", kind="fact").content) == 6000
+    with pytest.raises(ValidationError):
+        RememberRequest(content="a" * 6001, kind="fact")
+
+
+def test_handoff_requires_a_task_id() -> None:
+    with pytest.raises(ValidationError, match="taskId"):
+        RememberRequest(content="c", kind="handoff")
+    assert RememberRequest(content="c", kind="handoff", taskId="t-1").taskId == "t-1"
+
+
+def test_update_distinguishes_omitted_from_null_retention() -> None:
+    assert "retentionDays" not in UpdateRequest().model_fields_set
+    assert "retentionDays" in UpdateRequest(retentionDays=None).model_fields_set
+    with pytest.raises(ValidationError, match="content"):
+        UpdateRequest(content=None)
+
+
+def test_forget_takes_one_to_one_hundred_ids_in_exactly_one_form() -> None:
+    ids = [uuid.uuid4() for _ in range(101)]
+    assert len(ForgetRequest(ids=ids[:100]).targets()) == 100
+    for bad in ({"ids": ids}, {"ids": []}, {}, {"ids": ids[:1], "items": [{"id": ids[0]}]}):
+        with pytest.raises(ValidationError):
+            ForgetRequest.model_validate(bad)

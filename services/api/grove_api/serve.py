@@ -38,6 +38,7 @@ def gunicorn_options(settings: ApiSettings) -> dict[str, Any]:
         "timeout": settings.api_timeout_seconds,
         "graceful_timeout": 10,
         "proc_name": "grove-api",
+        "control_socket_disable": True,
         "limit_request_line": 8190,
         "limit_request_fields": 100,
     }

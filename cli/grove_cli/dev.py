@@ -39,8 +39,13 @@ def run() -> int:
     key = _demo_key(db.migration_url, secret)
     port = os.environ.get("GROVE_API_PORT", DEFAULT_API_PORT)
     api_url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "GROVE_DATABASE_URL": db.runtime_url, "GROVE_SECRET_KEY": secret,
-           "GROVE_API_PORT": port, "GROVE_API_HOST": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "GROVE_DATABASE_URL": db.runtime_url,
+        "GROVE_SECRET_KEY": secret,
+        "GROVE_API_PORT": port,
+        "GROVE_API_HOST": "127.0.0.1",
+    }
     api = subprocess.Popen([_script("grove-api")], env=env)
     stopping = False
 
@@ -92,8 +97,9 @@ def _demo_key(migration_url: str, secret: str) -> str:
     issued = admin.create_key(
         migration_url, secret, account_id, "demo", personal=True, all_projects=True
     )
-    path.write_text(json.dumps({"accountId": str(account_id), "keyId": str(issued.id),
-                                "key": issued.key}))
+    path.write_text(
+        json.dumps({"accountId": str(account_id), "keyId": str(issued.id), "key": issued.key})
+    )
     path.chmod(0o600)
     return issued.key
 
@@ -124,7 +130,8 @@ def _write_env(api_url: str, key: str, db: embedded.EmbeddedDatabase) -> None:
 
 
 def _banner(api_url: str, key: str) -> None:
-    print(f"""
+    print(
+        f"""
 Grove is running.
   REST API   {api_url}/v1        (key: {key})
   settings   .grove/dev.env       (source it: set -a; . .grove/dev.env; set +a)
@@ -137,4 +144,6 @@ Try:
        -H 'Content-Type: application/json' -d '{{"query": "deploy"}}'
 
 Ctrl-C stops everything.
-""", flush=True)
+""",
+        flush=True,
+    )

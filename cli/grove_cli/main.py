@@ -57,7 +57,9 @@ def cmd_keys_create(args: argparse.Namespace) -> None:
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> None:
-    if not admin.revoke(_env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account), UUID(args.key_id)):
+    if not admin.revoke(
+        _env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account), UUID(args.key_id)
+    ):
         sys.exit("grove: no live key with that ID in that account")
     print("revoked")
 
@@ -92,9 +94,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True)
     scope = p.add_mutually_exclusive_group()
     scope.add_argument("--projects", help="comma-separated notebook IDs to grant")
-    scope.add_argument("--all-projects", action="store_true", help="all current and future notebooks")
-    p.add_argument("--personal", action="store_true",
-                   help="personal notes (the default when no notebook grant is given)")
+    scope.add_argument(
+        "--all-projects", action="store_true", help="all current and future notebooks"
+    )
+    p.add_argument(
+        "--personal",
+        action="store_true",
+        help="personal notes (the default when no notebook grant is given)",
+    )
     p.add_argument("--read-only", action="store_true", help="read only: no write or delete")
     p.set_defaults(func=cmd_keys_create)
     p = keys.add_parser("revoke", help="revoke an API key for good")

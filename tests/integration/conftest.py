@@ -83,8 +83,11 @@ def start_api(env: dict[str, str]) -> Running:
 def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
     """Base URL of a real grove-api (gunicorn) on loopback, as the runtime role."""
     running = start_api(
-        {"GROVE_DATABASE_URL": database.runtime_url, "GROVE_SECRET_KEY": SECRET,
-         "GROVE_API_WORKERS": "2"}
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_SECRET_KEY": SECRET,
+            "GROVE_API_WORKERS": "2",
+        }
     )
     yield running.url
     running.stop()
@@ -103,13 +106,30 @@ class Client:
         return {**base, **(extra or {})}
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.session.get(self.base + path, headers=self.headers(kwargs.pop("headers", None)), timeout=30, **kwargs)
+        return self.session.get(
+            self.base + path,
+            headers=self.headers(kwargs.pop("headers", None)),
+            timeout=30,
+            **kwargs,
+        )
 
     def post(self, path: str, json: Any = None, **kwargs: Any) -> requests.Response:
-        return self.session.post(self.base + path, json=json, headers=self.headers(kwargs.pop("headers", None)), timeout=30, **kwargs)
+        return self.session.post(
+            self.base + path,
+            json=json,
+            headers=self.headers(kwargs.pop("headers", None)),
+            timeout=30,
+            **kwargs,
+        )
 
     def patch(self, path: str, json: Any = None, **kwargs: Any) -> requests.Response:
-        return self.session.patch(self.base + path, json=json, headers=self.headers(kwargs.pop("headers", None)), timeout=30, **kwargs)
+        return self.session.patch(
+            self.base + path,
+            json=json,
+            headers=self.headers(kwargs.pop("headers", None)),
+            timeout=30,
+            **kwargs,
+        )
 
     def save(self, content: str = "a note", kind: str = "fact", **fields: Any) -> dict[str, Any]:
         """Save a note and return its resource (asserting 201)."""
@@ -129,7 +149,9 @@ class Tenant:
 
     def key(self, name: str = "extra", **grants: Any) -> Client:
         """Another key on this account with the given grants."""
-        issued = admin.create_key(self.database.migration_url, SECRET, self.account_id, name, **grants)
+        issued = admin.create_key(
+            self.database.migration_url, SECRET, self.account_id, name, **grants
+        )
         return Client(self.client.base, issued.key)
 
     def notebook(self, name: str = "notebook", parent: str | None = None) -> str:

@@ -10,15 +10,17 @@ from pathlib import Path
 import requests
 
 from grove_db import embedded
-
 from tests.integration.conftest import SECRET
 
 
 def grove(database: embedded.EmbeddedDatabase, *args: str) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [str(Path(sys.executable).with_name("grove")), *args],
-        env={**os.environ, "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
-             "GROVE_SECRET_KEY": SECRET},
+        env={
+            **os.environ,
+            "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
+            "GROVE_SECRET_KEY": SECRET,
+        },
         capture_output=True,
         text=True,
         timeout=60,
@@ -27,34 +29,51 @@ def grove(database: embedded.EmbeddedDatabase, *args: str) -> subprocess.Complet
     return result
 
 
-def test_created_key_works_until_revoked_for_good(database: embedded.EmbeddedDatabase, api_url: str) -> None:
+def test_created_key_works_until_revoked_for_good(
+    database: embedded.EmbeddedDatabase, api_url: str
+) -> None:
     account = grove(database, "accounts", "create", "--name", "CLI account").stdout.strip()
     created = grove(database, "keys", "create", "--account", account, "--name", "laptop")
     key = created.stdout.strip()
     key_id = created.stderr.split("key id: ")[1].split()[0]
     assert key.startswith("grv_") and len(key) >= 4 + 43
     headers = {"Authorization": f"Bearer {key}"}
-    saved = requests.post(f"{api_url}/v1/memories", json={"content": "c", "kind": "fact"},
-                          headers=headers, timeout=10)
+    saved = requests.post(
+        f"{api_url}/v1/memories", json={"content": "c", "kind": "fact"}, headers=headers, timeout=10
+    )
     assert saved.status_code == 201
     grove(database, "keys", "revoke", "--account", account, key_id)
     after = requests.get(f"{api_url}/v1/memories", headers=headers, timeout=10)
     assert after.status_code == 401
     again = subprocess.run(
-        [str(Path(sys.executable).with_name("grove")), "keys", "revoke", "--account", account, key_id],
+        [
+            str(Path(sys.executable).with_name("grove")),
+            "keys",
+            "revoke",
+            "--account",
+            account,
+            key_id,
+        ],
         env={**os.environ, "GROVE_MIGRATION_DATABASE_URL": database.migration_url},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert again.returncode != 0
 
 
-def test_read_only_key_reads_but_cannot_write(database: embedded.EmbeddedDatabase, api_url: str) -> None:
+def test_read_only_key_reads_but_cannot_write(
+    database: embedded.EmbeddedDatabase, api_url: str
+) -> None:
     account = grove(database, "accounts", "create", "--name", "RO").stdout.strip()
-    key = grove(database, "keys", "create", "--account", account, "--name", "ro", "--read-only").stdout.strip()
+    key = grove(
+        database, "keys", "create", "--account", account, "--name", "ro", "--read-only"
+    ).stdout.strip()
     headers = {"Authorization": f"Bearer {key}"}
     assert requests.get(f"{api_url}/v1/memories", headers=headers, timeout=10).status_code == 200
-    denied = requests.post(f"{api_url}/v1/memories", json={"content": "c", "kind": "fact"},
-                           headers=headers, timeout=10)
+    denied = requests.post(
+        f"{api_url}/v1/memories", json={"content": "c", "kind": "fact"}, headers=headers, timeout=10
+    )
     assert denied.status_code == 403
 
 

@@ -31,7 +31,9 @@ def test_health_and_readiness_need_no_key(api_url: str) -> None:
 
 
 @pytest.mark.parametrize("header", [None, "Bearer", "Bearer grv_not-a-real-key", "Basic abc"])
-def test_missing_or_bad_credentials_answer_401_with_challenge(api_url: str, header: str | None) -> None:
+def test_missing_or_bad_credentials_answer_401_with_challenge(
+    api_url: str, header: str | None
+) -> None:
     headers = {"Authorization": header} if header else {}
     response = requests.get(f"{api_url}/v1/memories", headers=headers, timeout=10)
     assert response.status_code == 401
@@ -47,16 +49,22 @@ def test_content_length_limit_is_6000_characters(tenant: Tenant, length: int, st
 
 def test_content_is_trimmed_and_blank_content_is_rejected(tenant: Tenant) -> None:
     assert tenant.client.save("  padded  \n")["content"] == "padded"
-    padded_limit = tenant.client.post("/v1/memories", {"content": " " + "y" * 6000 + " ", "kind": "fact"})
+    padded_limit = tenant.client.post(
+        "/v1/memories", {"content": " " + "y" * 6000 + " ", "kind": "fact"}
+    )
     assert padded_limit.status_code == 201
     blank = tenant.client.post("/v1/memories", {"content": "   ", "kind": "fact"})
     assert blank.status_code == 400
-    assert error_of(blank)["details"] == [{"field": "content", "message": "content must not be empty"}]
+    assert error_of(blank)["details"] == [
+        {"field": "content", "message": "content must not be empty"}
+    ]
 
 
 @pytest.mark.parametrize("days, status", [(0, 400), (1, 201), (365, 201), (366, 400)])
 def test_retention_days_range_is_1_to_365(tenant: Tenant, days: int, status: int) -> None:
-    response = tenant.client.post("/v1/memories", {"content": "temp", "kind": "fact", "retentionDays": days})
+    response = tenant.client.post(
+        "/v1/memories", {"content": "temp", "kind": "fact", "retentionDays": days}
+    )
     assert response.status_code == status, response.text
     if status == 400:
         assert error_of(response)["details"][0]["field"] == "retentionDays"  # type: ignore[index]
@@ -72,7 +80,9 @@ def test_list_limit_is_at_most_100(tenant: Tenant, limit: int, status: int) -> N
     [("sourceAgent", "a", 100), ("sourceRef", "r", 500)],
 )
 def test_provenance_length_limits(tenant: Tenant, field: str, value: str, limit: int) -> None:
-    ok = tenant.client.post("/v1/memories", {"content": "c", "kind": "fact", "provenance": {field: value * limit}})
+    ok = tenant.client.post(
+        "/v1/memories", {"content": "c", "kind": "fact", "provenance": {field: value * limit}}
+    )
     assert ok.status_code == 201
     assert ok.json()["data"]["provenance"][field] == value * limit
     too_long = tenant.client.post(
@@ -93,7 +103,9 @@ def test_provenance_length_limits(tenant: Tenant, field: str, value: str, limit:
         ("/v1/notebooks", {"name": "n", "accountId": "x"}),
     ],
 )
-def test_unknown_fields_are_rejected_by_name(tenant: Tenant, path: str, body: dict[str, object]) -> None:
+def test_unknown_fields_are_rejected_by_name(
+    tenant: Tenant, path: str, body: dict[str, object]
+) -> None:
     response = tenant.client.post(path, body)
     assert response.status_code == 400
     error = error_of(response)
@@ -139,7 +151,9 @@ def test_wrong_content_type_answers_415(tenant: Tenant) -> None:
 
 
 def test_body_over_64_kib_answers_413_and_stores_nothing(tenant: Tenant) -> None:
-    body = json.dumps({"content": "x", "kind": "fact", "provenance": {"sourceRef": "y" * (64 * 1024)}})
+    body = json.dumps(
+        {"content": "x", "kind": "fact", "provenance": {"sourceRef": "y" * (64 * 1024)}}
+    )
     response = tenant.client.session.post(
         tenant.client.base + "/v1/memories",
         data=body,
@@ -193,7 +207,9 @@ def test_unknown_notebook_is_404_not_403(tenant: Tenant) -> None:
 def test_kind_must_be_one_of_the_five(tenant: Tenant) -> None:
     for kind in ("preference", "fact", "decision", "solution"):
         assert tenant.client.post("/v1/memories", {"content": "c", "kind": kind}).status_code == 201
-    assert tenant.client.post("/v1/memories", {"content": "c", "kind": "opinion"}).status_code == 400
+    assert (
+        tenant.client.post("/v1/memories", {"content": "c", "kind": "opinion"}).status_code == 400
+    )
     assert tenant.client.post("/v1/memories", {"content": "c"}).status_code == 400
 
 

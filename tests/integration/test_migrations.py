@@ -10,19 +10,32 @@ from grove_db import embedded
 from grove_db.migrate import available_migrations, migrate
 
 TENANT_TABLES = {
-    "accounts", "projects", "memories", "memory_revisions", "operations", "connections",
-    "connection_projects", "api_keys", "jobs",
+    "accounts",
+    "projects",
+    "memories",
+    "memory_revisions",
+    "operations",
+    "connections",
+    "connection_projects",
+    "api_keys",
+    "jobs",
 }
 
 
-def test_migrations_are_recorded_and_rerunning_applies_nothing(database: embedded.EmbeddedDatabase) -> None:
+def test_migrations_are_recorded_and_rerunning_applies_nothing(
+    database: embedded.EmbeddedDatabase,
+) -> None:
     assert migrate(database.migration_url, embedded.RUNTIME_ROLE) == []
     with psycopg.connect(database.migration_url) as conn:
-        recorded = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+        recorded = [
+            row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")
+        ]
     assert recorded == [version for version, _, _ in available_migrations()]
 
 
-def test_concurrent_runners_serialize_on_the_advisory_lock(database: embedded.EmbeddedDatabase) -> None:
+def test_concurrent_runners_serialize_on_the_advisory_lock(
+    database: embedded.EmbeddedDatabase,
+) -> None:
     results: list[list[int]] = []
     threads = [
         threading.Thread(target=lambda: results.append(migrate(database.migration_url)))
@@ -48,7 +61,9 @@ def test_every_tenant_table_forces_row_level_security(database: embedded.Embedde
         assert owner == embedded.MIGRATION_ROLE, name
 
 
-def test_runtime_role_owns_nothing_and_cannot_bypass_rls(database: embedded.EmbeddedDatabase) -> None:
+def test_runtime_role_owns_nothing_and_cannot_bypass_rls(
+    database: embedded.EmbeddedDatabase,
+) -> None:
     with psycopg.connect(database.runtime_url) as conn:
         role = conn.execute(
             "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -23,14 +24,20 @@ def test_readme_has_runnable_examples() -> None:
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_readme_example_runs_and_every_call_succeeds(tenant: Tenant, block: str) -> None:
     result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block],
-        env={**os.environ, "GROVE_API_URL": tenant.client.base, "GROVE_API_KEY": tenant.client.key or ""},
+        [shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", block],
+        env={
+            **os.environ,
+            "GROVE_API_URL": tenant.client.base,
+            "GROVE_API_KEY": tenant.client.key or "",
+        },
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    documents = [json.loads(line) for line in result.stdout.replace("}{", "}\n{").splitlines() if line]
+    documents = [
+        json.loads(line) for line in result.stdout.replace("}{", "}\n{").splitlines() if line
+    ]
     assert documents
     for document in documents:
         assert document.get("success", True) is True, document

@@ -27,7 +27,9 @@ def test_notes_created_after_the_first_page_do_not_join_the_listing(tenant: Tena
         tenant.client.save(f"early {i}")
     first = tenant.client.get("/v1/memories?limit=2&sort=updated_asc").json()["data"]
     tenant.client.save("late arrival")
-    second = tenant.client.get(f"/v1/memories?limit=2&sort=updated_asc&cursor={first['nextCursor']}")
+    second = tenant.client.get(
+        f"/v1/memories?limit=2&sort=updated_asc&cursor={first['nextCursor']}"
+    )
     contents = [item["content"] for item in second.json()["data"]["items"]]
     assert contents == ["early 2"]
 
@@ -105,10 +107,14 @@ def test_search_can_be_limited_to_a_notebook_and_a_kind(tenant: Tenant) -> None:
 def test_revisions_keep_every_saved_state(tenant: Tenant) -> None:
     note = tenant.client.save("first")
     for text in ("second", "third"):
-        assert tenant.client.patch(f"/v1/memories/{note['id']}", {"content": text}).status_code == 200
+        assert (
+            tenant.client.patch(f"/v1/memories/{note['id']}", {"content": text}).status_code == 200
+        )
     page = tenant.client.get(f"/v1/memories/{note['id']}/revisions").json()["data"]
     assert [(r["version"], r["content"]) for r in page["items"]] == [
-        (1, "first"), (2, "second"), (3, "third"),
+        (1, "first"),
+        (2, "second"),
+        (3, "third"),
     ]
     first_page = tenant.client.get(f"/v1/memories/{note['id']}/revisions?limit=2").json()["data"]
     assert first_page["nextAfterVersion"] == 2

@@ -10,15 +10,19 @@ from pathlib import Path
 import pytest
 
 from grove_db import embedded
-
 from tests.integration.conftest import SECRET
 
 
 def run_api(database_url: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(Path(sys.executable).with_name("grove-api"))],
-        env={**os.environ, "GROVE_DATABASE_URL": database_url, "GROVE_SECRET_KEY": SECRET,
-             "GROVE_API_PORT": "0", **env},
+        env={
+            **os.environ,
+            "GROVE_DATABASE_URL": database_url,
+            "GROVE_SECRET_KEY": SECRET,
+            "GROVE_API_PORT": "0",
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=60,
@@ -47,12 +51,18 @@ def test_api_refuses_a_bypassrls_role(database: embedded.EmbeddedDatabase) -> No
         conn.execute("CREATE ROLE grove_bypass LOGIN BYPASSRLS")
     result = run_api(embedded.role_url(database.runtime_url, "grove_bypass"))
     assert result.returncode != 0
-    assert result.stderr.strip() == "grove-api: refusing to run: database role 'grove_bypass' has BYPASSRLS"
+    assert (
+        result.stderr.strip()
+        == "grove-api: refusing to run: database role 'grove_bypass' has BYPASSRLS"
+    )
 
 
 @pytest.mark.parametrize(
     "env, variable",
-    [({"GROVE_SECRET_KEY": "short"}, "GROVE_SECRET_KEY"), ({"GROVE_API_PORT": "99999"}, "GROVE_API_PORT")],
+    [
+        ({"GROVE_SECRET_KEY": "short"}, "GROVE_SECRET_KEY"),
+        ({"GROVE_API_PORT": "99999"}, "GROVE_API_PORT"),
+    ],
 )
 def test_api_refuses_bad_settings_with_one_line(
     database: embedded.EmbeddedDatabase, env: dict[str, str], variable: str

@@ -12,8 +12,13 @@ def test_scopes_follow_the_grants() -> None:
     personal_only = Principal(uuid.uuid4(), uuid.uuid4(), personal=True, all_projects=False)
     assert personal_only.may_see_project(None)
     assert not personal_only.may_see_project(chosen)
-    selected = Principal(uuid.uuid4(), uuid.uuid4(), personal=False, all_projects=False,
-                         project_ids=frozenset({chosen}))
+    selected = Principal(
+        uuid.uuid4(),
+        uuid.uuid4(),
+        personal=False,
+        all_projects=False,
+        project_ids=frozenset({chosen}),
+    )
     assert selected.may_see_project(chosen)
     assert not selected.may_see_project(other)
     assert not selected.may_see_project(None)

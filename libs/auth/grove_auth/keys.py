@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
-import psycopg
 from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import AuthError
 from grove_auth.principal import Principal
+from grove_db.pool import Conn, set_tenant, transaction
 
 KEY_PREFIX = "grv_"
 KEY_BYTES = 32
@@ -55,13 +55,13 @@ def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
     if not token.startswith(KEY_PREFIX) or len(token) > 200:
         raise AuthError("invalid API key")
     digest = hash_key(secret, token)
-    with pool.connection() as conn, conn.transaction():
+    with transaction(pool) as conn:
         conn.execute("SELECT set_config('grove.key_lookup', %s, true)", (digest.hex(),))
         key = conn.execute(FIND_KEY, (digest,)).fetchone()
         if key is None:
             raise AuthError("invalid or revoked API key")
         account_id, connection_id = key["account_id"], key["connection_id"]
-        conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(account_id),))
+        set_tenant(conn, account_id)
         grant = conn.execute(FIND_CONNECTION, (connection_id,)).fetchone()
         if grant is None:
             raise AuthError("invalid or revoked API key")
@@ -92,7 +92,7 @@ class IssuedKey:
 
 
 def issue_key(
-    conn: psycopg.Connection,  # type: ignore[type-arg]
+    conn: Conn,
     secret: bytes,
     *,
     account_id: UUID,
@@ -124,7 +124,7 @@ def issue_key(
     return IssuedKey(key_id, connection_id, key, key[:VISIBLE_PREFIX_CHARS])
 
 
-def revoke_key(conn: psycopg.Connection, key_id: UUID) -> bool:  # type: ignore[type-arg]
+def revoke_key(conn: Conn, key_id: UUID) -> bool:
     """Revoke a key and its connection for good; False if no live key has that ID."""
     row = conn.execute(
         "UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL"

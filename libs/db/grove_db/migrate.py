@@ -8,7 +8,7 @@ one advisory lock, so two pods starting together apply each file exactly once.
 from __future__ import annotations
 
 from importlib import resources
-from typing import LiteralString, cast
+from typing import Any, LiteralString
 
 import psycopg
 from psycopg import sql
@@ -49,7 +49,7 @@ def migrate(url: str, runtime_role: str | None = None) -> list[int]:
                 if version in done:
                     continue
                 with conn.transaction():
-                    conn.execute(cast(LiteralString, text))
+                    conn.execute(text)
                     conn.execute(
                         "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
@@ -62,8 +62,8 @@ def migrate(url: str, runtime_role: str | None = None) -> list[int]:
     return applied
 
 
-def grant_runtime(conn: psycopg.Connection, role: str) -> None:
+def grant_runtime(conn: psycopg.Connection[Any], role: str) -> None:
     """Grant the runtime role exactly the privileges in ``grants.sql``."""
     template = (resources.files("grove_db") / "grants.sql").read_text()
-    statement = sql.SQL(cast(LiteralString, template)).format(role=sql.Identifier(role))
+    statement = sql.SQL(template).format(role=sql.Identifier(role))
     conn.execute(statement)

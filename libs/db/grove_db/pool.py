@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -12,10 +13,12 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from grove_db.errors import DatabaseError
 
-Conn = psycopg.Connection[dict[str, object]]
+Conn = psycopg.Connection[dict[str, Any]]
 
 
-def open_pool(url: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0) -> ConnectionPool:
+def open_pool(
+    url: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0
+) -> ConnectionPool:
     """Open a pool of runtime connections that return rows as dicts."""
     pool: ConnectionPool = ConnectionPool(
         url,
@@ -44,13 +47,13 @@ def transaction(
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             if account_id is not None:
                 set_tenant(conn, account_id)
-            yield conn  # type: ignore[misc]
+            yield conn  # type: ignore[misc]  # the pool hands out dict_row connections
     except PoolTimeout as ex:
         raise DatabaseError("the database is busy; try again") from ex
     except psycopg.OperationalError as ex:
         raise DatabaseError("the database is unreachable") from ex
 
 
-def set_tenant(conn: psycopg.Connection, account_id: UUID) -> None:  # type: ignore[type-arg]
+def set_tenant(conn: psycopg.Connection[Any], account_id: UUID) -> None:
     """Scope the current transaction to one account (row-level security key)."""
     conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(account_id),))

@@ -26,5 +26,8 @@ def check_runtime_role(url: str) -> str:
     if bypass:
         raise UnsafeRoleError(f"refusing to run: database role {name!r} has BYPASSRLS")
     if owns:
-        raise UnsafeRoleError(f"refusing to run: database role {name!r} owns (or may become the owner of) Grove's tables")
+        raise UnsafeRoleError(
+            f"refusing to run: database role {name!r} owns (or may act as the owner of)"
+            " Grove's tables"
+        )
     return str(name)

@@ -30,12 +30,11 @@ def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
         notes = conn.cursor(name="export_notes")
         notes.itersize = FETCH_BATCH
         notes.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {VISIBLE}"
-            " ORDER BY m.created_at, m.id",
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {VISIBLE} ORDER BY m.created_at, m.id",
             params(principal),
         )
         for row in notes:
-            yield _line("memory", memory_json(row))  # type: ignore[arg-type]
+            yield _line("memory", memory_json(row))
         notes.close()
         revisions = conn.cursor(name="export_revisions")
         revisions.itersize = FETCH_BATCH
@@ -46,7 +45,7 @@ def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
             params(principal),
         )
         for row in revisions:
-            yield _line("revision", revision_json(row))  # type: ignore[arg-type]
+            yield _line("revision", revision_json(row))
 
 
 def _line(kind: str, data: dict[str, object]) -> bytes:

@@ -34,7 +34,9 @@ def list_memories(store: Store, principal: Principal, query: ListQuery) -> dict[
     column, direction, comparison = SORTS[query.sort]
     filters = query.model_dump(mode="json", exclude={"cursor", "limit"}, exclude_none=True)
     binding = {
-        "a": str(principal.account_id), "c": str(principal.connection_id), "f": filters,
+        "a": str(principal.account_id),
+        "c": str(principal.connection_id),
+        "f": filters,
     }
     where, values = _where(query)
     with transaction(store.pool, principal.account_id) as conn:
@@ -45,7 +47,9 @@ def list_memories(store: Store, principal: Principal, query: ListQuery) -> dict[
             where.append(f"(m.{column}, m.id) {comparison} (%(key_time)s, %(key_id)s)")
             values.update(key_time=key_time, key_id=key_id)
         else:
-            ceiling = conn.execute("SELECT statement_timestamp() AS now").fetchone()["now"]  # type: ignore[index]
+            now = conn.execute("SELECT statement_timestamp() AS now").fetchone()
+            assert now is not None
+            ceiling = now["now"]
         values["ceiling"] = ceiling
         rows = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories m"

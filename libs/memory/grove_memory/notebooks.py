@@ -40,8 +40,10 @@ def create_notebook(
     require(principal, "write")
     if not principal.all_projects:
         raise Forbidden("only a credential granted all notebooks may create notebooks")
-    arguments = {"connection": str(principal.connection_id),
-                 **req.model_dump(mode="json", exclude={"operationId"})}
+    arguments = {
+        "connection": str(principal.connection_id),
+        **req.model_dump(mode="json", exclude={"operationId"}),
+    }
     with transaction(store.pool, principal.account_id) as conn:
         replay = idempotency.begin(
             conn, principal.account_id, req.operationId, "create_notebook", arguments

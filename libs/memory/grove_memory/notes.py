@@ -27,7 +27,13 @@ MAX_REVISIONS_PAGE = 100
 
 # The fields a save writes, in column order; ``expires_at`` is derived from retention.
 NOTE_FIELDS = (
-    "content", "kind", "project_id", "task_id", "capture", "source_agent", "source_ref",
+    "content",
+    "kind",
+    "project_id",
+    "task_id",
+    "capture",
+    "source_agent",
+    "source_ref",
     "retention_days",
 )
 
@@ -181,7 +187,10 @@ def forget(store: Store, principal: Principal, req: ForgetRequest) -> dict[str, 
         if replay is not None:
             return replay.response
         results = [
-            {"id": str(item.id), "outcome": _forget_one(conn, principal, item.id, item.expectedVersion)}
+            {
+                "id": str(item.id),
+                "outcome": _forget_one(conn, principal, item.id, item.expectedVersion),
+            }
             for item in req.targets()
         ]
         response = {"results": results}
@@ -224,8 +233,12 @@ def _merge(current: dict[str, Any], req: UpdateRequest) -> dict[str, Any]:
     values = {name: current[name] for name in NOTE_FIELDS}
     supplied = req.model_fields_set
     for wire, column in (
-        ("content", "content"), ("kind", "kind"), ("projectId", "project_id"),
-        ("taskId", "task_id"), ("capture", "capture"), ("retentionDays", "retention_days"),
+        ("content", "content"),
+        ("kind", "kind"),
+        ("projectId", "project_id"),
+        ("taskId", "task_id"),
+        ("capture", "capture"),
+        ("retentionDays", "retention_days"),
     ):
         if wire in supplied:
             values[column] = getattr(req, wire)

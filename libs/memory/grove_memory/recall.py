@@ -144,7 +144,10 @@ def item_chars(memory: dict[str, Any]) -> int:
     """What a note costs against the recall budget: its content plus its metadata."""
     provenance = memory["provenance"]
     metadata = (
-        memory["kind"], memory["taskId"], provenance["sourceAgent"], provenance["sourceRef"],
+        memory["kind"],
+        memory["taskId"],
+        provenance["sourceAgent"],
+        provenance["sourceRef"],
     )
     return len(memory["content"]) + sum(len(m) for m in metadata if m)
 
@@ -167,18 +170,22 @@ def _pack(
         truncated = False
         if not items and handoff is None and cost > max_chars:
             # The best match alone exceeds the budget: give its beginning, not nothing.
-            memory["content"] = memory["content"][: max(0, len(memory["content"]) - (cost - max_chars))]
+            memory["content"] = memory["content"][
+                : max(0, len(memory["content"]) - (cost - max_chars))
+            ]
             cost, truncated = item_chars(memory), True
         if len(items) >= limit or used + cost > max_chars:
             omitted += 1
             continue
         used += cost
         score = row["score"]
-        items.append({
-            "memory": memory,
-            "score": None if score is None else round(score, 6),
-            "contentTruncated": truncated,
-        })
+        items.append(
+            {
+                "memory": memory,
+                "score": None if score is None else round(score, 6),
+                "contentTruncated": truncated,
+            }
+        )
     return {
         "mode": "lexical",
         "notice": LEXICAL_NOTICE,

@@ -10,10 +10,7 @@ from grove_db.pool import Conn
 from grove_memory.errors import NotFound
 
 #: Live notes: not deleted and not expired at this statement's time.
-LIVE = (
-    "m.deleted_at IS NULL"
-    " AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())"
-)
+LIVE = "m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())"
 
 #: Notes in scopes the principal is granted (parameters from ``Principal.scope_params``).
 GRANTED = (

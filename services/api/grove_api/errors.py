@@ -21,9 +21,7 @@ log = logging.getLogger("grove_api")
 class ApiError(Exception):
     """An error found by the HTTP layer itself (bad body, wrong media type, ...)."""
 
-    def __init__(
-        self, code: str, message: str, details: list[FieldError] | None = None
-    ) -> None:
+    def __init__(self, code: str, message: str, details: list[FieldError] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.status = ERROR_STATUS[code]
@@ -31,8 +29,13 @@ class ApiError(Exception):
         self.details = details
 
 
-FALCON_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
-                415: "unsupported_media_type", 400: "validation_error"}
+FALCON_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    400: "validation_error",
+}
 
 
 def validation_details(ex: ValidationError) -> list[FieldError]:
@@ -62,7 +65,11 @@ def install(app: falcon.App) -> None:
 
 
 def _respond(
-    req: falcon.Request, resp: falcon.Response, status: int, code: str, message: str,
+    req: falcon.Request,
+    resp: falcon.Response,
+    status: int,
+    code: str,
+    message: str,
     details: list[FieldError] | None = None,
 ) -> None:
     resp.status = status
@@ -76,7 +83,9 @@ def _domain(req: falcon.Request, resp: falcon.Response, ex: Any, params: dict[st
     _respond(req, resp, ex.status, ex.code, ex.message, details)
 
 
-def _auth(req: falcon.Request, resp: falcon.Response, ex: AuthError, params: dict[str, Any]) -> None:
+def _auth(
+    req: falcon.Request, resp: falcon.Response, ex: AuthError, params: dict[str, Any]
+) -> None:
     resp.set_header("WWW-Authenticate", 'Bearer realm="grove"')
     _respond(req, resp, ex.status, ex.code, ex.message)
 
@@ -100,7 +109,12 @@ def _falcon_error(
 def _unexpected(
     req: falcon.Request, resp: falcon.Response, ex: Exception, params: dict[str, Any]
 ) -> None:
-    record = {"level": "error", "requestId": req.context.get("request_id"),
-              "path": req.path, "error": type(ex).__name__, "detail": str(ex)[:500]}
+    record = {
+        "level": "error",
+        "requestId": req.context.get("request_id"),
+        "path": req.path,
+        "error": type(ex).__name__,
+        "detail": str(ex)[:500],
+    }
     print(json.dumps(record), file=sys.stderr, flush=True)
     _respond(req, resp, 500, "internal", "internal error; quote the request ID when reporting it")

@@ -57,6 +57,6 @@ def main() -> None:
         check_runtime_role(settings.database_url)
     except DatabaseError as ex:
         sys.exit(f"grove-api: {ex}")
-    except Exception as ex:  # noqa: BLE001 - any connection failure is one clear line
+    except Exception as ex:  # any connection failure is one clear line
         sys.exit(f"grove-api: cannot reach the database: {type(ex).__name__}: {ex}")
     _Gunicorn(gunicorn_options(settings)).run()

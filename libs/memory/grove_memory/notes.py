@@ -49,8 +49,8 @@ INSERT_NOTE = f"""
     RETURNING {MEMORY_COLUMNS}
 """
 
-# ``restart`` says whether the lifetime starts again from now (retention supplied, or the
-# note had already expired); otherwise expiry is preserved exactly.
+# ``restart`` says whether the lifetime starts again from now (retention supplied);
+# otherwise expiry is preserved exactly.
 UPDATE_NOTE = f"""
     UPDATE memories AS m SET
         content = %(content)s, kind = %(kind)s, project_id = %(project_id)s,
@@ -78,7 +78,7 @@ ENQUEUE_EMBEDDING = """
 """
 
 LOCK_VISIBLE = f"""
-    SELECT {MEMORY_COLUMNS}, statement_timestamp() >= m.expires_at AS expired
+    SELECT {MEMORY_COLUMNS}
     FROM memories m WHERE m.id = %(id)s AND {VISIBLE} FOR UPDATE
 """
 
@@ -278,8 +278,15 @@ def _create_or_update_handoff(
     ).fetchone()
     if row is not None:
         return row, True
-    # A live handoff for this task exists (perhaps committed a moment ago): correct it.
+    # A live handoff for this task exists (perhaps committed a moment ago): correct it,
+    # unless it has expired, in which case it is retired and a fresh note starts.
     current = conn.execute(LOCK_HANDOFF, values).fetchone()
+    if current is not None and current["expired"]:
+        conn.execute(
+            "UPDATE memories SET deleted_at = statement_timestamp() WHERE id = %s",
+            (current["id"],),
+        )
+        return _create_or_update_handoff(conn, store, principal, req, values)
     if current is None:
         raise Conflict("the handoff for this taskId changed concurrently; retry")
     _check_version(current, req.expectedVersion)
@@ -295,7 +302,7 @@ def _correct(
 ) -> dict[str, Any]:
     if not retention_supplied:
         values = {**values, "retention_days": current["retention_days"]}
-    restart = retention_supplied or bool(current.get("expired"))
+    restart = retention_supplied
     try:
         with conn.transaction():
             row = conn.execute(

@@ -152,32 +152,45 @@ def item_chars(memory: dict[str, Any]) -> int:
     return len(memory["content"]) + sum(len(m) for m in metadata if m)
 
 
+def _shortened(memory: dict[str, Any], budget: int) -> tuple[dict[str, Any] | None, bool]:
+    """Fit one note into ``budget`` by cutting its content; None if even that fails.
+
+    Used for the first note recall returns (the handoff, or the best match), so an
+    oversized note yields its beginning rather than nothing.
+    """
+    cost = item_chars(memory)
+    if cost <= budget:
+        return memory, False
+    keep = len(memory["content"]) - (cost - budget)
+    if keep <= 0:
+        return None, False
+    return {**memory, "content": memory["content"][:keep]}, True
+
+
 def _pack(
     rows: list[dict[str, Any]], handoff_row: dict[str, Any] | None, limit: int, max_chars: int
 ) -> dict[str, Any]:
-    used = 0
-    handoff = None
+    used, omitted = 0, 0
+    handoff, handoff_truncated = None, False
     if handoff_row is not None:
-        handoff = memory_json(handoff_row)
-        used += item_chars(handoff)
+        handoff, handoff_truncated = _shortened(memory_json(handoff_row), max_chars)
+        if handoff is None:
+            omitted += 1
+        else:
+            used += item_chars(handoff)
     items: list[dict[str, Any]] = []
-    omitted = 0
     for row in rows:
-        memory = memory_json(row)
-        if handoff is not None and memory["id"] == handoff["id"]:
+        memory: dict[str, Any] | None = memory_json(row)
+        assert memory is not None
+        if handoff_row is not None and memory["id"] == str(handoff_row["id"]):
             continue
-        cost = item_chars(memory)
         truncated = False
-        if not items and handoff is None and cost > max_chars:
-            # The best match alone exceeds the budget: give its beginning, not nothing.
-            memory["content"] = memory["content"][
-                : max(0, len(memory["content"]) - (cost - max_chars))
-            ]
-            cost, truncated = item_chars(memory), True
-        if len(items) >= limit or used + cost > max_chars:
+        if not items and used == 0:
+            memory, truncated = _shortened(memory, max_chars)
+        if memory is None or len(items) >= limit or used + item_chars(memory) > max_chars:
             omitted += 1
             continue
-        used += cost
+        used += item_chars(memory)
         score = row["score"]
         items.append(
             {
@@ -191,6 +204,7 @@ def _pack(
         "notice": LEXICAL_NOTICE,
         "items": items,
         "handoff": handoff,
+        "handoffTruncated": handoff_truncated,
         "usedChars": used,
         "omitted": omitted,
     }

@@ -178,3 +178,45 @@ def make_tenant(database: embedded.EmbeddedDatabase, api_url: str) -> Callable[[
 def tenant(make_tenant: Callable[[], Tenant]) -> Tenant:
     """One fresh account."""
     return make_tenant()
+
+
+def error_of(response: requests.Response) -> dict[str, Any]:
+    """The error member of a failure envelope, checking it echoes the request ID."""
+    body = response.json()
+    assert body["success"] is False, response.text
+    assert body["error"]["requestId"] == response.headers["X-Request-Id"]
+    return body["error"]  # type: ignore[no-any-return]
+
+
+def data_of(response: requests.Response) -> Any:
+    """The data member of a success envelope."""
+    body = response.json()
+    assert body["success"] is True, response.text
+    return body["data"]
+
+
+def race(calls: list[Callable[[requests.Session], requests.Response]]) -> list[requests.Response]:
+    """Run each call on its own thread and session, released together by a barrier."""
+    barrier = threading.Barrier(len(calls))
+    results: list[requests.Response | BaseException | None] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        with requests.Session() as session:
+            try:
+                barrier.wait(timeout=10)
+                results[index] = calls[index](session)
+            except BaseException as ex:  # re-raised in the test's thread
+                results[index] = ex
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    responses: list[requests.Response] = []
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None
+        responses.append(result)
+    return responses

@@ -8,14 +8,7 @@ import uuid
 import pytest
 import requests
 
-from tests.integration.conftest import Client, Tenant
-
-
-def error_of(response: requests.Response) -> dict[str, object]:
-    body = response.json()
-    assert body["success"] is False
-    assert body["error"]["requestId"] == response.headers["X-Request-Id"]
-    return body["error"]  # type: ignore[no-any-return]
+from tests.integration.conftest import Client, Tenant, error_of
 
 
 def test_every_response_carries_a_request_id(tenant: Tenant) -> None:

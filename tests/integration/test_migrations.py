@@ -19,6 +19,7 @@ TENANT_TABLES = {
     "connection_projects",
     "api_keys",
     "jobs",
+    "embeddings",
 }
 
 

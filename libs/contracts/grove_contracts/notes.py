@@ -97,12 +97,19 @@ class UpdateRequest(Strict):
 
 
 class SearchRequest(Strict):
-    """Full-text search across the notes the caller may read."""
+    """Hybrid search across the notes the caller may read, a page at a time.
+
+    ``sort`` is ``relevance`` (the fused rank) or ``updated_desc``; ``cursor`` comes
+    from the previous page and is bound to this query; ``matches`` adds evidence.
+    """
 
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     projectId: UUID | None = None
     kind: Kind | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = DEFAULT_SEARCH_LIMIT
+    sort: Literal["relevance", "updated_desc"] = "relevance"
+    cursor: Annotated[str, Field(max_length=2000)] | None = None
+    matches: bool = False
 
 
 class RecallRequest(Strict):

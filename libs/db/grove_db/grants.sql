@@ -5,3 +5,4 @@ GRANT SELECT ON accounts TO {role};
 GRANT SELECT, INSERT, UPDATE ON projects, memories, operations, connections,
     connection_projects, api_keys, jobs TO {role};
 GRANT SELECT, INSERT ON memory_revisions TO {role};
+GRANT SELECT, INSERT, UPDATE ON embeddings TO {role};

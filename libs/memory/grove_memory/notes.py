@@ -15,6 +15,7 @@ import psycopg
 
 from grove_auth.principal import Principal
 from grove_contracts.notes import ForgetRequest, RememberRequest, UpdateRequest
+from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory import idempotency
 from grove_memory.errors import Conflict, InvalidRequest, NotFound, VersionConflict
@@ -59,7 +60,8 @@ UPDATE_NOTE = f"""
         expires_at = CASE WHEN %(restart)s
                           THEN statement_timestamp() + make_interval(days => %(retention_days)s)
                           ELSE m.expires_at END,
-        indexing = %(indexing)s, version = m.version + 1, updated_at = statement_timestamp()
+        indexing = %(indexing)s, indexing_error = NULL, version = m.version + 1,
+        updated_at = statement_timestamp()
     WHERE m.id = %(id)s
     RETURNING {MEMORY_COLUMNS}
 """
@@ -70,11 +72,6 @@ INSERT_REVISION = f"""
     SELECT m.account_id, m.id, m.version, {", ".join("m." + f for f in NOTE_FIELDS)},
            m.expires_at, %(operation_id)s
     FROM memories m WHERE m.id = %(id)s
-"""
-
-ENQUEUE_EMBEDDING = """
-    INSERT INTO jobs (account_id, kind, memory_id, version)
-    SELECT m.account_id, 'embed', m.id, m.version FROM memories m WHERE m.id = %(id)s
 """
 
 LOCK_VISIBLE = f"""
@@ -324,8 +321,8 @@ def _finish(
     created: bool,
 ) -> SaveResult:
     conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
-    if store.indexing == "pending":
-        conn.execute(ENQUEUE_EMBEDDING, {"id": row["id"]})
+    if store.profile is not None:
+        queue.enqueue_embedding(conn, row["id"], store.profile)
     memory = memory_json(row)
     idempotency.finish(conn, principal.account_id, operation_id, memory, row["id"])
     return SaveResult(memory, created)

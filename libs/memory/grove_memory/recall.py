@@ -1,30 +1,44 @@
-"""Finding notes: full-text search, and recall (bounded context for an agent).
+"""Finding notes: hybrid search, and recall (bounded context for an agent).
 
-Search uses ``websearch_to_tsquery`` (every word must match; quotes and ``-word``
-work). Recall ranks notes matching any query word, drops those under a relevance
-floor, and packs the best into an item and character budget. A query with no
-searchable words (only stop words or punctuation) falls back to a case-insensitive
-substring match. Archived and expired notes never appear; recall never searches a
-notebook the caller did not name.
+Two signals, both restricted to the caller's grants inside one tenant transaction:
+full-text ranks from PostgreSQL, and cosine distances from pgvector for the query's
+vector (the ask service's ``Embed``). Semantic candidates beyond the distance
+threshold are dropped, so nothing unrelated fills the answer. Reciprocal rank fusion
+merges the two lists. When the query vector cannot be had (embeddings disabled, or
+the ask service failed or missed its 300 ms budget), the answer is lexical only and
+says why in ``retrieval``; it never fails for that reason.
+
+Search matches every query word (``websearch_to_tsquery``: quotes and ``-word``
+work). Recall matches any query word and drops lexical matches under a relevance
+floor. A query with no searchable words (only stop words or punctuation) falls back
+to a case-insensitive substring match. Archived and expired notes never appear;
+recall never searches a notebook the caller did not name.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from grove_auth.principal import Principal
 from grove_contracts.notes import RecallRequest, SearchRequest
 from grove_db.pool import Conn, transaction
+from grove_memory import cursors
+from grove_memory.inference import InferenceError, vector_literal
 from grove_memory.rows import MEMORY_COLUMNS, memory_json
 from grove_memory.scope import VISIBLE, check_project, params
 from grove_memory.store import Store, require
 
-#: Recall drops items scoring under this share of the best item's score.
+#: Recall drops lexical matches scoring under this share of the best one's score.
 RELATIVE_FLOOR = 0.2
 #: Score given to substring matches when the query has no searchable words.
 SUBSTRING_SCORE = 0.05
+#: Candidates taken from each signal before fusion, for search pages.
+SEARCH_CANDIDATES = 200
 PROFILE_KINDS = ("preference", "fact", "decision")
-LEXICAL_NOTICE = "lexical retrieval only: embeddings are not available in this deployment"
 
 SEARCH_QUERY = "websearch_to_tsquery('english', %(query)s)"
 # Any of the query's words: the stemmed lexemes of the query, OR-ed together.
@@ -54,21 +68,110 @@ SUBSTRING = """
 
 PARSES_TO_NOTHING = "SELECT numnode({tsquery}) = 0 AS empty"
 
+# Nearest current-revision vectors of the profile; the cast matches the HNSW index.
+SEMANTIC = """
+    SELECT {columns}, (e.embedding::vector({dims})) <=> %(vector)s::vector({dims}) AS distance
+    FROM embeddings e
+    JOIN memories m ON m.account_id = e.account_id AND m.id = e.memory_id
+                   AND m.version = e.version
+    WHERE e.profile = %(profile)s AND m.archived_at IS NULL AND {visible} AND {scope}
+    ORDER BY distance, m.id
+    LIMIT %(limit)s
+"""
+
+MATCHED_TERMS = """
+    SELECT m.id, ARRAY(
+        SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) lexeme
+        WHERE m.content_tsv @@ to_tsquery('simple', quote_literal(lexeme))
+        ORDER BY lexeme
+    ) AS terms
+    FROM memories m WHERE m.id = ANY(%(ids)s)
+"""
+
+
+@dataclass
+class Candidate:
+    """One note found by one or both signals, with its fused score."""
+
+    row: dict[str, Any]
+    score: float = 0.0
+    lexical_rank: int | None = None
+    semantic_rank: int | None = None
+    distance: float | None = None
+    terms: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class QueryVector:
+    """The query's vector, or why there is none."""
+
+    vector: list[float] | None
+    reason: str | None
+
+    def retrieval(self) -> dict[str, Any]:
+        """The ``retrieval`` member of a response: which signals were applied."""
+        answer: dict[str, Any] = {"lexical": True, "semantic": self.vector is not None}
+        if self.reason:
+            answer["reason"] = self.reason
+        return answer
+
+
+def query_vector(store: Store, query: str) -> QueryVector:
+    """Embed the query within the store's budget; never raises."""
+    if store.profile is None or store.embedder is None:
+        return QueryVector(None, "disabled")
+    try:
+        return QueryVector(store.embedder.embed_query(query, store.query_embed_seconds), None)
+    except InferenceError:
+        return QueryVector(None, "inference_unavailable")
+
 
 def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, Any]:
-    """Ranked full-text search over every granted scope (or ``projectId`` if given)."""
+    """One page of hybrid search over every granted scope (or ``projectId`` if given)."""
     require(principal, "read")
     scope, values = _search_scope(req)
-    values.update(kind=req.kind, limit=req.limit)
-    if req.kind is not None:
-        scope += " AND m.kind = %(kind)s"
+    binding = {
+        "a": str(principal.account_id),
+        "c": str(principal.connection_id),
+        "q": hashlib.sha256(
+            json.dumps(
+                req.model_dump(mode="json", exclude={"cursor", "limit"}), sort_keys=True
+            ).encode()
+        ).hexdigest(),
+    }
+    offset, ceiling = 0, None
+    if req.cursor:
+        payload = cursors.decode(store.cursor_secret, req.cursor, binding)
+        offset, ceiling = int(payload["offset"]), datetime.fromisoformat(payload["ceiling"])
+    vector = query_vector(store, req.query)  # before the transaction: no connection held
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
-        rows = _ranked(conn, principal, SEARCH_QUERY, req.query, scope, values)
+        if ceiling is None:
+            ceiling = _now(conn)
+        scope += " AND m.created_at <= %(ceiling)s"
+        values.update(ceiling=ceiling, limit=SEARCH_CANDIDATES)
+        lexical = _lexical(conn, principal, SEARCH_QUERY, req.query, scope, values)
+        semantic = _semantic(conn, store, principal, vector, scope, values)
+        fused = fuse(lexical, semantic, store.rrf_k)
+        if req.sort == "updated_desc":
+            fused.sort(key=lambda c: (c.row["updated_at"], str(c.row["id"])), reverse=True)
+        page = fused[offset : offset + req.limit]
+        if req.matches:
+            _add_terms(conn, req.query, page)
+    more = len(fused) > offset + req.limit
+    next_cursor = (
+        cursors.encode(
+            store.cursor_secret,
+            {"bind": binding, "offset": offset + req.limit, "ceiling": ceiling.isoformat()},
+        )
+        if more
+        else None
+    )
     return {
-        "mode": "lexical",
-        "items": [{"memory": memory_json(r), "score": round(r["score"], 6)} for r in rows],
+        "retrieval": vector.retrieval(),
+        "items": [_search_item(c, req.matches) for c in page],
+        "nextCursor": next_cursor,
     }
 
 
@@ -80,25 +183,65 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
         scope += " OR m.project_id IS NULL"
     scope += ")"
     values: dict[str, Any] = {"project_id": req.projectId, "limit": req.limit * 4}
+    query = (req.query or "").strip()
+    vector = query_vector(store, query) if query else None
     with transaction(store.pool, principal.account_id) as conn:
         check_project(conn, principal, req.projectId)
         handoff = _handoff(conn, principal, req) if req.taskId else None
-        query = (req.query or "").strip()
-        if query:
-            rows = _ranked(conn, principal, ANY_WORD_QUERY, query, scope, values)
-            rows = _above_floor(rows)
+        if vector is not None:
+            lexical = _above_floor(_lexical(conn, principal, ANY_WORD_QUERY, query, scope, values))
+            semantic = _semantic(conn, store, principal, vector, scope, values)
+            candidates = fuse(lexical, semantic, store.rrf_k)
         else:
-            rows = _profile(conn, principal, scope, values)
-    return _pack(rows, handoff, req.limit, req.maxChars)
+            candidates = [Candidate(row) for row in _profile(conn, principal, scope, values)]
+    packed = _pack(candidates, handoff, req.limit, req.maxChars)
+    retrieval = (
+        vector.retrieval()
+        if vector
+        else {"lexical": False, "semantic": False, "reason": "no_query"}
+    )
+    return {"retrieval": retrieval, **packed}
+
+
+def fuse(lexical: list[dict[str, Any]], semantic: list[dict[str, Any]], k: int) -> list[Candidate]:
+    """Reciprocal rank fusion: each list adds 1 / (k + rank); ties break by best rank,
+    then most recently updated, then ID, so the order is deterministic."""
+    found: dict[Any, Candidate] = {}
+    for rank, row in enumerate(lexical, start=1):
+        candidate = found.setdefault(row["id"], Candidate(row))
+        candidate.lexical_rank = rank
+        candidate.score += 1.0 / (k + rank)
+    for rank, row in enumerate(semantic, start=1):
+        candidate = found.setdefault(row["id"], Candidate(row))
+        candidate.semantic_rank = rank
+        candidate.distance = float(row["distance"])
+        candidate.score += 1.0 / (k + rank)
+
+    def order(c: Candidate) -> tuple[float, int, float, str]:
+        best = min(r for r in (c.lexical_rank, c.semantic_rank) if r is not None)
+        return (-c.score, best, -c.row["updated_at"].timestamp(), str(c.row["id"]))
+
+    return sorted(found.values(), key=order)
+
+
+def _now(conn: Conn) -> datetime:
+    row = conn.execute("SELECT statement_timestamp() AS now").fetchone()
+    assert row is not None
+    return row["now"]  # type: ignore[no-any-return]
 
 
 def _search_scope(req: SearchRequest) -> tuple[str, dict[str, Any]]:
-    if "projectId" not in req.model_fields_set:
-        return "true", {}
-    return "m.project_id IS NOT DISTINCT FROM %(project_id)s", {"project_id": req.projectId}
+    scope, values = "true", dict[str, Any]()
+    if "projectId" in req.model_fields_set:
+        scope = "m.project_id IS NOT DISTINCT FROM %(project_id)s"
+        values["project_id"] = req.projectId
+    if req.kind is not None:
+        scope += " AND m.kind = %(kind)s"
+        values["kind"] = req.kind
+    return scope, values
 
 
-def _ranked(
+def _lexical(
     conn: Conn, principal: Principal, tsquery: str, query: str, scope: str, values: dict[str, Any]
 ) -> list[dict[str, Any]]:
     values = params(principal, query=query, **values)
@@ -113,6 +256,28 @@ def _ranked(
     return conn.execute(statement, values).fetchall()
 
 
+def _semantic(
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    vector: QueryVector,
+    scope: str,
+    values: dict[str, Any],
+) -> list[dict[str, Any]]:
+    if vector.vector is None:
+        return []
+    # Keep walking the HNSW graph until enough rows pass the tenant and scope filters.
+    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    statement = SEMANTIC.format(
+        columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope, dims=len(vector.vector)
+    )
+    rows = conn.execute(
+        statement,
+        params(principal, vector=vector_literal(vector.vector), profile=store.profile, **values),
+    ).fetchall()
+    return [r for r in rows if r["distance"] <= store.max_distance]
+
+
 def _above_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not rows:
         return rows
@@ -120,11 +285,35 @@ def _above_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["score"] >= floor]
 
 
+def _add_terms(conn: Conn, query: str, page: list[Candidate]) -> None:
+    rows = conn.execute(
+        MATCHED_TERMS, {"query": query, "ids": [c.row["id"] for c in page]}
+    ).fetchall()
+    terms = {row["id"]: row["terms"] for row in rows}
+    for candidate in page:
+        candidate.terms = terms.get(candidate.row["id"], []) if candidate.lexical_rank else []
+
+
+def _search_item(candidate: Candidate, matches: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "memory": memory_json(candidate.row),
+        "score": round(candidate.score, 6),
+    }
+    if matches:
+        item["matches"] = {
+            "lexical": candidate.lexical_rank is not None,
+            "semantic": candidate.semantic_rank is not None,
+            "terms": candidate.terms,
+            "distance": None if candidate.distance is None else round(candidate.distance, 6),
+        }
+    return item
+
+
 def _profile(
     conn: Conn, principal: Principal, scope: str, values: dict[str, Any]
 ) -> list[dict[str, Any]]:
     return conn.execute(
-        f"SELECT {MEMORY_COLUMNS}, NULL::float8 AS score FROM memories m"
+        f"SELECT {MEMORY_COLUMNS} FROM memories m"
         f" WHERE m.kind = ANY(%(kinds)s) AND m.archived_at IS NULL AND {VISIBLE} AND {scope}"
         " ORDER BY m.updated_at DESC, m.id LIMIT %(limit)s",
         params(principal, kinds=list(PROFILE_KINDS), **values),
@@ -168,7 +357,7 @@ def _shortened(memory: dict[str, Any], budget: int) -> tuple[dict[str, Any] | No
 
 
 def _pack(
-    rows: list[dict[str, Any]], handoff_row: dict[str, Any] | None, limit: int, max_chars: int
+    candidates: list[Candidate], handoff_row: dict[str, Any] | None, limit: int, max_chars: int
 ) -> dict[str, Any]:
     used, omitted = 0, 0
     handoff, handoff_truncated = None, False
@@ -179,29 +368,25 @@ def _pack(
         else:
             used += item_chars(handoff)
     items: list[dict[str, Any]] = []
-    for row in rows:
-        memory: dict[str, Any] | None = memory_json(row)
-        assert memory is not None
-        if handoff_row is not None and memory["id"] == str(handoff_row["id"]):
+    for candidate in candidates:
+        if handoff_row is not None and candidate.row["id"] == handoff_row["id"]:
             continue
+        memory: dict[str, Any] | None = memory_json(candidate.row)
         truncated = False
-        if not items and used == 0:
+        if not items and used == 0 and memory is not None:
             memory, truncated = _shortened(memory, max_chars)
         if memory is None or len(items) >= limit or used + item_chars(memory) > max_chars:
             omitted += 1
             continue
         used += item_chars(memory)
-        score = row["score"]
         items.append(
             {
                 "memory": memory,
-                "score": None if score is None else round(score, 6),
+                "score": round(candidate.score, 6) if candidate.score else None,
                 "contentTruncated": truncated,
             }
         )
     return {
-        "mode": "lexical",
-        "notice": LEXICAL_NOTICE,
         "items": items,
         "handoff": handoff,
         "handoffTruncated": handoff_truncated,

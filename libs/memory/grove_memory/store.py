@@ -3,28 +3,47 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from psycopg_pool import ConnectionPool
 
 from grove_auth.principal import Principal
 from grove_memory.errors import Forbidden
 
-EmbeddingMode = Literal["pending", "disabled"]
+DEFAULT_RRF_K = 60
+DEFAULT_MAX_DISTANCE = 0.75
+DEFAULT_QUERY_EMBED_SECONDS = 0.3
+
+
+class QueryEmbedder(Protocol):
+    """Turns a query into a vector, or raises ``grove_memory.inference.InferenceError``."""
+
+    def embed_query(self, text: str, timeout: float) -> list[float]:
+        """The query's vector within ``timeout`` seconds."""
+        ...
 
 
 @dataclass(frozen=True)
 class Store:
     """The runtime connection pool plus per-deployment behaviour.
 
-    ``indexing`` is what a save answers: ``pending`` (an embedding job is queued with
-    the save) when an embedding profile is configured, ``disabled`` when none is.
-    ``cursor_secret`` signs pagination cursors.
+    ``profile`` names the embedding profile (None: embeddings disabled): saves queue
+    an embedding job for it and answer ``indexing: pending``, and recall fuses its
+    vectors with full-text ranks. ``cursor_secret`` signs pagination cursors.
     """
 
     pool: ConnectionPool
     cursor_secret: bytes
-    indexing: EmbeddingMode = "disabled"
+    profile: str | None = None
+    embedder: QueryEmbedder | None = None
+    rrf_k: int = DEFAULT_RRF_K
+    max_distance: float = DEFAULT_MAX_DISTANCE
+    query_embed_seconds: float = DEFAULT_QUERY_EMBED_SECONDS
+
+    @property
+    def indexing(self) -> Literal["pending", "disabled"]:
+        """What a save answers for ``indexing``."""
+        return "pending" if self.profile else "disabled"
 
 
 def require(principal: Principal, capability: Literal["read", "write", "delete"]) -> None:

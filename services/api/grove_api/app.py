@@ -13,6 +13,7 @@ from grove_api.middleware import BearerAuth, RequestId
 from grove_api.settings import ApiSettings
 from grove_auth.keys import derive_secret
 from grove_db.pool import open_pool
+from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
 
 
@@ -23,6 +24,7 @@ class Deps:
     pool: ConnectionPool
     key_secret: bytes
     cursor_secret: bytes
+    embedder: InferenceClient | None
 
 
 def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
@@ -30,8 +32,15 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app = falcon.App(middleware=[RequestId(), BearerAuth(deps.pool, deps.key_secret)])
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
-    indexing = "disabled" if settings.embedding_profile == "disabled" else "pending"
-    store = Store(pool=deps.pool, cursor_secret=deps.cursor_secret, indexing=indexing)
+    store = Store(
+        pool=deps.pool,
+        cursor_secret=deps.cursor_secret,
+        profile=deps.embedder.profile if deps.embedder else None,
+        embedder=deps.embedder,
+        rrf_k=settings.rrf_k,
+        max_distance=settings.semantic_max_distance,
+        query_embed_seconds=settings.query_embed_timeout_ms / 1000,
+    )
     limit = settings.max_body_bytes
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Ready(deps.pool))
@@ -53,6 +62,11 @@ def deps_from(settings: ApiSettings) -> Deps:
         pool=open_pool(settings.database_url, max_size=settings.db_pool_size),
         key_secret=derive_secret(secret, "api-key"),
         cursor_secret=derive_secret(secret, "cursor"),
+        embedder=(
+            None
+            if settings.embedding_profile == "disabled"
+            else InferenceClient(settings.ask_address, settings.embedding_profile)
+        ),
     )
 
 

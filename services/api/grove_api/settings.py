@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from grove_memory.store import DEFAULT_MAX_DISTANCE, DEFAULT_RRF_K
+
 DEFAULT_PORT = 8080
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_WORKERS = 2
@@ -14,6 +16,8 @@ DEFAULT_THREADS = 4
 DEFAULT_POOL_SIZE = 4
 MAX_BODY_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 30
+DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
+DEFAULT_QUERY_EMBED_MS = 300
 
 
 class ApiSettings(BaseSettings):
@@ -29,5 +33,9 @@ class ApiSettings(BaseSettings):
     api_threads: Annotated[int, Field(ge=1, le=64)] = DEFAULT_THREADS
     api_timeout_seconds: Annotated[int, Field(ge=1, le=600)] = DEFAULT_REQUEST_TIMEOUT_SECONDS
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = DEFAULT_POOL_SIZE
-    embedding_profile: Literal["minilm", "openai", "disabled"] = "disabled"
+    embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
+    ask_address: str = DEFAULT_ASK_ADDRESS
+    query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = DEFAULT_QUERY_EMBED_MS
+    rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K
+    semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES

@@ -1,0 +1,133 @@
+"""The job queue: enqueue with the caller's transaction, claim with leases.
+
+Claiming is one statement (``FOR UPDATE SKIP LOCKED`` then ``UPDATE … RETURNING``),
+so several workers never take the same job. A claim is a lease: an owner token and
+an expiry that the worker extends while it works. A job whose lease expired (its
+worker died) is claimable again. Finishing a job checks the lease owner, so a worker
+that lost its lease writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from psycopg_pool import ConnectionPool
+
+from grove_db.pool import Conn, transaction
+
+CHANNEL = "grove_jobs"
+EMBED_REVISION = "embed_revision"
+
+CLAIM = """
+    WITH next AS (
+        SELECT id FROM jobs
+        WHERE profile = %(profile)s
+          AND ((status = 'queued' AND run_after <= now())
+               OR (status = 'running' AND lease_expires_at < now()))
+        ORDER BY run_after, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE jobs j SET status = 'running', lease_owner = %(owner)s,
+        lease_expires_at = now() + make_interval(secs => %(lease)s),
+        heartbeat_at = now(), attempts = j.attempts + 1
+    FROM next WHERE j.id = next.id
+    RETURNING j.id, j.account_id, j.kind, j.memory_id, j.version, j.profile, j.attempts
+"""
+
+HEARTBEAT = """
+    UPDATE jobs SET lease_expires_at = now() + make_interval(secs => %(lease)s),
+        heartbeat_at = now()
+    WHERE id = ANY(%(ids)s) AND lease_owner = %(owner)s AND status = 'running'
+"""
+
+FINISH = """
+    UPDATE jobs SET status = %(status)s, finished_at = now(), last_error = %(error)s,
+        lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+    RETURNING id
+"""
+
+RETRY = """
+    UPDATE jobs SET status = 'queued', last_error = %(error)s,
+        run_after = now() + make_interval(secs => %(delay)s),
+        lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+    RETURNING id
+"""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A claimed job."""
+
+    id: int
+    account_id: UUID
+    kind: str
+    memory_id: UUID | None
+    version: int | None
+    profile: str | None
+    attempts: int
+
+
+def enqueue_embedding(conn: Conn, memory_id: UUID, profile: str) -> None:
+    """Queue embedding of a note's current revision, in the caller's transaction."""
+    conn.execute(
+        "INSERT INTO jobs (account_id, kind, memory_id, version, profile)"
+        " SELECT m.account_id, %s, m.id, m.version, %s FROM memories m WHERE m.id = %s",
+        (EMBED_REVISION, profile, memory_id),
+    )
+    conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+
+
+def _queue_context(conn: Conn) -> None:
+    conn.execute("SELECT set_config('grove.queue', 'claim', true)")
+
+
+def claim(
+    pool: ConnectionPool, owner: str, profile: str, limit: int, lease_seconds: float
+) -> list[Job]:
+    """Lease up to ``limit`` runnable jobs of one embedding profile.
+
+    Runnable: queued and due, or running with an expired lease (its worker died).
+    """
+    with transaction(pool) as conn:
+        _queue_context(conn)
+        rows = conn.execute(
+            CLAIM,
+            {"limit": limit, "owner": owner, "lease": lease_seconds, "profile": profile},
+        )
+        return [Job(**row) for row in rows.fetchall()]
+
+
+def heartbeat(pool: ConnectionPool, owner: str, ids: list[int], lease_seconds: float) -> None:
+    """Extend the lease of jobs this owner still holds."""
+    with transaction(pool) as conn:
+        _queue_context(conn)
+        conn.execute(HEARTBEAT, {"ids": ids, "owner": owner, "lease": lease_seconds})
+
+
+def finish(conn: Conn, job: Job, owner: str, *, failed_reason: str | None = None) -> bool:
+    """Mark a leased job done (or failed); False if this owner no longer holds it.
+
+    Runs in the caller's transaction under the job's account, so the result commits
+    together with whatever the job wrote.
+    """
+    row = conn.execute(
+        FINISH,
+        {
+            "id": job.id,
+            "owner": owner,
+            "status": "failed" if failed_reason else "done",
+            "error": failed_reason,
+        },
+    ).fetchone()
+    return row is not None
+
+
+def retry(conn: Conn, job: Job, owner: str, reason: str, delay_seconds: float) -> bool:
+    """Give a leased job back to the queue to run again after ``delay_seconds``."""
+    params: dict[str, Any] = {"id": job.id, "owner": owner, "error": reason, "delay": delay_seconds}
+    return conn.execute(RETRY, params).fetchone() is not None

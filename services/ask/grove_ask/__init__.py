@@ -1,0 +1,1 @@
+"""Grove's inference service (gRPC): embeddings for notes and queries."""

@@ -1,0 +1,1 @@
+"""Grove's worker: claims jobs from the PostgreSQL queue and runs them."""

@@ -1,0 +1,142 @@
+"""``grove-worker``: claim jobs, run them, repeat; LISTEN/NOTIFY wakes it, polling backs it up.
+
+Several workers run side by side: claims skip locked rows, so no job runs twice at
+once. SIGTERM finishes the current batch, then exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+import psycopg
+from psycopg_pool import ConnectionPool
+from pydantic import ValidationError
+
+from grove_db import queue
+from grove_db.errors import DatabaseError
+from grove_db.pool import open_pool
+from grove_db.roles import check_runtime_role
+from grove_memory.inference import InferenceClient
+from grove_worker.embedding import Policy, run_batch
+from grove_worker.settings import WorkerSettings
+
+
+def log(event: str, **fields: object) -> None:
+    """One structured log line on stderr."""
+    print(
+        json.dumps({"service": "grove-worker", "event": event, **fields}, default=str),
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+class Worker:
+    """One worker process's loop."""
+
+    def __init__(
+        self, settings: WorkerSettings, pool: ConnectionPool, client: InferenceClient
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.client = client
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.stopping = threading.Event()
+        self.policy = Policy(
+            settings.worker_max_attempts,
+            settings.worker_backoff_seconds,
+            settings.worker_max_backoff_seconds,
+        )
+
+    def run(self, listener: psycopg.Connection[object]) -> None:
+        """Work until ``stopping`` is set; sleep on NOTIFY (or the poll interval) when idle."""
+        log("started", owner=self.owner, profile=self.settings.embedding_profile)
+        while not self.stopping.is_set():
+            jobs = queue.claim(
+                self.pool,
+                self.owner,
+                self.settings.embedding_profile,
+                self.settings.worker_batch,
+                self.settings.worker_lease_seconds,
+            )
+            if not jobs:
+                self._wait(listener)
+                continue
+            with self._heartbeat([job.id for job in jobs]):
+                outcome = run_batch(
+                    self.pool,
+                    self.client,
+                    self.owner,
+                    jobs,
+                    self.policy,
+                    self.settings.worker_embed_timeout_seconds,
+                )
+            log("batch", jobs=len(jobs), **vars(outcome))
+        log("stopped", owner=self.owner)
+
+    def _wait(self, listener: psycopg.Connection[object]) -> None:
+        # Short slices, so SIGTERM is noticed within a second.
+        remaining = self.settings.worker_poll_seconds
+        while remaining > 0 and not self.stopping.is_set():
+            step = min(1.0, remaining)
+            for _ in listener.notifies(timeout=step, stop_after=1):
+                return
+            remaining -= step
+
+    @contextmanager
+    def _heartbeat(self, ids: list[int]) -> Iterator[None]:
+        done = threading.Event()
+        interval = self.settings.worker_lease_seconds / 4
+
+        def beat() -> None:
+            while not done.wait(interval):
+                queue.heartbeat(self.pool, self.owner, ids, self.settings.worker_lease_seconds)
+
+        thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join(timeout=10)
+
+
+def main() -> None:
+    """Entry point of ``grove-worker``; a bad setting or unsafe role exits with one line."""
+    try:
+        settings = WorkerSettings()  # type: ignore[call-arg]
+    except ValidationError as ex:
+        problems = "; ".join(
+            f"GROVE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in ex.errors()
+        )
+        sys.exit(f"grove-worker: invalid configuration: {problems}")
+    try:
+        check_runtime_role(settings.database_url)
+    except DatabaseError as ex:
+        sys.exit(f"grove-worker: {ex}")
+    except psycopg.Error as ex:
+        sys.exit(f"grove-worker: cannot reach the database: {type(ex).__name__}")
+    if settings.embedding_profile == "disabled":
+        sys.exit("grove-worker: GROVE_EMBEDDING_PROFILE is disabled: there is nothing to embed")
+    pool = open_pool(settings.database_url, max_size=settings.db_pool_size)
+    client = InferenceClient(settings.ask_address, settings.embedding_profile)
+    worker = Worker(settings, pool, client)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        worker.stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    with psycopg.connect(settings.database_url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {queue.CHANNEL}")
+        worker.run(listener)
+    client.close()
+    pool.close()

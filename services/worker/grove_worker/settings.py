@@ -1,0 +1,28 @@
+"""The worker's settings, read once from ``GROVE_*`` environment variables."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
+
+
+class WorkerSettings(BaseSettings):
+    """Configuration of ``grove-worker``; a bad value stops the process at start-up."""
+
+    model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")
+
+    database_url: Annotated[str, Field(min_length=1)]
+    embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
+    ask_address: str = DEFAULT_ASK_ADDRESS
+    worker_batch: Annotated[int, Field(ge=1, le=256)] = 32
+    worker_lease_seconds: Annotated[float, Field(ge=1, le=3600)] = 120
+    worker_max_attempts: Annotated[int, Field(ge=1, le=50)] = 5
+    worker_backoff_seconds: Annotated[float, Field(ge=0, le=3600)] = 2.0
+    worker_max_backoff_seconds: Annotated[float, Field(ge=0, le=86400)] = 300.0
+    worker_poll_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
+    worker_embed_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 60.0
+    db_pool_size: Annotated[int, Field(ge=2, le=100)] = 4

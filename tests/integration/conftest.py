@@ -5,14 +5,19 @@ Each test makes fresh accounts (``tenant``), so tests never see each other's dat
 
 from __future__ import annotations
 
+import hashlib
+import http.server
+import json
 import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +32,6 @@ from grove_db import embedded
 from grove_db.migrate import migrate
 
 SECRET = "test-server-secret-" + secrets.token_hex(16)
-LISTENING = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
 
 
 @pytest.fixture(scope="session")
@@ -44,54 +48,125 @@ def database() -> Iterator[embedded.EmbeddedDatabase]:
 
 @dataclass
 class Running:
-    """A service process started by a test, and the thread draining its stderr."""
+    """A service process started by a test; its stderr is collected in ``lines``."""
 
     process: subprocess.Popen[str]
     url: str
     drain: threading.Thread
+    lines: list[str]
 
-    def stop(self) -> None:
-        self.process.terminate()
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
         self.process.wait(timeout=30)
         self.drain.join(timeout=10)
         assert self.process.stderr is not None
         self.process.stderr.close()
 
 
-def start_api(env: dict[str, str]) -> Running:
-    """Start grove-api on port 0 and return it with its base URL once it listens."""
+def start_service(script: str, env: dict[str, str], ready: str) -> Running:
+    """Start a console script and wait for the stderr line matching ``ready``.
+
+    The pattern's first group, if any, is the port it listens on (it binds port 0).
+    """
     process = subprocess.Popen(
-        [str(Path(sys.executable).with_name("grove-api"))],
-        env={**os.environ, "GROVE_API_HOST": "127.0.0.1", "GROVE_API_PORT": "0", **env},
+        [str(Path(sys.executable).with_name(script))],
+        env={**os.environ, **env},
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert process.stderr is not None
-    for line in process.stderr:
-        match = LISTENING.search(line)
+    stream = process.stderr
+    assert stream is not None
+    seen: list[str] = []
+    for line in stream:
+        seen.append(line)
+        match = re.search(ready, line)
         if match:
-            # Keep draining stderr so the server never blocks on a full pipe.
-            drain = threading.Thread(target=process.stderr.read, daemon=True)
+            # Keep draining stderr so the process never blocks on a full pipe.
+            drain = threading.Thread(target=lambda: seen.extend(stream), daemon=True)
             drain.start()
-            return Running(process, f"http://127.0.0.1:{match.group(1)}", drain)
+            port = match.group(1) if match.groups() else ""
+            return Running(process, port, drain, seen)
     process.wait(timeout=30)
     process.stderr.close()
-    raise RuntimeError(f"grove-api exited with {process.returncode} before listening")
+    raise RuntimeError(f"{script} exited with {process.returncode}: {''.join(seen)[-2000:]}")
+
+
+def start_api(env: dict[str, str]) -> Running:
+    """Start grove-api on port 0; ``url`` is its base URL once it listens."""
+    running = start_service(
+        "grove-api",
+        {"GROVE_API_HOST": "127.0.0.1", "GROVE_API_PORT": "0", "GROVE_SECRET_KEY": SECRET, **env},
+        r"Listening at: http://127\.0\.0\.1:(\d+)",
+    )
+    running.url = f"http://127.0.0.1:{running.url}"
+    return running
+
+
+def start_ask(env: dict[str, str]) -> Running:
+    """Start grove-ask on port 0; ``url`` is its gRPC address once it serves."""
+    running = start_service(
+        "grove-ask",
+        {"GROVE_ASK_HOST": "127.0.0.1", "GROVE_ASK_PORT": "0", **env},
+        r"grove-ask listening on 127\.0\.0\.1:(\d+)",
+    )
+    running.url = f"127.0.0.1:{running.url}"
+    return running
+
+
+def start_worker(database: embedded.EmbeddedDatabase, ask: str, **env: str) -> Running:
+    """Start one grove-worker against ``ask``; returns once it has started its loop."""
+    return start_service(
+        "grove-worker",
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_ASK_ADDRESS": ask,
+            "GROVE_WORKER_POLL_SECONDS": "1",
+            **env,
+        },
+        r'"event": "started"',
+    )
 
 
 @pytest.fixture(scope="session")
 def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
-    """Base URL of a real grove-api (gunicorn) on loopback, as the runtime role."""
+    """Base URL of a real grove-api (gunicorn) on loopback, as the runtime role.
+
+    Embeddings are disabled here, so these tests see exactly the lexical behaviour.
+    """
     running = start_api(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_SECRET_KEY": SECRET,
             "GROVE_API_WORKERS": "2",
             "GROVE_EMBEDDING_PROFILE": "disabled",
         }
     )
     yield running.url
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def minilm_ask() -> Iterator[str]:
+    """A grove-ask serving the real MiniLM; yields its gRPC address."""
+    running = start_ask({"GROVE_EMBEDDING_PROFILE": "minilm"})
+    yield running.url
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def hybrid_api_url(database: embedded.EmbeddedDatabase, minilm_ask: str) -> Iterator[str]:
+    """A grove-api with the MiniLM profile, plus one worker embedding its saves."""
+    worker = start_worker(database, minilm_ask, GROVE_EMBEDDING_PROFILE="minilm")
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "minilm",
+            "GROVE_ASK_ADDRESS": minilm_ask,
+        }
+    )
+    yield api.url
+    api.stop()
+    worker.stop()
 
 
 @dataclass
@@ -161,24 +236,167 @@ class Tenant:
         return str(response.json()["data"]["id"])
 
 
+def new_tenant(database: embedded.EmbeddedDatabase, base_url: str) -> Tenant:
+    """A fresh account with a full-access key, talking to the API at ``base_url``."""
+    account_id = admin.create_account(database.migration_url, "Test account")
+    issued = admin.create_key(
+        database.migration_url, SECRET, account_id, "full", personal=True, all_projects=True
+    )
+    return Tenant(account_id, issued.id, Client(base_url, issued.key), database)
+
+
 @pytest.fixture
 def make_tenant(database: embedded.EmbeddedDatabase, api_url: str) -> Callable[[], Tenant]:
-    """Factory of fresh accounts, each with a full-access key."""
-
-    def make() -> Tenant:
-        account_id = admin.create_account(database.migration_url, "Test account")
-        issued = admin.create_key(
-            database.migration_url, SECRET, account_id, "full", personal=True, all_projects=True
-        )
-        return Tenant(account_id, issued.id, Client(api_url, issued.key), database)
-
-    return make
+    """Factory of fresh accounts on the lexical-only API."""
+    return lambda: new_tenant(database, api_url)
 
 
 @pytest.fixture
 def tenant(make_tenant: Callable[[], Tenant]) -> Tenant:
-    """One fresh account."""
+    """One fresh account on the lexical-only API."""
     return make_tenant()
+
+
+@pytest.fixture
+def hybrid_tenant(database: embedded.EmbeddedDatabase, hybrid_api_url: str) -> Tenant:
+    """One fresh account on the API with MiniLM embeddings and a running worker."""
+    return new_tenant(database, hybrid_api_url)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+class FakeEmbeddings:
+    """A stand-in for an outside OpenAI-compatible provider (vLLM, TEI, OpenAI).
+
+    The test controls it: ``dimensions`` of the vectors it returns, ``status`` to
+    answer with, ``delay`` seconds before answering, and ``gate`` (when set, requests
+    wait until it is released). Vectors are derived from the text, so equal texts get
+    equal vectors. ``calls`` counts the texts it was asked to embed.
+    """
+
+    def __init__(self, dimensions: int) -> None:
+        self.dimensions = dimensions
+        self.status = 200
+        self.delay = 0.0
+        self.gate: threading.Event | None = None
+        self.calls: list[str] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's method name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.calls.extend(body["input"])
+                if fake.gate is not None:
+                    fake.gate.wait(timeout=60)
+                time.sleep(fake.delay)
+                if fake.status != 200:
+                    self.send_response(fake.status)
+                    self.end_headers()
+                    return
+                data = [
+                    {"index": i, "embedding": fake.vector(text)}
+                    for i, text in enumerate(body["input"])
+                ]
+                payload = json.dumps({"data": data}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def vector(self, text: str) -> list[float]:
+        digest = hashlib.sha256(text.encode()).digest()
+        return [digest[i % len(digest)] / 255 + 0.01 for i in range(self.dimensions)]
+
+    def close(self) -> None:
+        if self.gate is not None:
+            self.gate.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+@dataclass
+class OpenAIStack:
+    """An api + ask (openai profile, backed by ``fake``) + workers, for queue tests."""
+
+    fake: FakeEmbeddings
+    ask: Running
+    api: Running
+    workers: list[Running]
+    tenant: Tenant
+
+    def add_worker(self, **env: str) -> Running:
+        worker = start_worker(
+            self.tenant.database, self.ask.url, GROVE_EMBEDDING_PROFILE="openai", **env
+        )
+        self.workers.append(worker)
+        return worker
+
+
+@pytest.fixture
+def openai_stack(database: embedded.EmbeddedDatabase) -> Iterator[Callable[..., OpenAIStack]]:
+    """Factory of a stack on the ``openai`` profile, torn down after the test.
+
+    ``dimensions`` is what the profile expects; the fake provider answers with
+    ``fake_dimensions`` (default: the same). Worker settings go in ``worker_env``;
+    ``workers`` says how many start at once.
+    """
+    stacks: list[OpenAIStack] = []
+
+    def make(
+        dimensions: int = 8,
+        fake_dimensions: int | None = None,
+        workers: int = 1,
+        worker_env: dict[str, str] | None = None,
+    ) -> OpenAIStack:
+        fake = FakeEmbeddings(fake_dimensions or dimensions)
+        ask = start_ask(
+            {
+                "GROVE_EMBEDDING_PROFILE": "openai",
+                "GROVE_OPENAI_BASE_URL": fake.url,
+                "GROVE_OPENAI_MODEL": "fake",
+                "GROVE_OPENAI_DIMENSIONS": str(dimensions),
+            }
+        )
+        api = start_api(
+            {
+                "GROVE_DATABASE_URL": database.runtime_url,
+                "GROVE_EMBEDDING_PROFILE": "openai",
+                "GROVE_ASK_ADDRESS": ask.url,
+                "GROVE_API_WORKERS": "1",
+            }
+        )
+        stack = OpenAIStack(fake, ask, api, [], new_tenant(database, api.url))
+        stacks.append(stack)
+        for _ in range(workers):
+            stack.add_worker(**(worker_env or {}))
+        return stack
+
+    yield make
+    for stack in stacks:
+        for worker in stack.workers:
+            worker.stop()
+        stack.api.stop()
+        stack.ask.stop()
+        stack.fake.close()
 
 
 def error_of(response: requests.Response) -> dict[str, Any]:

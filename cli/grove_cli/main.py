@@ -1,4 +1,4 @@
-"""The ``grove`` command: ``migrate``, ``accounts create``, ``keys create|revoke``, ``dev``."""
+"""The ``grove`` command: ``migrate``, ``accounts``, ``keys``, ``reindex``, ``dev``."""
 
 from __future__ import annotations
 
@@ -64,6 +64,19 @@ def cmd_keys_revoke(args: argparse.Namespace) -> None:
     print("revoked")
 
 
+def cmd_reindex(args: argparse.Namespace) -> None:
+    from grove_cli import reindex
+
+    url = _env("GROVE_MIGRATION_DATABASE_URL")
+    account = UUID(args.account) if args.account else None
+    job_ids = reindex.reindex(
+        url, args.profile, account, force=args.force, dimensions=args.dimensions
+    )
+    print(f"queued {len(job_ids)} embedding job(s) for profile {args.profile}")
+    if args.wait and job_ids and reindex.wait(url, job_ids):
+        sys.exit("grove: some notes failed to embed (see GET /v1/memories/{id}: indexing)")
+
+
 def cmd_dev(args: argparse.Namespace) -> None:
     from grove_cli.dev import run
 
@@ -108,6 +121,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--account", required=True)
     p.add_argument("key_id")
     p.set_defaults(func=cmd_keys_revoke)
+
+    p = commands.add_parser("reindex", help="queue re-embedding of current revisions")
+    p.add_argument("--profile", required=True, help="embedding profile, e.g. minilm")
+    p.add_argument("--account", help="only this account (default: every account)")
+    p.add_argument("--force", action="store_true", help="also notes already embedded")
+    p.add_argument("--dimensions", type=int, help="create the profile's HNSW index (<= 2000)")
+    p.add_argument("--wait", action="store_true", help="report progress until finished")
+    p.set_defaults(func=cmd_reindex)
 
     p = commands.add_parser("dev", help="run everything locally on the embedded PostgreSQL")
     p.set_defaults(func=cmd_dev)

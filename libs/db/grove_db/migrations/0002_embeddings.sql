@@ -42,3 +42,11 @@ CREATE INDEX jobs_memory ON jobs (account_id, memory_id);
 CREATE POLICY queue ON jobs
     USING (current_setting('grove.queue', true) = 'claim')
     WITH CHECK (current_setting('grove.queue', true) = 'claim');
+
+-- The schema owner (the migration role behind the `grove` command) may list accounts,
+-- e.g. for `grove reindex` across every account. Services refuse to run as a role
+-- that owns (or may act as the owner of) the tables, so this grants them nothing.
+CREATE POLICY owner_lists ON accounts FOR SELECT
+    USING (pg_has_role(current_user,
+                       (SELECT relowner FROM pg_class WHERE oid = 'accounts'::regclass),
+                       'MEMBER'));

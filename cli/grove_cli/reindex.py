@@ -1,0 +1,110 @@
+"""``grove reindex``: queue re-embedding of current revisions for a profile.
+
+Used after changing the embedding profile (or model): for each account (or one), every
+live note whose current revision has no embedding for the profile gets an
+``embed_revision`` job; ``--force`` queues all of them. Workers configured with that
+profile pick them up. With ``--wait`` it reports progress until they are finished.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from grove_db import queue
+from grove_db.pool import set_tenant
+
+HNSW_MAX_DIMENSIONS = 2000
+PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
+
+QUEUE_MISSING = """
+    INSERT INTO jobs (account_id, kind, memory_id, version, profile)
+    SELECT m.account_id, %(kind)s, m.id, m.version, %(profile)s FROM memories m
+    WHERE m.deleted_at IS NULL
+      AND (%(force)s OR NOT EXISTS (
+          SELECT 1 FROM embeddings e
+          WHERE e.account_id = m.account_id AND e.memory_id = m.id
+            AND e.version = m.version AND e.profile = %(profile)s))
+      AND NOT EXISTS (
+          SELECT 1 FROM jobs j
+          WHERE j.account_id = m.account_id AND j.memory_id = m.id AND j.version = m.version
+            AND j.profile = %(profile)s AND j.status IN ('queued', 'running'))
+    RETURNING id
+"""
+
+PROGRESS = """
+    SELECT count(*) FILTER (WHERE status = 'done') AS done,
+           count(*) FILTER (WHERE status = 'failed') AS failed,
+           count(*) AS total
+    FROM jobs WHERE id = ANY(%s)
+"""
+
+
+def reindex(
+    migration_url: str,
+    profile: str,
+    account: UUID | None = None,
+    *,
+    force: bool = False,
+    dimensions: int | None = None,
+) -> list[int]:
+    """Queue the jobs (and the profile's HNSW index if ``dimensions`` allow); return job IDs."""
+    if not PROFILE_NAME.match(profile):
+        raise ValueError("profile: lowercase letters, digits and _ only")
+    job_ids: list[int] = []
+    with psycopg.connect(migration_url, row_factory=dict_row) as conn:
+        if dimensions is not None and dimensions <= HNSW_MAX_DIMENSIONS:
+            _ensure_index(conn, profile, dimensions)
+        accounts = [account] if account else _accounts(conn)
+        for account_id in accounts:
+            with conn.transaction():
+                set_tenant(conn, account_id)
+                rows = conn.execute(
+                    QUEUE_MISSING,
+                    {"kind": queue.EMBED_REVISION, "profile": profile, "force": force},
+                ).fetchall()
+                job_ids += [row["id"] for row in rows]
+                conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))
+            print(f"account {account_id}: queued {len(rows)}", file=sys.stderr)
+    return job_ids
+
+
+def wait(migration_url: str, job_ids: list[int], interval: float = 2.0) -> int:
+    """Print progress until every job is done or failed; return the number failed."""
+    with psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn:
+        while True:
+            with conn.transaction():
+                conn.execute("SELECT set_config('grove.queue', 'claim', true)")
+                row = conn.execute(PROGRESS, (job_ids,)).fetchone()
+            assert row is not None
+            print(f"embedded {row['done']}/{row['total']}, failed {row['failed']}", flush=True)
+            if row["done"] + row["failed"] >= row["total"]:
+                return int(row["failed"])
+            time.sleep(interval)
+
+
+def _accounts(conn: psycopg.Connection[dict[str, object]]) -> list[UUID]:
+    rows = conn.execute("SELECT id FROM accounts WHERE deleted_at IS NULL ORDER BY id")
+    return [row["id"] for row in rows.fetchall()]  # type: ignore[misc]
+
+
+def _ensure_index(
+    conn: psycopg.Connection[dict[str, object]], profile: str, dimensions: int
+) -> None:
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON embeddings"
+            " USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE profile = {profile}"
+        ).format(
+            name=sql.Identifier(f"embeddings_{profile}_hnsw"),
+            dims=sql.Literal(dimensions),
+            profile=sql.Literal(profile),
+        )
+    )
+    conn.commit()

@@ -7,7 +7,7 @@ T      ?= tests
 
 .DEFAULT_GOAL := help
 
-.PHONY: help dev test lint fmt migrate dbshell install proto
+.PHONY: help dev test lint fmt migrate dbshell install proto bench
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,6 +26,10 @@ dev: $(STAMP) ## run Grove locally on the embedded PostgreSQL (Ctrl-C stops)
 
 test: $(STAMP) ## run the whole suite (T=path for one file)
 	$(BIN)/pytest $(T)
+
+bench: $(STAMP) ## print embedding throughput and recall latency (needs ../shared/data)
+	$(BIN)/python -m bench.ingest
+	$(BIN)/python -m bench.latency
 
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check .

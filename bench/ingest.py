@@ -1,0 +1,58 @@
+"""Embedding throughput: the worker end to end against ``model.encode`` in one process.
+
+1. Raw: MiniLM (the same provider class grove-ask uses) encodes the texts in batches
+   of the worker's size, in this process: texts per second.
+2. End to end: the same texts are saved over REST with no worker running (each save
+   commits its note, revision and job), then one grove-worker starts; we time from
+   its start to the moment every note is ``ready`` (claim, read, gRPC Embed, store
+   vector, mark ready): notes per second.
+
+The ratio end-to-end / raw is the figure (aim: at least 0.8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from bench.stack import save_all, stack, turns, wait_ready
+
+DEFAULT_NOTES = 2000
+DEFAULT_BATCH = 32
+
+
+def raw_throughput(texts: list[str], batch: int) -> float:
+    """Texts per second of MiniLM's encode, in this process."""
+    from grove_ask.providers import MiniLM
+    from grove_ask.settings import AskSettings
+
+    AskSettings()  # same defaults as the service
+    model = MiniLM()
+    start = time.perf_counter()
+    for offset in range(0, len(texts), batch):
+        model.embed(texts[offset : offset + batch])
+    return len(texts) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--notes", type=int, default=DEFAULT_NOTES)
+    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH)
+    args = parser.parse_args()
+    texts = turns()[: args.notes]
+    raw = raw_throughput(texts, args.batch)
+    print(
+        f"raw model.encode:          {raw:7.1f} texts/s  ({len(texts)} texts, batch {args.batch})"
+    )
+    with stack("minilm") as running:
+        running.env["GROVE_WORKER_BATCH"] = str(args.batch)
+        save_all(running, texts)
+        running.start_worker()
+        seconds = wait_ready(running, len(texts))
+    end_to_end = len(texts) / seconds
+    print(f"worker commit -> ready:    {end_to_end:7.1f} notes/s  ({seconds:.1f} s)")
+    print(f"ratio end-to-end / raw:    {end_to_end / raw:7.2f}  (target >= 0.80)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""A throwaway Grove stack for benchmarks: embedded PostgreSQL plus the services.
+
+Benchmarks are not tests: they print figures. Texts come from ../shared/data (LoCoMo,
+CC BY-NC 4.0, evaluation only; never shipped).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import requests
+
+from grove_cli import admin
+from grove_db import embedded
+from grove_db.migrate import migrate
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+SECRET = secrets.token_urlsafe(48)
+
+
+def locomo() -> list[dict[str, Any]]:
+    """The LoCoMo samples in ../shared/data."""
+    if not DATA.exists():
+        sys.exit(f"bench: {DATA} is missing (the shared benchmark data)")
+    return json.loads(DATA.read_text())  # type: ignore[no-any-return]
+
+
+def turns() -> list[str]:
+    """Every dialogue turn of the shared samples, as note texts."""
+    texts = []
+    for sample in locomo():
+        for name, session in sample["conversation"].items():
+            if re.fullmatch(r"session_\d+", name):
+                texts += [f"{turn['speaker']}: {turn['text']}" for turn in session]
+    return texts
+
+
+@dataclass
+class Stack:
+    """Running services and a demo account's key."""
+
+    db: embedded.EmbeddedDatabase
+    api_url: str
+    key: str
+    account_id: str
+    env: dict[str, str]
+    processes: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    def start_worker(self) -> None:
+        """Start one more grove-worker; returns once its loop runs."""
+        worker, _ = _start(
+            "grove-worker", {**self.env, "GROVE_WORKER_POLL_SECONDS": "1"}, r'"event": "started"'
+        )
+        self.processes.append(worker)
+
+    def start_api(self, **env: str) -> str:
+        """Start another grove-api on the same database (e.g. lexical-only); its URL."""
+        api, port = _start(
+            "grove-api",
+            {**self.env, "GROVE_API_PORT": "0", **env},
+            r"Listening at: http://127\.0\.0\.1:(\d+)",
+        )
+        self.processes.append(api)
+        return f"http://127.0.0.1:{port}"
+
+    def ready_count(self) -> int:
+        """Notes of the account whose current revision is embedded."""
+        superuser = self.db.superuser_url.replace("/postgres?", "/grove?", 1)
+        with psycopg.connect(superuser) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM memories WHERE account_id = %s AND indexing = 'ready'",
+                (self.account_id,),
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def _start(script: str, env: dict[str, str], ready: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [str(Path(sys.executable).with_name(script))],
+        env={**os.environ, **env},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stream = process.stderr
+    assert stream is not None
+    for line in stream:
+        match = re.search(ready, line)
+        if match:
+            threading.Thread(target=stream.read, daemon=True).start()
+            return process, match.group(1) if match.groups() else ""
+    sys.exit(f"bench: {script} exited with {process.wait()}")
+
+
+@contextmanager
+def stack(profile: str = "minilm") -> Iterator[Stack]:
+    """Start PostgreSQL, grove-ask and grove-api (workers on demand); stop them after."""
+    root = Path(tempfile.mkdtemp(prefix="grove-bench-"))
+    db = embedded.start(root / "pgdata", cleanup_mode="delete")
+    processes: list[subprocess.Popen[str]] = []
+    try:
+        migrate(db.migration_url, embedded.RUNTIME_ROLE)
+        env = {
+            "GROVE_DATABASE_URL": db.runtime_url,
+            "GROVE_SECRET_KEY": SECRET,
+            "GROVE_EMBEDDING_PROFILE": profile,
+        }
+        if profile != "disabled":
+            ask, port = _start(
+                "grove-ask",
+                {**env, "GROVE_ASK_PORT": "0"},
+                r"grove-ask listening on 127\.0\.0\.1:(\d+)",
+            )
+            processes.append(ask)
+            env["GROVE_ASK_ADDRESS"] = f"127.0.0.1:{port}"
+        api, port = _start(
+            "grove-api", {**env, "GROVE_API_PORT": "0"}, r"Listening at: http://127\.0\.0\.1:(\d+)"
+        )
+        processes.append(api)
+        account = admin.create_account(db.migration_url, "bench")
+        issued = admin.create_key(db.migration_url, SECRET, account, "bench", all_projects=True)
+        yield Stack(db, f"http://127.0.0.1:{port}", issued.key, str(account), env, processes)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+        db.server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def save_all(stack: Stack, texts: list[str], threads: int = 8) -> None:
+    """Save notes over HTTP from a few threads (each with its own session)."""
+    local = threading.local()
+
+    def save(text: str) -> None:
+        if not hasattr(local, "session"):
+            local.session = requests.Session()
+            local.session.headers["Authorization"] = f"Bearer {stack.key}"
+        response = local.session.post(
+            f"{stack.api_url}/v1/memories", json={"content": text, "kind": "fact"}, timeout=60
+        )
+        response.raise_for_status()
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(save, texts))
+
+
+def wait_ready(stack: Stack, count: int, timeout: float = 1800) -> float:
+    """Seconds until ``count`` notes are embedded."""
+    start = time.perf_counter()
+    while stack.ready_count() < count:
+        if time.perf_counter() - start > timeout:
+            sys.exit(f"bench: only {stack.ready_count()}/{count} embedded after {timeout} s")
+        time.sleep(0.05)
+    return time.perf_counter() - start

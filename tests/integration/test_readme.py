@@ -22,7 +22,8 @@ def test_readme_has_runnable_examples() -> None:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_example_runs_and_every_call_succeeds(tenant: Tenant, block: str) -> None:
+def test_readme_example_runs_and_every_call_succeeds(hybrid_tenant: Tenant, block: str) -> None:
+    tenant = hybrid_tenant  # as under make dev: MiniLM embeddings and a worker
     result = subprocess.run(
         [shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", block],
         env={

@@ -10,21 +10,25 @@ deleted or superseded content.
 from __future__ import annotations
 
 import random
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from psycopg_pool import ConnectionPool
 
 from grove_db import queue
-from grove_db.pool import transaction
+from grove_db.pool import Conn, transaction
 from grove_memory.inference import InferenceClient, InferenceError, vector_literal
 
-READ_REVISION = """
-    SELECT r.content FROM memory_revisions r
+READ_REVISIONS = """
+    SELECT r.memory_id, r.version, r.content
+    FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
+    JOIN memory_revisions r ON r.memory_id = t.memory_id AND r.version = t.version
     JOIN memories m ON m.account_id = r.account_id AND m.id = r.memory_id
     JOIN accounts a ON a.id = m.account_id
-    WHERE r.memory_id = %(memory_id)s AND r.version = %(version)s
-      AND m.version = r.version AND m.deleted_at IS NULL AND a.deleted_at IS NULL
+    WHERE m.version = r.version AND m.deleted_at IS NULL AND a.deleted_at IS NULL
 """
 
 LOCK_CURRENT = """
@@ -82,96 +86,113 @@ def run_batch(
     policy: Policy,
     timeout: float,
 ) -> Outcome:
-    """Embed a claimed batch in one model call and complete each job on its own."""
+    """Embed a claimed batch in one model call; complete it one transaction per account.
+
+    Each job is still judged on its own (lease, account, revision, deletion); the
+    per-account transaction only saves commits.
+    """
     outcome = Outcome()
     texts: dict[int, str] = {}
-    for job in jobs:
-        content = _current_content(pool, job)
-        if content is None:
-            _finish(pool, job, owner, outcome, stale=True)
-        else:
-            texts[job.id] = content
+    for account_id, group in _by_account(jobs).items():
+        with transaction(pool, account_id) as conn:
+            texts.update(_current_contents(conn, group))
+            for job in group:
+                if job.id not in texts:
+                    _record(outcome, queue.finish(conn, job, owner), "stale")
     live = [job for job in jobs if job.id in texts]
     if not live:
         return outcome
     try:
         vectors = client.embed([texts[job.id] for job in live], query=False, timeout=timeout)
     except InferenceError as ex:
-        for job in live:
-            _give_back(pool, job, owner, ex.reason, policy, outcome)
+        reason = ex.reason
+    else:
+        vector_of = {job.id: vector for job, vector in zip(live, vectors, strict=True)}
+        _for_each_account(
+            pool, live, lambda conn, job: _complete(conn, job, owner, vector_of[job.id], outcome)
+        )
         return outcome
-    for job, vector in zip(live, vectors, strict=True):
-        _complete(pool, job, owner, vector, outcome)
+    _for_each_account(
+        pool, live, lambda conn, job: _give_back(conn, job, owner, reason, policy, outcome)
+    )
     return outcome
 
 
-def _current_content(pool: ConnectionPool, job: queue.Job) -> str | None:
-    with transaction(pool, job.account_id) as conn:
-        row = conn.execute(
-            READ_REVISION, {"memory_id": job.memory_id, "version": job.version}
-        ).fetchone()
-    return None if row is None else str(row["content"])
+def _by_account(jobs: list[queue.Job]) -> dict[UUID, list[queue.Job]]:
+    groups: dict[UUID, list[queue.Job]] = defaultdict(list)
+    for job in jobs:
+        groups[job.account_id].append(job)
+    return groups
 
 
-def _finish(
-    pool: ConnectionPool, job: queue.Job, owner: str, outcome: Outcome, *, stale: bool
+def _for_each_account(
+    pool: ConnectionPool, jobs: list[queue.Job], step: Callable[[Conn, queue.Job], None]
 ) -> None:
-    with transaction(pool, job.account_id) as conn:
-        if queue.finish(conn, job, owner):
-            outcome.stale += stale
-        else:
-            outcome.lost += 1
+    for account_id, group in _by_account(jobs).items():
+        with transaction(pool, account_id) as conn:
+            for job in group:
+                step(conn, job)
+
+
+def _record(outcome: Outcome, held: bool, result: str) -> None:
+    if held:
+        setattr(outcome, result, getattr(outcome, result) + 1)
+    else:
+        outcome.lost += 1  # another worker holds it now: this one wrote nothing
+
+
+def _current_contents(conn: Conn, jobs: list[queue.Job]) -> dict[int, str]:
+    rows = conn.execute(
+        READ_REVISIONS,
+        {"memory_ids": [j.memory_id for j in jobs], "versions": [j.version for j in jobs]},
+    ).fetchall()
+    content = {(row["memory_id"], row["version"]): str(row["content"]) for row in rows}
+    return {
+        j.id: content[(j.memory_id, j.version)] for j in jobs if (j.memory_id, j.version) in content
+    }
 
 
 def _complete(
-    pool: ConnectionPool, job: queue.Job, owner: str, vector: list[float], outcome: Outcome
+    conn: Conn, job: queue.Job, owner: str, vector: list[float], outcome: Outcome
 ) -> None:
-    with transaction(pool, job.account_id) as conn:
-        if not queue.finish(conn, job, owner):
-            outcome.lost += 1  # another worker holds it now: write nothing
-            return
-        keys: dict[str, Any] = {"memory_id": job.memory_id, "version": job.version}
-        if conn.execute(LOCK_CURRENT, keys).fetchone() is None:
-            outcome.stale += 1
-            return
-        conn.execute(
-            STORE_EMBEDDING,
-            {
-                **keys,
-                "account_id": job.account_id,
-                "profile": job.profile,
-                "dimensions": len(vector),
-                "embedding": vector_literal(vector),
-            },
-        )
-        conn.execute(MARK, {**keys, "indexing": "ready", "error": None})
-        outcome.done += 1
+    if not queue.finish(conn, job, owner):
+        outcome.lost += 1  # another worker holds it now: write nothing
+        return
+    keys: dict[str, Any] = {"memory_id": job.memory_id, "version": job.version}
+    if conn.execute(LOCK_CURRENT, keys).fetchone() is None:
+        outcome.stale += 1
+        return
+    conn.execute(
+        STORE_EMBEDDING,
+        {
+            **keys,
+            "account_id": job.account_id,
+            "profile": job.profile,
+            "dimensions": len(vector),
+            "embedding": vector_literal(vector),
+        },
+    )
+    conn.execute(MARK, {**keys, "indexing": "ready", "error": None})
+    outcome.done += 1
 
 
 def _give_back(
-    pool: ConnectionPool,
-    job: queue.Job,
-    owner: str,
-    reason: str,
-    policy: Policy,
-    outcome: Outcome,
+    conn: Conn, job: queue.Job, owner: str, reason: str, policy: Policy, outcome: Outcome
 ) -> None:
-    with transaction(pool, job.account_id) as conn:
-        if job.attempts >= policy.max_attempts:
-            if queue.finish(conn, job, owner, failed_reason=reason):
-                conn.execute(
-                    MARK,
-                    {
-                        "memory_id": job.memory_id,
-                        "version": job.version,
-                        "indexing": "failed",
-                        "error": reason,
-                    },
-                )
-                outcome.failed += 1
-            else:
-                outcome.lost += 1
-        elif queue.retry(conn, job, owner, reason, policy.delay(job.attempts)):
-            outcome.retried += 1
-        else:
-            outcome.lost += 1
+    if job.attempts < policy.max_attempts:
+        _record(
+            outcome, queue.retry(conn, job, owner, reason, policy.delay(job.attempts)), "retried"
+        )
+        return
+    held = queue.finish(conn, job, owner, failed_reason=reason)
+    if held:
+        conn.execute(
+            MARK,
+            {
+                "memory_id": job.memory_id,
+                "version": job.version,
+                "indexing": "failed",
+                "error": reason,
+            },
+        )
+    _record(outcome, held, "failed")

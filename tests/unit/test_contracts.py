@@ -36,3 +36,11 @@ def test_forget_takes_one_to_one_hundred_ids_in_exactly_one_form() -> None:
     for bad in ({"ids": ids}, {"ids": []}, {}, {"ids": ids[:1], "items": [{"id": ids[0]}]}):
         with pytest.raises(ValidationError):
             ForgetRequest.model_validate(bad)
+
+
+def test_search_exclusions_are_split_from_the_wanted_words() -> None:
+    from grove_memory.recall import split_exclusions
+
+    assert split_exclusions("replication lag -karaoke") == ("replication lag", "karaoke")
+    assert split_exclusions('a -"two words" b -c') == ("a b", '"two words" OR c')
+    assert split_exclusions("well-known terms") == ("well-known terms", "")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -126,6 +127,19 @@ def query_vector(store: Store, query: str) -> QueryVector:
         return QueryVector(None, "inference_unavailable")
 
 
+EXCLUSION = re.compile(r'(?:^|\s)-("[^"]*"|[^\s"]+)')
+
+
+def split_exclusions(query: str) -> tuple[str, str]:
+    """Split a search query into what is wanted and its ``-word``/``-"phrase"`` exclusions.
+
+    The exclusions come back joined with OR, ready for ``websearch_to_tsquery``.
+    """
+    excluded = [match.group(1) for match in EXCLUSION.finditer(query)]
+    wanted = " ".join(EXCLUSION.sub(" ", query).split())
+    return wanted, " OR ".join(excluded)
+
+
 def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, Any]:
     """One page of hybrid search over every granted scope (or ``projectId`` if given)."""
     require(principal, "read")
@@ -135,7 +149,12 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         "c": str(principal.connection_id),
         "q": hashlib.sha256(
             json.dumps(
-                req.model_dump(mode="json", exclude={"cursor", "limit"}), sort_keys=True
+                {
+                    **req.model_dump(mode="json", exclude={"cursor", "limit"}),
+                    # projectId omitted (every scope) differs from null (personal only).
+                    "allScopes": "projectId" not in req.model_fields_set,
+                },
+                sort_keys=True,
             ).encode()
         ).hexdigest(),
     }
@@ -143,7 +162,9 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
     if req.cursor:
         payload = cursors.decode(store.cursor_secret, req.cursor, binding)
         offset, ceiling = int(payload["offset"]), datetime.fromisoformat(payload["ceiling"])
-    vector = query_vector(store, req.query)  # before the transaction: no connection held
+    wanted, excluded = split_exclusions(req.query)
+    # Embed before the transaction, so no connection waits on inference.
+    vector = query_vector(store, wanted) if wanted else QueryVector(None, None)
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
@@ -152,6 +173,10 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         scope += " AND m.created_at <= %(ceiling)s"
         values.update(ceiling=ceiling, limit=SEARCH_CANDIDATES)
         lexical = _lexical(conn, principal, SEARCH_QUERY, req.query, scope, values)
+        if excluded:
+            # "-word" excludes notes found by meaning too, not only by words.
+            scope += " AND NOT m.content_tsv @@ websearch_to_tsquery('english', %(excluded)s)"
+            values["excluded"] = excluded
         semantic = _semantic(conn, store, principal, vector, scope, values)
         fused = fuse(lexical, semantic, store.rrf_k)
         if req.sort == "updated_desc":
@@ -275,7 +300,9 @@ def _semantic(
         statement,
         params(principal, vector=vector_literal(vector.vector), profile=store.profile, **values),
     ).fetchall()
-    return [r for r in rows if r["distance"] <= store.max_distance]
+    # Iterative scans may return rows slightly out of order: rank by distance here.
+    kept = [r for r in rows if r["distance"] <= store.max_distance]
+    return sorted(kept, key=lambda r: (r["distance"], str(r["id"])))
 
 
 def _above_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

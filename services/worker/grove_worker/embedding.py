@@ -22,6 +22,9 @@ from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory.inference import InferenceClient, InferenceError, vector_literal
 
+#: Failures that another attempt cannot fix: the job fails at once.
+PERMANENT_REASONS = frozenset({"dimension_mismatch", "unknown_profile", "disabled"})
+
 READ_REVISIONS = """
     SELECT r.memory_id, r.version, r.content
     FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
@@ -179,7 +182,7 @@ def _complete(
 def _give_back(
     conn: Conn, job: queue.Job, owner: str, reason: str, policy: Policy, outcome: Outcome
 ) -> None:
-    if job.attempts < policy.max_attempts:
+    if job.attempts < policy.max_attempts and reason not in PERMANENT_REASONS:
         _record(
             outcome, queue.retry(conn, job, owner, reason, policy.delay(job.attempts)), "retried"
         )

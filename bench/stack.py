@@ -79,14 +79,16 @@ class Stack:
         self.processes.append(api)
         return f"http://127.0.0.1:{port}"
 
-    def ready_count(self) -> int:
+    def ready_count(self, conn: psycopg.Connection[Any] | None = None) -> int:
         """Notes of the account whose current revision is embedded."""
-        superuser = self.db.superuser_url.replace("/postgres?", "/grove?", 1)
-        with psycopg.connect(superuser) as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM memories WHERE account_id = %s AND indexing = 'ready'",
-                (self.account_id,),
-            ).fetchone()
+        if conn is None:
+            superuser = self.db.superuser_url.replace("/postgres?", "/grove?", 1)
+            with psycopg.connect(superuser, autocommit=True) as own:
+                return self.ready_count(own)
+        row = conn.execute(
+            "SELECT count(*) FROM memories WHERE account_id = %s AND indexing = 'ready'",
+            (self.account_id,),
+        ).fetchone()
         assert row is not None
         return int(row[0])
 
@@ -163,10 +165,12 @@ def save_all(stack: Stack, texts: list[str], threads: int = 8) -> None:
 
 
 def wait_ready(stack: Stack, count: int, timeout: float = 1800) -> float:
-    """Seconds until ``count`` notes are embedded."""
+    """Seconds until ``count`` notes are embedded (polled on one connection)."""
+    superuser = stack.db.superuser_url.replace("/postgres?", "/grove?", 1)
     start = time.perf_counter()
-    while stack.ready_count() < count:
-        if time.perf_counter() - start > timeout:
-            sys.exit(f"bench: only {stack.ready_count()}/{count} embedded after {timeout} s")
-        time.sleep(0.05)
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        while stack.ready_count(conn) < count:
+            if time.perf_counter() - start > timeout:
+                sys.exit(f"bench: only {stack.ready_count(conn)}/{count} embedded in {timeout} s")
+            time.sleep(0.05)
     return time.perf_counter() - start

@@ -127,6 +127,17 @@ def finish(conn: Conn, job: Job, owner: str, *, failed_reason: str | None = None
     return row is not None
 
 
+def finish_many(conn: Conn, jobs: list[Job], owner: str) -> set[int]:
+    """Mark leased jobs done in the caller's transaction; the IDs this owner still held."""
+    rows = conn.execute(
+        "UPDATE jobs SET status = 'done', finished_at = now(), last_error = NULL,"
+        " lease_owner = NULL, lease_expires_at = NULL"
+        " WHERE id = ANY(%s) AND lease_owner = %s AND status = 'running' RETURNING id",
+        ([job.id for job in jobs], owner),
+    ).fetchall()
+    return {row["id"] for row in rows}
+
+
 def retry(conn: Conn, job: Job, owner: str, reason: str, delay_seconds: float) -> bool:
     """Give a leased job back to the queue to run again after ``delay_seconds``."""
     params: dict[str, Any] = {"id": job.id, "owner": owner, "error": reason, "delay": delay_seconds}

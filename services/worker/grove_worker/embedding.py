@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from psycopg_pool import ConnectionPool
 
 from grove_db import queue
 from grove_db.pool import Conn, transaction
-from grove_memory.inference import InferenceClient, InferenceError, vector_literal
+from grove_memory.inference import InferenceError, vector_literal
 
 #: Failures that another attempt cannot fix: the job fails at once.
 PERMANENT_REASONS = frozenset({"dimension_mismatch", "unknown_profile", "disabled"})
@@ -35,23 +34,33 @@ READ_REVISIONS = """
 """
 
 LOCK_CURRENT = """
-    SELECT m.id FROM memories m JOIN accounts a ON a.id = m.account_id
-    WHERE m.id = %(memory_id)s AND m.version = %(version)s
-      AND m.deleted_at IS NULL AND a.deleted_at IS NULL
+    SELECT m.id, m.version
+    FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
+    JOIN memories m ON m.id = t.memory_id AND m.version = t.version
+    JOIN accounts a ON a.id = m.account_id
+    WHERE m.deleted_at IS NULL AND a.deleted_at IS NULL
     FOR UPDATE OF m
 """
 
-STORE_EMBEDDING = """
+STORE_EMBEDDINGS = """
     INSERT INTO embeddings (account_id, memory_id, version, profile, dimensions, embedding)
-    VALUES (%(account_id)s, %(memory_id)s, %(version)s, %(profile)s, %(dimensions)s,
-            %(embedding)s::vector)
+    SELECT %(account_id)s, t.memory_id, t.version, %(profile)s, vector_dims(t.v::vector),
+           t.v::vector
+    FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[], %(vectors)s::text[])
+         AS t (memory_id, version, v)
     ON CONFLICT (account_id, memory_id, version, profile)
     DO UPDATE SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
                   created_at = now()
 """
 
-MARK = """
-    UPDATE memories SET indexing = %(indexing)s, indexing_error = %(error)s
+MARK_READY = """
+    UPDATE memories m SET indexing = 'ready', indexing_error = NULL
+    FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
+    WHERE m.id = t.memory_id AND m.version = t.version AND m.deleted_at IS NULL
+"""
+
+MARK_FAILED = """
+    UPDATE memories SET indexing = 'failed', indexing_error = %(error)s
     WHERE id = %(memory_id)s AND version = %(version)s AND deleted_at IS NULL
 """
 
@@ -81,19 +90,19 @@ class Outcome:
     failed: int = 0
 
 
-def run_batch(
-    pool: ConnectionPool,
-    client: InferenceClient,
-    owner: str,
-    jobs: list[queue.Job],
-    policy: Policy,
-    timeout: float,
-) -> Outcome:
-    """Embed a claimed batch in one model call; complete it one transaction per account.
+@dataclass
+class Batch:
+    """A claimed batch on its way through: read, embedding in flight, then settled."""
 
-    Each job is still judged on its own (lease, account, revision, deletion); the
-    per-account transaction only saves commits.
-    """
+    jobs: list[queue.Job]
+    live: list[queue.Job]
+    texts: list[str]
+    outcome: Outcome
+    vectors: Future[list[list[float]]] | None = None
+
+
+def prepare(pool: ConnectionPool, owner: str, jobs: list[queue.Job]) -> Batch:
+    """Read the revisions to embed; jobs already stale are finished here, writing nothing."""
     outcome = Outcome()
     texts: dict[int, str] = {}
     for account_id, group in _by_account(jobs).items():
@@ -103,21 +112,33 @@ def run_batch(
                 if job.id not in texts:
                     _record(outcome, queue.finish(conn, job, owner), "stale")
     live = [job for job in jobs if job.id in texts]
-    if not live:
+    return Batch(jobs, live, [texts[job.id] for job in live], outcome)
+
+
+def settle(pool: ConnectionPool, owner: str, batch: Batch, policy: Policy) -> Outcome:
+    """Wait for the batch's vectors and complete it, one transaction per account.
+
+    Each job is still judged on its own (lease, account, revision, deletion); the
+    per-account transaction only saves commits. On an inference error every job goes
+    back to the queue with backoff, or fails for good.
+    """
+    outcome = batch.outcome
+    if batch.vectors is None:
         return outcome
     try:
-        vectors = client.embed([texts[job.id] for job in live], query=False, timeout=timeout)
+        vectors = batch.vectors.result()
     except InferenceError as ex:
         reason = ex.reason
     else:
-        vector_of = {job.id: vector for job, vector in zip(live, vectors, strict=True)}
-        _for_each_account(
-            pool, live, lambda conn, job: _complete(conn, job, owner, vector_of[job.id], outcome)
-        )
+        vector_of = {job.id: vector for job, vector in zip(batch.live, vectors, strict=True)}
+        for account_id, group in _by_account(batch.live).items():
+            with transaction(pool, account_id) as conn:
+                _complete(conn, group, owner, vector_of, outcome)
         return outcome
-    _for_each_account(
-        pool, live, lambda conn, job: _give_back(conn, job, owner, reason, policy, outcome)
-    )
+    for account_id, group in _by_account(batch.live).items():
+        with transaction(pool, account_id) as conn:
+            for job in group:
+                _give_back(conn, job, owner, reason, policy, outcome)
     return outcome
 
 
@@ -126,15 +147,6 @@ def _by_account(jobs: list[queue.Job]) -> dict[UUID, list[queue.Job]]:
     for job in jobs:
         groups[job.account_id].append(job)
     return groups
-
-
-def _for_each_account(
-    pool: ConnectionPool, jobs: list[queue.Job], step: Callable[[Conn, queue.Job], None]
-) -> None:
-    for account_id, group in _by_account(jobs).items():
-        with transaction(pool, account_id) as conn:
-            for job in group:
-                step(conn, job)
 
 
 def _record(outcome: Outcome, held: bool, result: str) -> None:
@@ -156,27 +168,36 @@ def _current_contents(conn: Conn, jobs: list[queue.Job]) -> dict[int, str]:
 
 
 def _complete(
-    conn: Conn, job: queue.Job, owner: str, vector: list[float], outcome: Outcome
+    conn: Conn,
+    jobs: list[queue.Job],
+    owner: str,
+    vectors: dict[int, list[float]],
+    outcome: Outcome,
 ) -> None:
-    if not queue.finish(conn, job, owner):
-        outcome.lost += 1  # another worker holds it now: write nothing
+    """Finish one account's jobs; store vectors only for those still held and current."""
+    held = queue.finish_many(conn, jobs, owner)
+    outcome.lost += len(jobs) - len(held)  # another worker holds those now: write nothing
+    keys = {(j.memory_id, j.version): j for j in jobs if j.id in held}
+    current = conn.execute(
+        LOCK_CURRENT,
+        {"memory_ids": [k[0] for k in keys], "versions": [k[1] for k in keys]},
+    ).fetchall()
+    fresh = [keys[(row["id"], row["version"])] for row in current]
+    outcome.stale += len(held) - len(fresh)
+    if not fresh:
         return
-    keys: dict[str, Any] = {"memory_id": job.memory_id, "version": job.version}
-    if conn.execute(LOCK_CURRENT, keys).fetchone() is None:
-        outcome.stale += 1
-        return
+    arrays = {"memory_ids": [j.memory_id for j in fresh], "versions": [j.version for j in fresh]}
     conn.execute(
-        STORE_EMBEDDING,
+        STORE_EMBEDDINGS,
         {
-            **keys,
-            "account_id": job.account_id,
-            "profile": job.profile,
-            "dimensions": len(vector),
-            "embedding": vector_literal(vector),
+            **arrays,
+            "account_id": fresh[0].account_id,
+            "profile": fresh[0].profile,
+            "vectors": [vector_literal(vectors[j.id]) for j in fresh],
         },
     )
-    conn.execute(MARK, {**keys, "indexing": "ready", "error": None})
-    outcome.done += 1
+    conn.execute(MARK_READY, arrays)
+    outcome.done += len(fresh)
 
 
 def _give_back(
@@ -190,12 +211,6 @@ def _give_back(
     held = queue.finish(conn, job, owner, failed_reason=reason)
     if held:
         conn.execute(
-            MARK,
-            {
-                "memory_id": job.memory_id,
-                "version": job.version,
-                "indexing": "failed",
-                "error": reason,
-            },
+            MARK_FAILED, {"memory_id": job.memory_id, "version": job.version, "error": reason}
         )
     _record(outcome, held, "failed")

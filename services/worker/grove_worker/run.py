@@ -14,6 +14,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import FrameType
 
@@ -26,7 +27,7 @@ from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool
 from grove_db.roles import check_runtime_role
 from grove_memory.inference import InferenceClient
-from grove_worker.embedding import Policy, run_batch
+from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
 
 
@@ -50,6 +51,8 @@ class Worker:
         self.client = client
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.stopping = threading.Event()
+        self._held: set[int] = set()
+        self._held_lock = threading.Lock()
         self.policy = Policy(
             settings.worker_max_attempts,
             settings.worker_backoff_seconds,
@@ -57,30 +60,53 @@ class Worker:
         )
 
     def run(self, listener: psycopg.Connection[object]) -> None:
-        """Work until ``stopping`` is set; sleep on NOTIFY (or the poll interval) when idle."""
+        """Work until ``stopping`` is set; sleep on NOTIFY (or the poll interval) when idle.
+
+        Two batches overlap: while grove-ask embeds one, this process settles the one
+        before and claims and reads the next, so the model never waits for the database.
+        """
         log("started", owner=self.owner, profile=self.settings.embedding_profile)
-        while not self.stopping.is_set():
-            jobs = queue.claim(
-                self.pool,
-                self.owner,
-                self.settings.embedding_profile,
-                self.settings.worker_batch,
-                self.settings.worker_lease_seconds,
-            )
-            if not jobs:
-                self._wait(listener)
-                continue
-            with self._heartbeat([job.id for job in jobs]):
-                outcome = run_batch(
-                    self.pool,
-                    self.client,
-                    self.owner,
-                    jobs,
-                    self.policy,
-                    self.settings.worker_embed_timeout_seconds,
-                )
-            log("batch", jobs=len(jobs), **vars(outcome))
+        in_flight: Batch | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix="embed") as embedder, self._heartbeat():
+            while True:
+                batch = None if self.stopping.is_set() else self._start_batch(embedder)
+                if in_flight is not None:
+                    self._settle(in_flight)
+                in_flight = batch
+                if in_flight is None:
+                    if self.stopping.is_set():
+                        break
+                    self._wait(listener)
         log("stopped", owner=self.owner)
+
+    def _start_batch(self, embedder: ThreadPoolExecutor) -> Batch | None:
+        settings = self.settings
+        jobs = queue.claim(
+            self.pool,
+            self.owner,
+            settings.embedding_profile,
+            settings.worker_batch,
+            settings.worker_lease_seconds,
+        )
+        if not jobs:
+            return None
+        with self._held_lock:
+            self._held.update(job.id for job in jobs)
+        batch = prepare(self.pool, self.owner, jobs)
+        if batch.live:
+            batch.vectors = embedder.submit(
+                self.client.embed,
+                batch.texts,
+                query=False,
+                timeout=settings.worker_embed_timeout_seconds,
+            )
+        return batch
+
+    def _settle(self, batch: Batch) -> None:
+        outcome = settle(self.pool, self.owner, batch, self.policy)
+        with self._held_lock:
+            self._held.difference_update(job.id for job in batch.jobs)
+        log("batch", jobs=len(batch.jobs), **vars(outcome))
 
     def _wait(self, listener: psycopg.Connection[object]) -> None:
         # Short slices, so SIGTERM is noticed within a second.
@@ -92,13 +118,17 @@ class Worker:
             remaining -= step
 
     @contextmanager
-    def _heartbeat(self, ids: list[int]) -> Iterator[None]:
+    def _heartbeat(self) -> Iterator[None]:
+        """Extend the leases of every job this worker holds, every quarter lease."""
         done = threading.Event()
-        interval = self.settings.worker_lease_seconds / 4
+        lease = self.settings.worker_lease_seconds
 
         def beat() -> None:
-            while not done.wait(interval):
-                queue.heartbeat(self.pool, self.owner, ids, self.settings.worker_lease_seconds)
+            while not done.wait(lease / 4):
+                with self._held_lock:
+                    ids = sorted(self._held)
+                if ids:
+                    queue.heartbeat(self.pool, self.owner, ids, lease)
 
         thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
         thread.start()

@@ -29,6 +29,7 @@ STATE_DIR = Path(".grove")
 READY_TIMEOUT_SECONDS = 60
 DEFAULT_API_PORT = "8080"
 DEFAULT_ASK_PORT = "50051"
+DEFAULT_MCP_PORT = "8081"
 
 
 def run() -> int:
@@ -53,7 +54,12 @@ def run() -> int:
         "GROVE_ASK_ADDRESS": ask_address,
         "GROVE_EMBEDDING_PROFILE": profile,
     }
-    names = ["grove-api"] if profile == "disabled" else ["grove-ask", "grove-worker", "grove-api"]
+    mcp_port = os.environ.get("GROVE_MCP_PORT", DEFAULT_MCP_PORT)
+    env["GROVE_MCP_PORT"] = mcp_port
+    mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+    names = ["grove-api", "grove-mcp"]
+    if profile != "disabled":
+        names = ["grove-ask", "grove-worker", *names]
     processes = {name: subprocess.Popen([_script(name)], env=env) for name in names}
     stopping = False
 
@@ -67,14 +73,20 @@ def run() -> int:
         if "grove-ask" in processes and not _wait_ask(ask_address, processes["grove-ask"]):
             print("grove dev: grove-ask did not become ready", file=sys.stderr)
             return 1
-        if not _wait_ready(f"{api_url}/readyz", processes["grove-api"]):
-            print("grove dev: grove-api did not become ready", file=sys.stderr)
-            return 1
+        for name, url in (("grove-api", api_url), ("grove-mcp", mcp_url.removesuffix("/mcp"))):
+            if not _wait_ready(f"{url}/readyz", processes[name]):
+                print(f"grove dev: {name} did not become ready", file=sys.stderr)
+                return 1
         _write_env(
-            {"GROVE_API_URL": api_url, "GROVE_API_KEY": key, "GROVE_ASK_ADDRESS": ask_address},
+            {
+                "GROVE_API_URL": api_url,
+                "GROVE_API_KEY": key,
+                "GROVE_MCP_URL": mcp_url,
+                "GROVE_ASK_ADDRESS": ask_address,
+            },
             db,
         )
-        _banner(api_url, key)
+        _banner(api_url, mcp_url, key)
         while not stopping and all(p.poll() is None for p in processes.values()):
             time.sleep(0.2)
         for name, process in processes.items():
@@ -170,11 +182,12 @@ def _write_env(urls: dict[str, str], db: embedded.EmbeddedDatabase) -> None:
     path.chmod(0o600)
 
 
-def _banner(api_url: str, key: str) -> None:
+def _banner(api_url: str, mcp_url: str, key: str) -> None:
     print(
         f"""
 Grove is running.
   REST API   {api_url}/v1        (key: {key})
+  MCP        {mcp_url}     (the same key as a Bearer token)
   settings   .grove/dev.env       (source it: set -a; . .grove/dev.env; set +a)
 
 Try:

@@ -13,6 +13,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,42 @@ def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
             "GROVE_API_WORKERS": "2",
             "GROVE_EMBEDDING_PROFILE": "disabled",
         }
+    )
+    yield running.url
+    running.stop()
+
+
+def free_port() -> int:
+    """A port free on loopback right now (for services that must know their own URL)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_mcp(env: dict[str, str]) -> Running:
+    """Start grove-mcp (2 uvicorn workers); ``url`` is its /mcp URL once both answer."""
+    port = free_port()
+    running = start_service(
+        "grove-mcp",
+        {
+            "GROVE_MCP_HOST": "127.0.0.1",
+            "GROVE_MCP_PORT": str(port),
+            "GROVE_SECRET_KEY": SECRET,
+            "GROVE_MCP_WORKERS": "2",
+            **env,
+        },
+        r"Listening at: http://127\.0\.0\.1:(\d+)",
+    )
+    wait_until(lambda: sum("Application startup complete" in line for line in running.lines) >= 2)
+    running.url = f"http://127.0.0.1:{port}/mcp"
+    return running
+
+
+@pytest.fixture(scope="session")
+def mcp_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
+    """The /mcp URL of a real grove-mcp (lexical only) on the test database."""
+    running = start_mcp(
+        {"GROVE_DATABASE_URL": database.runtime_url, "GROVE_EMBEDDING_PROFILE": "disabled"}
     )
     yield running.url
     running.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 #: Every error code a Grove service may answer, with its HTTP status.
 ERROR_STATUS: dict[str, int] = {
@@ -20,6 +20,8 @@ ERROR_STATUS: dict[str, int] = {
     "gone": 410,
     "payload_too_large": 413,
     "unsupported_media_type": 415,
+    "unknown_tool": 404,
+    "too_many_requests": 429,
     "internal": 500,
     "unavailable": 503,
 }
@@ -52,3 +54,18 @@ def error_envelope(
 def success_envelope(data: Any) -> dict[str, Any]:
     """Build ``{success: true, data}``."""
     return {"success": True, "data": data}
+
+
+def validation_details(ex: ValidationError) -> list[FieldError]:
+    """Pydantic errors as ``[{field, message}]``; unknown fields are named as such."""
+    details = []
+    for error in ex.errors(include_url=False):
+        field = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif not field and ": " in message:
+            # Model-level checks say "field: message" (see grove_contracts).
+            field, _, message = message.partition(": ")
+        details.append(FieldError(field=field or "body", message=message))
+    return details

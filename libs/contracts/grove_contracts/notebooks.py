@@ -35,3 +35,9 @@ class NotebookListQuery(Strict):
 
     parentId: UUID | None = None
     root: bool = False
+
+
+class NotebookList(BaseModel):
+    """The granted notebooks."""
+
+    items: list[Notebook]

@@ -220,3 +220,93 @@ class RevisionsQuery(Strict):
 
     afterVersion: Annotated[int, Field(ge=0)] = 0
     limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = MAX_LIST_LIMIT
+
+
+class MemoryRef(Strict):
+    """One note, by ID."""
+
+    id: UUID
+
+
+class UpdateMemoryInput(UpdateRequest):
+    """``update_memory``: the note's ID plus the fields to correct."""
+
+    id: UUID
+
+
+class MemoryHistoryInput(RevisionsQuery):
+    """``memory_history``: a note's revisions, oldest first."""
+
+    id: UUID
+
+
+class Retrieval(BaseModel):
+    """Which signals an answer used, and why one was missing."""
+
+    lexical: bool
+    semantic: bool
+    reason: str | None = None
+
+
+class RecallItem(BaseModel):
+    """One recalled note with its fused score."""
+
+    memory: Memory
+    score: float | None
+    contentTruncated: bool
+
+
+class RecallResult(BaseModel):
+    """What recall returns: notes within the budget, and the task's handoff."""
+
+    retrieval: Retrieval
+    items: list[RecallItem]
+    handoff: Memory | None
+    handoffTruncated: bool
+    usedChars: int
+    omitted: int
+
+
+class MatchEvidence(BaseModel):
+    """Why a search result matched."""
+
+    lexical: bool
+    semantic: bool
+    terms: list[str]
+    distance: float | None
+
+
+class SearchItem(BaseModel):
+    """One search result."""
+
+    memory: Memory
+    score: float
+    matches: MatchEvidence | None = None
+
+
+class SearchPage(BaseModel):
+    """One page of search results."""
+
+    retrieval: Retrieval
+    items: list[SearchItem]
+    nextCursor: str | None
+
+
+class MemoryPage(BaseModel):
+    """One page of listed notes."""
+
+    items: list[Memory]
+    nextCursor: str | None
+
+
+class RevisionPage(BaseModel):
+    """One page of a note's revisions."""
+
+    items: list[Revision]
+    nextAfterVersion: int | None
+
+
+class ForgetResponse(BaseModel):
+    """Per-note outcomes of a forget request."""
+
+    results: list[ForgetResult]

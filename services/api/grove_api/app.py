@@ -52,6 +52,8 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/recall", resources.Recall(store, limit))
     app.add_route("/v1/export", resources.Export(store, limit))
     app.add_route("/v1/notebooks", resources.Notebooks(store, limit))
+    app.add_route("/v1/tools", resources.Tools())
+    app.add_route("/v1/tools/{tool}", resources.ToolCall(store, limit))
     return app
 
 

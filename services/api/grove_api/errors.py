@@ -11,7 +11,7 @@ import falcon
 from pydantic import ValidationError
 
 from grove_auth.errors import AuthError
-from grove_contracts.errors import ERROR_STATUS, FieldError, error_envelope
+from grove_contracts.errors import ERROR_STATUS, FieldError, error_envelope, validation_details
 from grove_db.errors import DatabaseError
 from grove_memory.errors import InvalidRequest, ServiceError
 
@@ -36,21 +36,6 @@ FALCON_CODES = {
     415: "unsupported_media_type",
     400: "validation_error",
 }
-
-
-def validation_details(ex: ValidationError) -> list[FieldError]:
-    """Pydantic errors as ``[{field, message}]``; unknown fields are named as such."""
-    details = []
-    for error in ex.errors(include_url=False):
-        field = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown field"
-        elif not field and ": " in message:
-            # Model-level checks say "field: message" (see grove_contracts).
-            field, _, message = message.partition(": ")
-        details.append(FieldError(field=field or "body", message=message))
-    return details
 
 
 def install(app: falcon.App) -> None:

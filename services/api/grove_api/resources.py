@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import falcon
+from pydantic import BaseModel, ConfigDict
 
 from grove_api.body import operation_id, read_json, read_query
 from grove_contracts.errors import success_envelope
@@ -19,8 +20,15 @@ from grove_contracts.notes import (
     Strict,
     UpdateRequest,
 )
-from grove_memory import export, listing, notebooks, notes, recall
+from grove_contracts.tools import TOOLS
+from grove_memory import export, listing, notebooks, notes, recall, tools
 from grove_memory.store import Store
+
+
+class Arguments(BaseModel):
+    """A tool's arguments: any JSON object, validated by the tool's own input model."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 def _ok(resp: falcon.Response, data: object, status: int = 200) -> None:
@@ -126,3 +134,18 @@ class Notebooks(Resource):
             self.store, req.context.principal, query.parentId, by_parent=by_parent
         )
         _ok(resp, {"items": items})
+
+
+class Tools:
+    """``GET /v1/tools``: the registry as published to agents."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        _ok(resp, {"tools": [tool.describe() for tool in TOOLS]})
+
+
+class ToolCall(Resource):
+    """``POST /v1/tools/{tool}``: run one registry tool; the body is its arguments."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, tool: str) -> None:
+        arguments = read_json(req, Arguments, self.max_body)
+        _ok(resp, tools.call(self.store, req.context.principal, tool, arguments.model_dump()))

@@ -1,0 +1,208 @@
+"""The tool registry: each agent tool defined once, for MCP, REST and the stdio bridge.
+
+A tool has a name, a title, a description written for models, annotations, and
+pydantic input and output models; the JSON Schemas clients see come from those
+models, so bounds and defaults are visible. ``grove_memory.tools`` executes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from grove_contracts.notebooks import (
+    CreateNotebookRequest,
+    Notebook,
+    NotebookList,
+    NotebookListQuery,
+)
+from grove_contracts.notes import (
+    ForgetRequest,
+    ForgetResponse,
+    ListQuery,
+    Memory,
+    MemoryHistoryInput,
+    MemoryPage,
+    MemoryRef,
+    RecallRequest,
+    RecallResult,
+    RememberRequest,
+    RevisionPage,
+    SearchPage,
+    SearchRequest,
+    UpdateMemoryInput,
+)
+
+RETRIES = (
+    " Give each mutation a new UUID `operationId` and keep the same one when retrying it:"
+    " a retry then returns the first result instead of saving twice."
+)
+SCOPE = " `projectId: null` (or omitted) is the user's personal notes; a UUID is a notebook."
+CONTENT = (
+    " Content is CommonMark/GitHub-flavoured Markdown, 1-6,000 characters after trimming;"
+    " a supplied `content` replaces the whole body."
+)
+CAPTURE = (
+    " Set `capture` to `explicit` when the user asked you to remember something and to"
+    " `automatic` when you save on your own initiative."
+)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One agent tool."""
+
+    name: str
+    title: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = True
+
+    def annotations(self) -> dict[str, Any]:
+        """MCP tool annotations (hints for clients; they never change behaviour)."""
+        return {
+            "title": self.title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": False,
+        }
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments."""
+        return self.input_model.model_json_schema()
+
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON Schema of ``structuredContent``."""
+        return self.output_model.model_json_schema()
+
+    def describe(self) -> dict[str, Any]:
+        """The tool as published by ``GET /v1/tools`` (camelCase, like MCP's tools/list)."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema(),
+            "outputSchema": self.output_schema(),
+            "annotations": self.annotations(),
+        }
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "remember",
+        "Remember a note",
+        "Save a durable note about the user or the work: a preference, fact, decision,"
+        " solution, or a handoff (the state of a task for whoever continues it; needs a"
+        " stable `taskId`, and saving another handoff for that task updates it)."
+        + CONTENT
+        + SCOPE
+        + CAPTURE
+        + " To correct a note partly, use `update_memory`; passing `id`"
+        " here replaces the whole note, metadata included." + RETRIES,
+        RememberRequest,
+        Memory,
+        read_only=False,
+        idempotent=False,
+    ),
+    Tool(
+        "recall",
+        "Recall relevant notes",
+        "Get the notes most relevant to a query, within a budget (default 8 notes and 6,000"
+        " characters), or, with no query, the user's compact profile (preferences, facts,"
+        " decisions) plus the handoff for `taskId`. Use at the start of a task and whenever"
+        " past context may help; use `search_memories` to browse or page through matches."
+        + SCOPE
+        + " Recall searches that scope (plus personal notes unless"
+        " `includePersonal` is false) and never other notebooks.",
+        RecallRequest,
+        RecallResult,
+        read_only=True,
+    ),
+    Tool(
+        "update_memory",
+        "Correct a note",
+        "Correct part of a note: omitted fields stay as they are." + CONTENT + " Pass"
+        " `expectedVersion` (from `get_memory`) to fail with version_conflict instead of"
+        " overwriting someone else's change." + RETRIES,
+        UpdateMemoryInput,
+        Memory,
+        read_only=False,
+        idempotent=False,
+    ),
+    Tool(
+        "forget",
+        "Forget notes",
+        "Delete up to 100 notes (by `ids`, or `items` with `expectedVersion`); each gets"
+        " `deleted`, `not_found` or `version_conflict`. Deleted notes are never shown again"
+        " and cannot be restored." + RETRIES,
+        ForgetRequest,
+        ForgetResponse,
+        read_only=False,
+        destructive=True,
+    ),
+    Tool(
+        "get_memory",
+        "Get a note",
+        "Read one note with its current `version` and `indexing` state (`pending` until it"
+        " can be found by meaning, then `ready`).",
+        MemoryRef,
+        Memory,
+        read_only=True,
+    ),
+    Tool(
+        "list_memories",
+        "List notes",
+        "List notes newest first (or by `sort`), filtered by kind, notebook (`projectId`: a"
+        " UUID or `personal`), source agent, update time or lifetime; pass `nextCursor` back"
+        " as `cursor` for the next page (at most 100 per page).",
+        ListQuery,
+        MemoryPage,
+        read_only=True,
+    ),
+    Tool(
+        "search_memories",
+        "Search notes",
+        "Search notes by words and meaning; every word must match for a word match (quotes"
+        " for phrases, -word to exclude). `sort` is `relevance` or `updated_desc`; page with"
+        " `cursor`; `matches: true` explains each result." + SCOPE + " Omit `projectId` to"
+        " search every scope you may read.",
+        SearchRequest,
+        SearchPage,
+        read_only=True,
+    ),
+    Tool(
+        "memory_history",
+        "Note history",
+        "List a note's saved states, oldest first (every save and correction is kept).",
+        MemoryHistoryInput,
+        RevisionPage,
+        read_only=True,
+    ),
+    Tool(
+        "list_notebooks",
+        "List notebooks",
+        "List the notebooks this connection may use (children of `parentId`, or the top"
+        " level with `root: true`); their IDs are the `projectId` of notes.",
+        NotebookListQuery,
+        NotebookList,
+        read_only=True,
+    ),
+    Tool(
+        "create_notebook",
+        "Create a notebook",
+        "Create a notebook (optionally inside `parentId`) to keep a project's notes"
+        " together. Needs a connection granted all notebooks with write access." + RETRIES,
+        CreateNotebookRequest,
+        Notebook,
+        read_only=False,
+        idempotent=False,
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}

@@ -1,0 +1,57 @@
+"""Executing registry tools: the same memory functions behind MCP, REST and the bridge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from grove_auth.principal import Principal
+from grove_contracts.tools import TOOLS_BY_NAME
+from grove_memory import listing, notebooks, notes, recall
+from grove_memory.errors import ServiceError
+from grove_memory.store import Store
+
+
+class UnknownTool(ServiceError):
+    """No tool has that name on this server."""
+
+    code = "unknown_tool"
+    status = 404
+
+
+Handler = Callable[[Store, Principal, Any], dict[str, Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "remember": lambda s, p, r: notes.remember(s, p, r).memory,
+    "recall": recall.recall,
+    "update_memory": lambda s, p, r: notes.update_memory(s, p, r.id, r),
+    "forget": notes.forget,
+    "get_memory": lambda s, p, r: notes.get_memory(s, p, r.id),
+    "list_memories": listing.list_memories,
+    "search_memories": recall.search,
+    "memory_history": lambda s, p, r: notes.list_revisions(s, p, r.id, r.afterVersion, r.limit),
+    "list_notebooks": lambda s, p, r: {
+        "items": notebooks.list_notebooks(
+            s, p, r.parentId, by_parent=r.parentId is not None or r.root
+        )
+    },
+    "create_notebook": lambda s, p, r: notebooks.create_notebook(s, p, r)[0],
+}
+
+
+def parse(name: str, arguments: dict[str, Any]) -> BaseModel:
+    """Validate arguments against the tool's input model (``ValidationError`` if bad)."""
+    tool = TOOLS_BY_NAME.get(name)
+    if tool is None or name not in HANDLERS:
+        raise UnknownTool(f"no tool named {name!r}")
+    return tool.input_model.model_validate(arguments)
+
+
+def call(
+    store: Store, principal: Principal, name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """Run one tool for a principal; the result matches the tool's output model."""
+    request = parse(name, arguments)
+    return HANDLERS[name](store, principal, request)

@@ -1,0 +1,230 @@
+"""The MCP ASGI app: stateless Streamable HTTP at /mcp over the tool registry.
+
+Every request is authenticated afresh (API key -> principal) by the SDK's bearer
+middleware with our verifier; every tool call runs the registry tool through
+``grove_memory.tools`` in a worker thread, with that principal's grants.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.transport_security import TransportSecuritySettings
+from psycopg_pool import ConnectionPool
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from grove_auth.errors import AuthError
+from grove_auth.keys import authenticate, derive_secret
+from grove_auth.principal import Principal
+from grove_contracts.errors import error_envelope, success_envelope, validation_details
+from grove_db.errors import DatabaseError
+from grove_db.pool import open_pool, transaction
+from grove_mcp.results import failure, success, tool_list
+from grove_mcp.settings import McpSettings
+from grove_memory import tools
+from grove_memory.errors import ServiceError
+from grove_memory.inference import InferenceClient
+from grove_memory.store import Store
+
+LOCAL_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOCAL_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+class KeyVerifier:
+    """The SDK's token verifier, backed by Grove API keys (checked on every request)."""
+
+    def __init__(self, pool: ConnectionPool, key_secret: bytes) -> None:
+        self._pool = pool
+        self._secret = key_secret
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            principal = await anyio.to_thread.run_sync(
+                authenticate, self._pool, self._secret, token
+            )
+        except AuthError:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=str(principal.connection_id),
+            scopes=[],
+            claims={"principal": principal},
+        )
+
+
+@dataclass
+class ToolRunner:
+    """Runs tool calls for authenticated principals, a bounded number per credential."""
+
+    store: Store
+    per_credential: int
+    running: Counter[str]
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return tool_list()
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        request_id = uuid.uuid4().hex
+        token = get_access_token()
+        if token is None or not token.claims:
+            return failure("unauthorized", "send Authorization: Bearer <api key>", request_id)
+        principal: Principal = token.claims["principal"]
+        key = str(principal.connection_id)
+        if self.running[key] >= self.per_credential:
+            return failure(
+                "too_many_requests",
+                f"at most {self.per_credential} concurrent calls per credential",
+                request_id,
+            )
+        self.running[key] += 1
+        try:
+            return await self._run(principal, params, request_id)
+        finally:
+            self.running[key] -= 1
+
+    async def _run(
+        self, principal: Principal, params: types.CallToolRequestParams, request_id: str
+    ) -> types.CallToolResult:
+        try:
+            data = await anyio.to_thread.run_sync(
+                tools.call, self.store, principal, params.name, dict(params.arguments or {})
+            )
+        except ValidationError as ex:
+            details = [d.model_dump() for d in validation_details(ex)]
+            return failure("validation_error", "the arguments are not valid", request_id, details)
+        except (ServiceError, DatabaseError) as ex:
+            return failure(ex.code, getattr(ex, "message", str(ex)), request_id)
+        except Exception as ex:  # reported to the caller without internals
+            print(
+                json.dumps(
+                    {
+                        "level": "error",
+                        "service": "grove-mcp",
+                        "requestId": request_id,
+                        "tool": params.name,
+                        "error": type(ex).__name__,
+                    }
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+            return failure("internal", "internal error; quote the request ID", request_id)
+        return success(data)
+
+
+class GetNotAllowed:
+    """Answer ``GET /mcp`` with 405: a stateless server has no stream to offer."""
+
+    def __init__(self, app: ASGIApp, path: str) -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] == "GET":
+            response = JSONResponse(
+                error_envelope("method_not_allowed", "use POST for MCP requests", "-"),
+                status_code=405,
+                headers={"Allow": "POST"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int) -> ASGIApp:
+    """Build the ASGI app: /mcp (authenticated), the resource metadata, health probes."""
+    runner = ToolRunner(store, settings.mcp_per_credential_concurrency, Counter())
+    server: Server[Any] = Server(
+        "grove",
+        version="0.1.0",
+        instructions="Grove is the user's long-term memory: recall before you start, "
+        "remember what should outlast this conversation.",
+        on_list_tools=runner.list_tools,
+        on_call_tool=runner.call_tool,
+    )
+    public_url = settings.public_url(port)
+    starlette_app = server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        max_request_body_size=settings.max_body_bytes,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=LOCAL_HOSTS + settings.mcp_allowed_hosts,
+            allowed_origins=LOCAL_ORIGINS + settings.mcp_allowed_origins,
+        ),
+        auth=AuthSettings(
+            issuer_url=settings.mcp_issuer_url or public_url.rsplit("/mcp", 1)[0],
+            resource_server_url=public_url,
+            # API keys carry no audience; the verifier checks them against the database.
+            validate_token_resource=False,
+        ),
+        token_verifier=KeyVerifier(store.pool, key_secret),
+        custom_starlette_routes=[
+            Route("/healthz", lambda request: JSONResponse(success_envelope({"status": "ok"}))),
+            Route("/readyz", _ready(store.pool)),
+        ],
+    )
+    return GetNotAllowed(starlette_app, "/mcp")
+
+
+def _ready(pool: ConnectionPool) -> Any:
+    async def ready(request: Request) -> JSONResponse:
+        def probe() -> None:
+            with transaction(pool) as conn:
+                conn.execute("SELECT 1")
+
+        try:
+            await anyio.to_thread.run_sync(probe)
+        except DatabaseError as ex:
+            return JSONResponse(error_envelope(ex.code, str(ex), "-"), status_code=503)
+        return JSONResponse(success_envelope({"status": "ready", "database": "ok"}))
+
+    return ready
+
+
+def store_from(settings: McpSettings) -> Store:
+    """The memory store for this process (pool, cursor secret, embeddings)."""
+    secret = settings.secret_key.get_secret_value()
+    embedder = (
+        None
+        if settings.embedding_profile == "disabled"
+        else InferenceClient(settings.ask_address, settings.embedding_profile)
+    )
+    return Store(
+        pool=open_pool(settings.database_url, max_size=settings.db_pool_size),
+        cursor_secret=derive_secret(secret, "cursor"),
+        profile=embedder.profile if embedder else None,
+        embedder=embedder,
+        rrf_k=settings.rrf_k,
+        max_distance=settings.semantic_max_distance,
+        query_embed_seconds=settings.query_embed_timeout_ms / 1000,
+    )
+
+
+def get_app() -> ASGIApp:
+    """The uvicorn workers' target: settings from the environment."""
+    settings = McpSettings()  # type: ignore[call-arg]
+    secret = settings.secret_key.get_secret_value()
+    return create_app(
+        settings, store_from(settings), derive_secret(secret, "api-key"), settings.mcp_port
+    )

@@ -1,0 +1,51 @@
+"""The MCP service's settings, read once from ``GROVE_*`` environment variables."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from grove_memory.store import DEFAULT_MAX_DISTANCE, DEFAULT_RRF_K
+
+DEFAULT_PORT = 8081
+DEFAULT_PER_CREDENTIAL_CONCURRENCY = 8
+MAX_BODY_BYTES = 64 * 1024
+
+
+class McpSettings(BaseSettings):
+    """Configuration of ``grove-mcp``; a bad value stops the process at start-up."""
+
+    model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")
+
+    database_url: Annotated[str, Field(min_length=1)]
+    secret_key: Annotated[SecretStr, Field(min_length=32)]
+    mcp_host: str = "127.0.0.1"
+    mcp_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT
+    mcp_workers: Annotated[int, Field(ge=1, le=64)] = 2
+    mcp_public_url: str | None = None
+    mcp_issuer_url: str | None = None
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
+    mcp_allowed_origins: Annotated[list[str], NoDecode] = []
+    mcp_per_credential_concurrency: Annotated[int, Field(ge=1, le=1000)] = (
+        DEFAULT_PER_CREDENTIAL_CONCURRENCY
+    )
+    max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
+    db_pool_size: Annotated[int, Field(ge=1, le=100)] = 4
+    embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
+    ask_address: str = "127.0.0.1:50051"
+    query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = 300
+    rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K
+    semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
+
+    @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    def public_url(self, port: int) -> str:
+        """The URL clients use for /mcp (the OAuth resource identifier)."""
+        return self.mcp_public_url or f"http://{self.mcp_host}:{port}/mcp"

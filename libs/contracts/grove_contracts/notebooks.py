@@ -41,3 +41,12 @@ class NotebookList(BaseModel):
     """The granted notebooks."""
 
     items: list[Notebook]
+
+
+class UpdateNotebookRequest(Strict):
+    """Rename a notebook, or move it under ``parentId`` (``null``: to the top level)."""
+
+    id: UUID
+    name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    parentId: UUID | None = None
+    operationId: UUID | None = None

@@ -310,3 +310,49 @@ class ForgetResponse(BaseModel):
     """Per-note outcomes of a forget request."""
 
     results: list[ForgetResult]
+
+
+BatchIds = Annotated[list[UUID], Field(min_length=1, max_length=MAX_FORGET_IDS)]
+
+
+class ArchiveRequest(Strict):
+    """Archive up to 100 notes: hidden from recall and search, kept, restorable."""
+
+    ids: BatchIds
+    operationId: UUID | None = None
+
+
+class ArchiveResult(BaseModel):
+    """The outcome for one note of an archive request."""
+
+    id: UUID
+    outcome: Literal["archived", "not_found"]
+
+
+class ArchiveResponse(BaseModel):
+    """Per-note outcomes of an archive request."""
+
+    results: list[ArchiveResult]
+
+
+class MoveRequest(Strict):
+    """Move up to 100 notes to a notebook (or ``null``: personal), all or nothing."""
+
+    ids: BatchIds
+    projectId: UUID | None
+    operationId: UUID | None = None
+
+
+class MoveResponse(BaseModel):
+    """The moved notes, each at its new version."""
+
+    items: list[Memory]
+
+
+class RestoreRequest(Strict):
+    """Restore a note: un-archive it, bring back an earlier revision, or make a handoff durable."""
+
+    id: UUID
+    version: Version | None = None
+    durable: bool = False
+    operationId: UUID | None = None

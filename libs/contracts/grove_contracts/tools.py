@@ -17,8 +17,11 @@ from grove_contracts.notebooks import (
     Notebook,
     NotebookList,
     NotebookListQuery,
+    UpdateNotebookRequest,
 )
 from grove_contracts.notes import (
+    ArchiveRequest,
+    ArchiveResponse,
     ForgetRequest,
     ForgetResponse,
     ListQuery,
@@ -26,9 +29,12 @@ from grove_contracts.notes import (
     MemoryHistoryInput,
     MemoryPage,
     MemoryRef,
+    MoveRequest,
+    MoveResponse,
     RecallRequest,
     RecallResult,
     RememberRequest,
+    RestoreRequest,
     RevisionPage,
     SearchPage,
     SearchRequest,
@@ -185,6 +191,37 @@ TOOLS: tuple[Tool, ...] = (
         read_only=True,
     ),
     Tool(
+        "restore_memory",
+        "Restore a note",
+        "Undo changes to a note: un-archive it, bring back an earlier revision (`version`,"
+        " from `memory_history`; saved as a new revision, nothing is lost), and/or with"
+        " `durable: true` turn a handoff into a permanent fact." + RETRIES,
+        RestoreRequest,
+        Memory,
+        read_only=False,
+        idempotent=False,
+    ),
+    Tool(
+        "archive_memories",
+        "Archive notes",
+        "Set up to 100 notes aside: archived notes leave recall and search but are kept and"
+        " can be restored with `restore_memory`. Prefer this to `forget` whenever the user"
+        " might want the note back; forgetting cannot be undone." + RETRIES,
+        ArchiveRequest,
+        ArchiveResponse,
+        read_only=False,
+    ),
+    Tool(
+        "move_memories",
+        "Move notes",
+        "Move up to 100 notes to a notebook (`projectId`) or to personal notes"
+        " (`projectId: null`). All or nothing: if any note cannot be moved (unknown, or"
+        " outside your grants), none is." + RETRIES,
+        MoveRequest,
+        MoveResponse,
+        read_only=False,
+    ),
+    Tool(
         "list_notebooks",
         "List notebooks",
         "List the notebooks this connection may use (children of `parentId`, or the top"
@@ -202,6 +239,15 @@ TOOLS: tuple[Tool, ...] = (
         Notebook,
         read_only=False,
         idempotent=False,
+    ),
+    Tool(
+        "update_notebook",
+        "Rename or move a notebook",
+        "Rename a notebook (`name`) or move it under another (`parentId`; `null` moves it to"
+        " the top level). A notebook cannot move under itself or its descendants." + RETRIES,
+        UpdateNotebookRequest,
+        Notebook,
+        read_only=False,
     ),
 )
 

@@ -6,10 +6,10 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from grove_auth.principal import Principal
-from grove_contracts.notebooks import CreateNotebookRequest, Notebook
+from grove_contracts.notebooks import CreateNotebookRequest, Notebook, UpdateNotebookRequest
 from grove_db.pool import transaction
 from grove_memory import idempotency
-from grove_memory.errors import Forbidden
+from grove_memory.errors import Forbidden, InvalidRequest
 from grove_memory.scope import check_project
 from grove_memory.store import Store, require
 
@@ -83,3 +83,58 @@ def list_notebooks(
             },
         ).fetchall()
     return [notebook_json(r) for r in rows]
+
+
+CYCLE = """
+    WITH RECURSIVE up AS (
+        SELECT id, parent_id FROM projects WHERE id = %(parent)s
+        UNION ALL
+        SELECT p.id, p.parent_id FROM projects p JOIN up ON p.id = up.parent_id
+    )
+    SELECT 1 FROM up WHERE id = %(id)s
+"""
+
+
+def update_notebook(
+    store: Store, principal: Principal, req: UpdateNotebookRequest
+) -> dict[str, Any]:
+    """Rename a notebook and/or move it under ``parentId`` (null: top level); no cycles.
+
+    Both the notebook and its new parent must be granted. Moves in one account are
+    serialized, so two concurrent moves cannot close a cycle between them.
+    """
+    require(principal, "write")
+    supplied = req.model_fields_set
+    arguments = {
+        "connection": str(principal.connection_id),
+        **req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True),
+    }
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(
+            conn, principal.account_id, req.operationId, "update_notebook", arguments
+        )
+        if replay is not None:
+            return replay.response
+        check_project(conn, principal, req.id)
+        if "parentId" in supplied and req.parentId is not None:
+            check_project(conn, principal, req.parentId)
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
+            if conn.execute(CYCLE, {"parent": req.parentId, "id": req.id}).fetchone():
+                raise InvalidRequest(
+                    "parentId", "a notebook cannot move under itself or one of its descendants"
+                )
+        row = conn.execute(
+            f"UPDATE projects AS p SET name = coalesce(%(name)s, p.name),"
+            " parent_id = CASE WHEN %(move)s THEN %(parent)s ELSE p.parent_id END,"
+            f" updated_at = statement_timestamp() WHERE p.id = %(id)s RETURNING {NOTEBOOK_COLUMNS}",
+            {
+                "name": req.name,
+                "move": "parentId" in supplied,
+                "parent": req.parentId,
+                "id": req.id,
+            },
+        ).fetchone()
+        assert row is not None
+        notebook = notebook_json(row)
+        idempotency.finish(conn, principal.account_id, req.operationId, notebook)
+    return notebook

@@ -74,6 +74,24 @@ INSERT_REVISION = f"""
     FROM memories m WHERE m.id = %(id)s
 """
 
+COPY_EMBEDDING = """
+    INSERT INTO embeddings (account_id, memory_id, version, profile, dimensions, embedding)
+    SELECT e.account_id, e.memory_id, m.version, e.profile, e.dimensions, e.embedding
+    FROM memories m
+    JOIN memory_revisions prev
+      ON prev.account_id = m.account_id AND prev.memory_id = m.id AND prev.version = m.version - 1
+    JOIN embeddings e
+      ON e.account_id = m.account_id AND e.memory_id = m.id AND e.version = prev.version
+     AND e.profile = %(profile)s
+    WHERE m.id = %(id)s AND prev.content = m.content
+    ON CONFLICT DO NOTHING
+"""
+
+MARK_READY = f"""
+    UPDATE memories AS m SET indexing = 'ready', indexing_error = NULL
+    WHERE m.id = %(id)s RETURNING {MEMORY_COLUMNS}
+"""
+
 LOCK_VISIBLE = f"""
     SELECT {MEMORY_COLUMNS}
     FROM memories m WHERE m.id = %(id)s AND {VISIBLE} FOR UPDATE
@@ -99,7 +117,7 @@ class SaveResult:
 def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveResult:
     """Save a note; a handoff for a known taskId, or a given ``id``, corrects instead."""
     require(principal, "write")
-    arguments = _arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
     with transaction(store.pool, principal.account_id) as conn:
         replay = idempotency.begin(
             conn, principal.account_id, req.operationId, "remember", arguments
@@ -109,9 +127,9 @@ def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveRe
         check_project(conn, principal, req.projectId)
         values = _values_from_request(req)
         if req.id is not None:
-            current = _lock(conn, principal, req.id, req.expectedVersion)
+            current = lock_note(conn, principal, req.id, req.expectedVersion)
             retention_supplied = "retentionDays" in req.model_fields_set
-            row, created = _correct(conn, store, current, values, retention_supplied), False
+            row, created = write_correction(conn, store, current, values, retention_supplied), False
         else:
             row, created = _create_or_update_handoff(conn, store, principal, req, values)
         return _finish(conn, store, principal, req.operationId, row, created)
@@ -123,20 +141,22 @@ def update_memory(
     """Correct part of a note: omitted fields keep their current values."""
     require(principal, "write")
     supplied = req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True)
-    arguments = _arguments(principal, {"id": str(memory_id), **supplied})
+    arguments = bound_arguments(principal, {"id": str(memory_id), **supplied})
     with transaction(store.pool, principal.account_id) as conn:
         replay = idempotency.begin(
             conn, principal.account_id, req.operationId, "update_memory", arguments
         )
         if replay is not None:
             return SaveResult(replay.response, created=False)
-        current = _lock(conn, principal, memory_id, req.expectedVersion)
+        current = lock_note(conn, principal, memory_id, req.expectedVersion)
         values = _merge(current, req)
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
         if values["kind"] == "handoff" and values["task_id"] is None:
             raise InvalidRequest("taskId", "a handoff requires a taskId")
-        row = _correct(conn, store, current, values, "retentionDays" in req.model_fields_set)
+        row = write_correction(
+            conn, store, current, values, "retentionDays" in req.model_fields_set
+        )
         return _finish(conn, store, principal, req.operationId, row, created=False)
 
 
@@ -178,7 +198,7 @@ def list_revisions(
 def forget(store: Store, principal: Principal, req: ForgetRequest) -> dict[str, Any]:
     """Soft-delete notes; each gets ``deleted``, ``not_found`` or ``version_conflict``."""
     require(principal, "delete")
-    arguments = _arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
     with transaction(store.pool, principal.account_id) as conn:
         replay = idempotency.begin(conn, principal.account_id, req.operationId, "forget", arguments)
         if replay is not None:
@@ -207,7 +227,7 @@ def _forget_one(conn: Conn, principal: Principal, memory_id: UUID, expected: int
     return "deleted"
 
 
-def _arguments(principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
+def bound_arguments(principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
     # Bound to the connection, so another credential can never replay this result.
     return {"connection": str(principal.connection_id), **arguments}
 
@@ -246,9 +266,10 @@ def _merge(current: dict[str, Any], req: UpdateRequest) -> dict[str, Any]:
     return values
 
 
-def _lock(
+def lock_note(
     conn: Conn, principal: Principal, memory_id: UUID, expected: int | None
 ) -> dict[str, Any]:
+    """Lock a live, granted note for change (``NotFound``, ``VersionConflict``)."""
     row = conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone()
     if row is None:
         raise NotFound("note not found")
@@ -287,16 +308,17 @@ def _create_or_update_handoff(
     if current is None:
         raise Conflict("the handoff for this taskId changed concurrently; retry")
     _check_version(current, req.expectedVersion)
-    return _correct(conn, store, current, values, retention_supplied), False
+    return write_correction(conn, store, current, values, retention_supplied), False
 
 
-def _correct(
+def write_correction(
     conn: Conn,
     store: Store,
     current: dict[str, Any],
     values: dict[str, Any],
     retention_supplied: bool,
 ) -> dict[str, Any]:
+    """Save ``values`` as the note's next version (the caller writes its revision)."""
     if not retention_supplied:
         values = {**values, "retention_days": current["retention_days"]}
     restart = retention_supplied
@@ -320,9 +342,24 @@ def _finish(
     row: dict[str, Any],
     created: bool,
 ) -> SaveResult:
-    conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
-    if store.profile is not None:
-        queue.enqueue_embedding(conn, row["id"], store.profile)
-    memory = memory_json(row)
+    memory = record_revision(conn, store, row, operation_id)
     idempotency.finish(conn, principal.account_id, operation_id, memory, row["id"])
     return SaveResult(memory, created)
+
+
+def record_revision(
+    conn: Conn, store: Store, row: dict[str, Any], operation_id: UUID | None
+) -> dict[str, Any]:
+    """Write the revision of a just-saved state and see to its embedding; the note's JSON.
+
+    If the content did not change (a move, a metadata fix), the previous revision's
+    vector is reused and the note stays ``ready``; otherwise an embedding job is queued.
+    """
+    conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
+    if store.profile is not None:
+        keys = {"id": row["id"], "profile": store.profile}
+        if conn.execute(COPY_EMBEDDING, keys).rowcount:
+            row = conn.execute(MARK_READY, keys).fetchone() or row
+        else:
+            queue.enqueue_embedding(conn, row["id"], store.profile)
+    return memory_json(row)

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from grove_auth.principal import Principal
 from grove_contracts.tools import TOOLS_BY_NAME
-from grove_memory import listing, notebooks, notes, recall
+from grove_memory import lifecycle, listing, notebooks, notes, recall
 from grove_memory.errors import ServiceError
 from grove_memory.store import Store
 
@@ -26,7 +26,7 @@ Handler = Callable[[Store, Principal, Any], dict[str, Any]]
 HANDLERS: dict[str, Handler] = {
     "remember": lambda s, p, r: notes.remember(s, p, r).memory,
     "recall": recall.recall,
-    "update_memory": lambda s, p, r: notes.update_memory(s, p, r.id, r),
+    "update_memory": lambda s, p, r: notes.update_memory(s, p, r.id, r).memory,
     "forget": notes.forget,
     "get_memory": lambda s, p, r: notes.get_memory(s, p, r.id),
     "list_memories": listing.list_memories,
@@ -38,6 +38,10 @@ HANDLERS: dict[str, Handler] = {
         )
     },
     "create_notebook": lambda s, p, r: notebooks.create_notebook(s, p, r)[0],
+    "restore_memory": lifecycle.restore,
+    "archive_memories": lifecycle.archive,
+    "move_memories": lifecycle.move,
+    "update_notebook": notebooks.update_notebook,
 }
 
 

@@ -1,0 +1,130 @@
+"""Archiving, restoring and moving notes.
+
+Archive is how a note is kept but set aside: it leaves recall and search and can be
+restored. Restore brings back an earlier revision as a new one, un-archives, or makes
+a handoff durable (a permanent fact). Moves are all or nothing and check the grants of
+both the note's current scope and the destination.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grove_auth.principal import Principal
+from grove_contracts.notes import ArchiveRequest, MoveRequest, RestoreRequest
+from grove_db.pool import Conn, transaction
+from grove_memory import idempotency
+from grove_memory.errors import InvalidRequest, NotFound
+from grove_memory.notes import (
+    LOCK_VISIBLE,
+    NOTE_FIELDS,
+    bound_arguments,
+    lock_note,
+    record_revision,
+    write_correction,
+)
+from grove_memory.rows import MEMORY_COLUMNS, memory_json
+from grove_memory.scope import check_project, params
+from grove_memory.store import Store, require
+
+RESTORED_FIELDS = ("content", "kind", "task_id", "capture", "source_agent", "source_ref")
+
+
+def archive(store: Store, principal: Principal, req: ArchiveRequest) -> dict[str, Any]:
+    """Archive notes; each gets ``archived`` (also if it already was) or ``not_found``."""
+    require(principal, "write")
+    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(
+            conn, principal.account_id, req.operationId, "archive_memories", arguments
+        )
+        if replay is not None:
+            return replay.response
+        results = [{"id": str(i), "outcome": _archive_one(conn, principal, i)} for i in req.ids]
+        response = {"results": results}
+        idempotency.finish(conn, principal.account_id, req.operationId, response)
+    return response
+
+
+def _archive_one(conn: Conn, principal: Principal, memory_id: Any) -> str:
+    if conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone() is None:
+        return "not_found"
+    conn.execute(
+        "UPDATE memories SET archived_at = coalesce(archived_at, statement_timestamp())"
+        " WHERE id = %s",
+        (memory_id,),
+    )
+    return "archived"
+
+
+def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str, Any]:
+    """Un-archive a note, and/or bring back revision ``version``, and/or make it durable."""
+    require(principal, "write")
+    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(
+            conn, principal.account_id, req.operationId, "restore_memory", arguments
+        )
+        if replay is not None:
+            return replay.response
+        current = lock_note(conn, principal, req.id, None)
+        row = conn.execute(
+            "UPDATE memories AS m SET archived_at = NULL"
+            f" WHERE m.id = %s RETURNING {MEMORY_COLUMNS}",
+            (req.id,),
+        ).fetchone()
+        values = {name: current[name] for name in NOTE_FIELDS}
+        if req.version is not None:
+            values.update(_revision(conn, req.id, req.version))
+        if req.durable:
+            if values["kind"] != "handoff":
+                raise InvalidRequest("durable", "only a handoff can be made durable")
+            values.update(kind="fact", retention_days=None)
+        if req.version is not None or req.durable:
+            row = write_correction(conn, store, current, values, retention_supplied=req.durable)
+            memory = record_revision(conn, store, row, req.operationId)
+        else:
+            assert row is not None
+            memory = memory_json(row)
+        idempotency.finish(conn, principal.account_id, req.operationId, memory, req.id)
+    return memory
+
+
+def _revision(conn: Conn, memory_id: Any, version: int) -> dict[str, Any]:
+    row = conn.execute(
+        f"SELECT {', '.join(RESTORED_FIELDS)} FROM memory_revisions"
+        " WHERE memory_id = %s AND version = %s",
+        (memory_id, version),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"the note has no version {version}")
+    return dict(row)
+
+
+def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]:
+    """Move notes to ``projectId`` (null: personal); if any cannot move, none do."""
+    require(principal, "write")
+    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = idempotency.begin(
+            conn, principal.account_id, req.operationId, "move_memories", arguments
+        )
+        if replay is not None:
+            return replay.response
+        check_project(conn, principal, req.projectId)
+        items = []
+        for memory_id in dict.fromkeys(req.ids):
+            try:
+                current = lock_note(conn, principal, memory_id, None)
+            except NotFound as ex:
+                raise NotFound(f"note {memory_id} not found; nothing was moved") from ex
+            if current["project_id"] == req.projectId:
+                items.append(memory_json(current))
+                continue
+            values = {name: current[name] for name in NOTE_FIELDS}
+            values["project_id"] = req.projectId
+            row = write_correction(conn, store, current, values, retention_supplied=False)
+            items.append(record_revision(conn, store, row, req.operationId))
+        response = {"items": items}
+        idempotency.finish(conn, principal.account_id, req.operationId, response)
+    return response

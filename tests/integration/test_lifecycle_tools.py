@@ -1,0 +1,125 @@
+"""Archive, restore, move and notebook updates, through POST /v1/tools/{tool}."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Client, Tenant, data_of, error_of
+
+
+def tool(client: Client, name: str, /, **arguments: Any) -> Any:
+    response = client.post(f"/v1/tools/{name}", arguments)
+    assert response.status_code == 200, response.text
+    return data_of(response)
+
+
+def recalled(client: Client, query: str) -> list[str]:
+    return [i["memory"]["id"] for i in tool(client, "recall", query=query)["items"]]
+
+
+def test_archived_notes_leave_recall_and_search_and_restore_brings_them_back(
+    tenant: Tenant,
+) -> None:
+    note = tenant.client.save("quarterly budget spreadsheet lives in finance drive")
+    outcome = tool(tenant.client, "archive_memories", ids=[note["id"], str(uuid.uuid4())])
+    assert [r["outcome"] for r in outcome["results"]] == ["archived", "not_found"]
+    assert recalled(tenant.client, "budget spreadsheet") == []
+    assert tool(tenant.client, "search_memories", query="budget")["items"] == []
+    listed = tool(tenant.client, "list_memories")["items"]
+    assert [(n["id"], n["archived"]) for n in listed] == [(note["id"], True)]
+    again = tool(tenant.client, "archive_memories", ids=[note["id"]])
+    assert again["results"][0]["outcome"] == "archived"
+    restored = tool(tenant.client, "restore_memory", id=note["id"])
+    assert restored["archived"] is False and restored["version"] == 1
+    assert recalled(tenant.client, "budget spreadsheet") == [note["id"]]
+
+
+def test_restoring_a_revision_saves_it_as_a_new_version(tenant: Tenant) -> None:
+    note = tenant.client.save("first wording", "decision")
+    tool(tenant.client, "update_memory", id=note["id"], content="second wording", kind="fact")
+    restored = tool(tenant.client, "restore_memory", id=note["id"], version=1)
+    assert (restored["content"], restored["kind"], restored["version"]) == (
+        "first wording",
+        "decision",
+        3,
+    )
+    history = tool(tenant.client, "memory_history", id=note["id"])["items"]
+    assert [r["content"] for r in history] == ["first wording", "second wording", "first wording"]
+    missing = tenant.client.post("/v1/tools/restore_memory", {"id": note["id"], "version": 9})
+    assert missing.status_code == 404
+
+
+def test_durable_restore_turns_a_handoff_into_a_permanent_fact(tenant: Tenant) -> None:
+    handoff = tenant.client.save("refunds next", "handoff", taskId="t-9")
+    assert handoff["retentionDays"] == 30
+    durable = tool(tenant.client, "restore_memory", id=handoff["id"], durable=True)
+    assert (durable["kind"], durable["retentionDays"], durable["expiresAt"]) == ("fact", None, None)
+    plain = tenant.client.save("just a fact")
+    refused = tenant.client.post("/v1/tools/restore_memory", {"id": plain["id"], "durable": True})
+    assert refused.status_code == 400
+    assert error_of(refused)["details"][0]["field"] == "durable"
+
+
+def test_move_is_all_or_nothing_and_checks_both_scopes(make_tenant: Any) -> None:
+    owner, other = make_tenant(), make_tenant()
+    notebook = owner.notebook("target")
+    first, second = owner.client.save("one"), owner.client.save("two")
+    foreign = other.client.save("not yours")
+    refused = owner.client.post(
+        "/v1/tools/move_memories", {"ids": [first["id"], foreign["id"]], "projectId": notebook}
+    )
+    assert refused.status_code == 404
+    assert {n["projectId"] for n in tool(owner.client, "list_memories")["items"]} == {None}
+    moved = tool(owner.client, "move_memories", ids=[first["id"], second["id"]], projectId=notebook)
+    assert [(n["projectId"], n["version"]) for n in moved["items"]] == [(notebook, 2)] * 2
+    personal_only = owner.key("personal", personal=True)
+    back = personal_only.post("/v1/tools/move_memories", {"ids": [first["id"]], "projectId": None})
+    assert back.status_code == 404  # the source notebook is not granted to this key
+    into = personal_only.post(
+        "/v1/tools/move_memories",
+        {"ids": [personal_only.save("mine")["id"]], "projectId": notebook},
+    )
+    assert into.status_code == 404  # nor is the destination
+    home = tool(owner.client, "move_memories", ids=[first["id"]], projectId=None)
+    assert home["items"][0]["projectId"] is None
+
+
+def test_move_requires_an_explicit_destination(tenant: Tenant) -> None:
+    note = tenant.client.save("x")
+    response = tenant.client.post("/v1/tools/move_memories", {"ids": [note["id"]]})
+    assert response.status_code == 400
+    assert error_of(response)["details"][0]["field"] == "projectId"
+
+
+def test_notebooks_are_renamed_and_moved_without_cycles(tenant: Tenant) -> None:
+    top = tenant.notebook("top")
+    middle = tenant.notebook("middle", parent=top)
+    leaf = tenant.notebook("leaf", parent=middle)
+    renamed = tool(tenant.client, "update_notebook", id=leaf, name="renamed leaf")
+    assert (renamed["name"], renamed["parentId"]) == ("renamed leaf", middle)
+    for moving, under in ((middle, leaf), (top, leaf), (top, middle), (top, top)):
+        cycle = tenant.client.post("/v1/tools/update_notebook", {"id": moving, "parentId": under})
+        assert cycle.status_code == 400, (moving, under)
+        assert error_of(cycle)["details"][0]["field"] == "parentId"
+    moved = tool(tenant.client, "update_notebook", id=leaf, parentId=top)
+    assert moved["parentId"] == top
+    rooted = tool(tenant.client, "update_notebook", id=leaf, parentId=None)
+    assert rooted["parentId"] is None
+    unknown = tenant.client.post(
+        "/v1/tools/update_notebook", {"id": str(uuid.uuid4()), "name": "x"}
+    )
+    assert unknown.status_code == 404
+
+
+@pytest.mark.parametrize("name", ["archive_memories", "move_memories"])
+def test_batch_tools_take_at_most_100_ids(tenant: Tenant, name: str) -> None:
+    extra = {"projectId": None} if name == "move_memories" else {}
+    ids = [str(uuid.uuid4()) for _ in range(101)]
+    too_many = tenant.client.post(f"/v1/tools/{name}", {"ids": ids, **extra})
+    assert too_many.status_code == 400
+    assert error_of(too_many)["details"][0]["field"] == "ids"
+    at_limit = tenant.client.post(f"/v1/tools/{name}", {"ids": ids[:100], **extra})
+    assert at_limit.status_code == (200 if name == "archive_memories" else 404)

@@ -474,3 +474,20 @@ def test_search_excluded_word_also_excludes_semantic_matches(hybrid_tenant: Tena
     assert body["items"]
     assert KARAOKE not in contents(body)
     assert all("karaoke" not in c.lower() for c in contents(body))
+
+
+def test_a_metadata_only_correction_keeps_the_vector_and_stays_ready(
+    hybrid_tenant: Tenant,
+) -> None:
+    note = indexed(hybrid_tenant, hybrid_tenant.client.save("We deploy with Argo CD every Tuesday"))
+    patched = hybrid_tenant.client.patch(f"/v1/memories/{note['id']}", {"kind": "decision"})
+    assert data_of(patched)["version"] == 2
+    assert data_of(patched)["indexing"] == "ready"
+    body = data_of(
+        hybrid_tenant.client.post("/v1/recall", {"query": "what is our release cadence?"})
+    )
+    assert [item["memory"]["id"] for item in body["items"]] == [note["id"]]
+    reworded = hybrid_tenant.client.patch(
+        f"/v1/memories/{note['id']}", {"content": "We deploy with Argo CD every Wednesday"}
+    )
+    assert data_of(reworded)["indexing"] == "pending"

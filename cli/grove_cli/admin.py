@@ -58,3 +58,16 @@ def revoke(migration_url: str, account_id: UUID, key_id: UUID) -> bool:
     with psycopg.connect(migration_url, row_factory=dict_row) as conn, conn.transaction():
         set_tenant(conn, account_id)
         return revoke_key(conn, key_id)
+
+
+def set_automatic_capture(migration_url: str, account_id: UUID, paused: bool) -> bool:
+    """Pause or resume automatic capture for an account; False if there is no such account."""
+    with psycopg.connect(migration_url) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        return (
+            conn.execute(
+                "UPDATE accounts SET automatic_capture_paused = %s WHERE id = %s",
+                (paused, account_id),
+            ).rowcount
+            == 1
+        )

@@ -38,6 +38,15 @@ def cmd_accounts_create(args: argparse.Namespace) -> None:
     print(admin.create_account(_env("GROVE_MIGRATION_DATABASE_URL"), args.name))
 
 
+def cmd_accounts_capture(args: argparse.Namespace) -> None:
+    paused = args.state == "paused"
+    if not admin.set_automatic_capture(
+        _env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account), paused
+    ):
+        sys.exit("grove: no such account")
+    print(f"automatic capture {args.state}")
+
+
 def cmd_keys_create(args: argparse.Namespace) -> None:
     projects = _uuid_list(args.projects) if args.projects else []
     scoped = bool(projects) or args.all_projects
@@ -98,6 +107,11 @@ def parser() -> argparse.ArgumentParser:
     p = accounts.add_parser("create", help="create an account and print its ID")
     p.add_argument("--name", required=True)
     p.set_defaults(func=cmd_accounts_create)
+
+    p = accounts.add_parser("capture", help="pause or resume automatic capture")
+    p.add_argument("--account", required=True)
+    p.add_argument("state", choices=["paused", "on"])
+    p.set_defaults(func=cmd_accounts_capture)
 
     keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
         required=True, metavar="action"

@@ -17,6 +17,7 @@ ERROR_STATUS: dict[str, int] = {
     "method_not_allowed": 405,
     "version_conflict": 409,
     "idempotency_conflict": 409,
+    "automatic_capture_paused": 409,
     "gone": 410,
     "payload_too_large": 413,
     "unsupported_media_type": 415,

@@ -49,6 +49,14 @@ class IdempotencyConflict(ServiceError):
     status = 409
 
 
+class CapturePaused(ServiceError):
+    """Automatic capture is paused for this account; save with capture "explicit" only
+    when the user asked for it."""
+
+    code = "automatic_capture_paused"
+    status = 409
+
+
 class Gone(ServiceError):
     """The note this operation saved has since been deleted."""
 

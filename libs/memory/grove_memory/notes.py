@@ -18,7 +18,13 @@ from grove_contracts.notes import ForgetRequest, RememberRequest, UpdateRequest
 from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory import idempotency
-from grove_memory.errors import Conflict, InvalidRequest, NotFound, VersionConflict
+from grove_memory.errors import (
+    CapturePaused,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    VersionConflict,
+)
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
 from grove_memory.scope import VISIBLE, check_project, params
 from grove_memory.store import Store, require
@@ -125,6 +131,8 @@ def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveRe
         if replay is not None:
             return SaveResult(replay.response, created=False)
         check_project(conn, principal, req.projectId)
+        if req.capture == "automatic":
+            _check_capture(conn, store)
         values = _values_from_request(req)
         if req.id is not None:
             current = lock_note(conn, principal, req.id, req.expectedVersion)
@@ -149,6 +157,8 @@ def update_memory(
         if replay is not None:
             return SaveResult(replay.response, created=False)
         current = lock_note(conn, principal, memory_id, req.expectedVersion)
+        if req.capture == "automatic":
+            _check_capture(conn, store)
         values = _merge(current, req)
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
@@ -225,6 +235,17 @@ def _forget_one(conn: Conn, principal: Principal, memory_id: UUID, expected: int
         "UPDATE memories SET deleted_at = statement_timestamp() WHERE id = %s", (memory_id,)
     )
     return "deleted"
+
+
+def _check_capture(conn: Conn, store: Store) -> None:
+    """Refuse an automatic save while the server or the account has capture paused."""
+    if store.automatic_capture_paused:
+        raise CapturePaused("automatic capture is paused on this server")
+    row = conn.execute(
+        "SELECT automatic_capture_paused FROM accounts WHERE id = grove_current_account()"
+    ).fetchone()
+    if row is not None and row["automatic_capture_paused"]:
+        raise CapturePaused()
 
 
 def bound_arguments(principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ class Store:
     ``profile`` names the embedding profile (None: embeddings disabled): saves queue
     an embedding job for it and answer ``indexing: pending``, and recall fuses its
     vectors with full-text ranks. ``cursor_secret`` signs pagination cursors.
+    ``automatic_capture_paused`` refuses ``capture: automatic`` saves server-wide
+    (accounts can also pause on their own).
     """
 
     pool: ConnectionPool
@@ -39,6 +41,7 @@ class Store:
     rrf_k: int = DEFAULT_RRF_K
     max_distance: float = DEFAULT_MAX_DISTANCE
     query_embed_seconds: float = DEFAULT_QUERY_EMBED_SECONDS
+    automatic_capture_paused: bool = False
 
     @property
     def indexing(self) -> Literal["pending", "disabled"]:

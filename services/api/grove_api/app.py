@@ -40,6 +40,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
         rrf_k=settings.rrf_k,
         max_distance=settings.semantic_max_distance,
         query_embed_seconds=settings.query_embed_timeout_ms / 1000,
+        automatic_capture_paused=settings.automatic_capture == "paused",
     )
     limit = settings.max_body_bytes
     app.add_route("/healthz", Health())

@@ -34,6 +34,7 @@ class ApiSettings(BaseSettings):
     api_timeout_seconds: Annotated[int, Field(ge=1, le=600)] = DEFAULT_REQUEST_TIMEOUT_SECONDS
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = DEFAULT_POOL_SIZE
     embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
+    automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = DEFAULT_ASK_ADDRESS
     query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = DEFAULT_QUERY_EMBED_MS
     rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K

@@ -218,6 +218,7 @@ def store_from(settings: McpSettings) -> Store:
         rrf_k=settings.rrf_k,
         max_distance=settings.semantic_max_distance,
         query_embed_seconds=settings.query_embed_timeout_ms / 1000,
+        automatic_capture_paused=settings.automatic_capture == "paused",
     )
 
 

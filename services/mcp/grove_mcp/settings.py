@@ -34,6 +34,7 @@ class McpSettings(BaseSettings):
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = 4
     embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
+    automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = "127.0.0.1:50051"
     query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = 300
     rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K

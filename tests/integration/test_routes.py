@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 from tests.integration.conftest import Tenant
 
@@ -163,3 +164,29 @@ def test_update_timestamps_move_and_created_at_stays(tenant: Tenant) -> None:
     assert updated["createdAt"] == note["createdAt"]
     assert updated["updatedAt"] > note["updatedAt"]
     assert updated["createdAt"].endswith("Z")
+
+
+def test_notebooks_page_with_a_cursor(tenant: Tenant) -> None:
+    made = sorted(tenant.notebook(f"book {i:02}") for i in range(5))
+    seen: list[str] = []
+    cursor = ""
+    while True:
+        page = tenant.client.get(f"/v1/notebooks?limit=2{cursor}").json()["data"]
+        seen += [b["id"] for b in page["items"]]
+        if page["nextCursor"] is None:
+            break
+        cursor = f"&cursor={page['nextCursor']}"
+    assert sorted(seen) == made and len(seen) == 5
+    foreign = tenant.key("other key").get(f"/v1/notebooks?limit=2&cursor={cursor[8:]}")
+    assert foreign.status_code == 400
+
+
+def test_a_hidden_parent_stays_hidden(tenant: Tenant) -> None:
+    parent = tenant.notebook("secret parent")
+    child = tenant.notebook("shared child", parent=parent)
+    only_child = tenant.key("child only", personal=False, project_ids=[uuid.UUID(child)])
+    listed = only_child.get("/v1/notebooks").json()["data"]["items"]
+    assert [(b["id"], b["parentId"]) for b in listed] == [(child, None)]
+    roots = only_child.get("/v1/notebooks?root=true").json()["data"]["items"]
+    assert [b["id"] for b in roots] == [child]
+    assert only_child.get(f"/v1/notebooks?parentId={parent}").status_code == 404

@@ -31,16 +31,23 @@ class Notebook(BaseModel):
 
 
 class NotebookListQuery(Strict):
-    """Filters for listing notebooks: children of ``parentId``, or top-level with ``root``."""
+    """Listing notebooks: children of ``parentId``, or top-level with ``root``; by name.
+
+    A notebook whose parent is not granted shows ``parentId: null`` and counts as
+    top-level for that credential: hidden parents stay hidden.
+    """
 
     parentId: UUID | None = None
     root: bool = False
+    cursor: Annotated[str, Field(max_length=2000)] | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 100
 
 
 class NotebookList(BaseModel):
     """The granted notebooks."""
 
     items: list[Notebook]
+    nextCursor: str | None = None
 
 
 class UpdateNotebookRequest(Strict):

@@ -6,14 +6,18 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from grove_auth.principal import Principal
-from grove_contracts.notebooks import CreateNotebookRequest, Notebook, UpdateNotebookRequest
+from grove_contracts.notebooks import (
+    CreateNotebookRequest,
+    Notebook,
+    NotebookListQuery,
+    UpdateNotebookRequest,
+)
 from grove_db.pool import transaction
-from grove_memory import idempotency
+from grove_memory import cursors, idempotency
 from grove_memory.errors import Forbidden, InvalidRequest
 from grove_memory.scope import check_project
 from grove_memory.store import Store, require
 
-MAX_NOTEBOOKS_LISTED = 1000
 NOTEBOOK_COLUMNS = "p.id, p.name, p.parent_id, p.archived_at, p.created_at, p.updated_at"
 
 
@@ -63,26 +67,51 @@ def create_notebook(
     return notebook, True
 
 
-def list_notebooks(
-    store: Store, principal: Principal, parent_id: UUID | None = None, *, by_parent: bool = False
-) -> list[dict[str, Any]]:
-    """Granted, live notebooks by name; with ``by_parent``, only children of ``parent_id``."""
+def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery) -> dict[str, Any]:
+    """One page of granted, live notebooks by name, with hidden parents masked."""
     require(principal, "read")
-    where = "p.deleted_at IS NULL AND (%(all)s OR p.id = ANY(%(ids)s::uuid[]))"
-    if by_parent:
-        where += " AND p.parent_id IS NOT DISTINCT FROM %(parent)s"
+    granted = "(%(all)s OR {column} = ANY(%(ids)s::uuid[]))"
+    where = ["p.deleted_at IS NULL", granted.format(column="p.id")]
+    if query.parentId is not None:
+        where.append("p.parent_id = %(parent)s")
+    elif query.root:
+        where.append(f"(p.parent_id IS NULL OR NOT {granted.format(column='p.parent_id')})")
+    binding = {
+        "a": str(principal.account_id),
+        "c": str(principal.connection_id),
+        "f": query.model_dump(mode="json", exclude={"cursor", "limit"}),
+    }
+    values: dict[str, Any] = {
+        "all": principal.all_projects,
+        "ids": sorted(principal.project_ids),
+        "parent": query.parentId,
+        "limit": query.limit + 1,
+    }
+    if query.cursor:
+        payload = cursors.decode(store.cursor_secret, query.cursor, binding)
+        where.append("(p.name, p.id) > (%(after_name)s, %(after_id)s)")
+        values.update(after_name=payload["name"], after_id=UUID(payload["id"]))
     with transaction(store.pool, principal.account_id) as conn:
+        if query.parentId is not None:
+            check_project(conn, principal, query.parentId)
         rows = conn.execute(
-            f"SELECT {NOTEBOOK_COLUMNS} FROM projects p WHERE {where}"
+            f"SELECT {NOTEBOOK_COLUMNS} FROM projects p WHERE {' AND '.join(where)}"
             " ORDER BY p.name, p.id LIMIT %(limit)s",
-            {
-                "all": principal.all_projects,
-                "ids": sorted(principal.project_ids),
-                "parent": parent_id,
-                "limit": MAX_NOTEBOOKS_LISTED,
-            },
+            values,
         ).fetchall()
-    return [notebook_json(r) for r in rows]
+    page = rows[: query.limit]
+    items = []
+    for row in page:
+        if row["parent_id"] is not None and not principal.may_see_project(row["parent_id"]):
+            row = {**row, "parent_id": None}
+        items.append(notebook_json(row))
+    next_cursor = None
+    if len(rows) > query.limit:
+        last = page[-1]
+        next_cursor = cursors.encode(
+            store.cursor_secret, {"bind": binding, "name": last["name"], "id": str(last["id"])}
+        )
+    return {"items": items, "nextCursor": next_cursor}
 
 
 CYCLE = """

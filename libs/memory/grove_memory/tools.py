@@ -32,11 +32,7 @@ HANDLERS: dict[str, Handler] = {
     "list_memories": listing.list_memories,
     "search_memories": recall.search,
     "memory_history": lambda s, p, r: notes.list_revisions(s, p, r.id, r.afterVersion, r.limit),
-    "list_notebooks": lambda s, p, r: {
-        "items": notebooks.list_notebooks(
-            s, p, r.parentId, by_parent=r.parentId is not None or r.root
-        )
-    },
+    "list_notebooks": notebooks.list_notebooks,
     "create_notebook": lambda s, p, r: notebooks.create_notebook(s, p, r)[0],
     "restore_memory": lifecycle.restore,
     "archive_memories": lifecycle.archive,

@@ -129,11 +129,7 @@ class Notebooks(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, NotebookListQuery)
-        by_parent = query.parentId is not None or query.root
-        items = notebooks.list_notebooks(
-            self.store, req.context.principal, query.parentId, by_parent=by_parent
-        )
-        _ok(resp, {"items": items})
+        _ok(resp, notebooks.list_notebooks(self.store, req.context.principal, query))
 
 
 class Tools:

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,19 @@ def test_readme_example_runs_and_every_call_succeeds(hybrid_tenant: Tenant, bloc
     assert documents
     for document in documents:
         assert document.get("success", True) is True, document
+
+
+PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+
+
+def test_readme_python_mcp_example_runs(mcp_url: str, tenant: Tenant) -> None:
+    assert PYTHON_BLOCKS
+    result = subprocess.run(
+        [sys.executable, "-c", PYTHON_BLOCKS[0]],
+        env={**os.environ, "GROVE_MCP_URL": mcp_url, "GROVE_API_KEY": tenant.client.key or ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["14 tools", "Prefers short answers"]

@@ -48,12 +48,15 @@ def success(data: dict[str, Any]) -> types.CallToolResult:
 def failure(
     code: str, message: str, request_id: str, details: list[dict[str, str]] | None = None
 ) -> types.CallToolResult:
-    """A tool error the model can read and act on (``isError: true``), not a protocol error."""
+    """A tool error the model can read and act on (``isError: true``), not a protocol error.
+
+    The error is JSON text only: ``structuredContent`` must match the tool's output
+    schema, and clients such as the MCP Inspector check it on errors too.
+    """
     error: dict[str, Any] = {"code": code, "message": message, "requestId": request_id}
     if details:
         error["details"] = details
     return types.CallToolResult(
         content=[types.TextContent(text=json.dumps({"error": error}, ensure_ascii=False))],
-        structured_content={"error": error},
         is_error=True,
     )

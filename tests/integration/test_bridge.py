@@ -1,0 +1,212 @@
+"""``grove-mcp-stdio``: the stdio bridge to the REST API, with the SDK's stdio client.
+
+Also: the tools are published identically by grove-mcp, ``GET /v1/tools`` and the bridge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+from grove_contracts.tools import TOOLS
+from tests.integration.conftest import Tenant, data_of
+from tests.integration.test_mcp import DESCRIBED, assert_is_registry, connect, error_of, ok
+
+BRIDGE = str(Path(sys.executable).with_name("grove-mcp-stdio"))
+
+
+@asynccontextmanager
+async def bridge(api_url: str, key: str, mode: str = "legacy") -> AsyncIterator[Client]:
+    """An SDK stdio client on a fresh ``grove-mcp-stdio`` pointed at ``api_url``."""
+    server = StdioServerParameters(
+        command=BRIDGE, args=[], env={"GROVE_API_URL": api_url, "GROVE_API_KEY": key}
+    )
+    async with Client(server, mode=mode) as client:
+        yield client
+
+
+def test_bridge_lists_the_registry(api_url: str, tenant: Tenant) -> None:
+    async def scenario() -> list[types.Tool]:
+        async with bridge(api_url, tenant.client.key or "") as client:
+            return (await client.list_tools()).tools
+
+    assert_is_registry(asyncio.run(scenario()))
+
+
+def test_round_trip_through_the_bridge(api_url: str, tenant: Tenant) -> None:
+    async def scenario() -> str:
+        async with bridge(api_url, tenant.client.key or "") as client:
+            saved = ok(
+                await client.call_tool(
+                    "remember", {"content": "Bridge notes reach the API", "kind": "fact"}
+                ),
+                "remember",
+            )
+            note = saved["id"]
+            recalled = ok(await client.call_tool("recall", {"query": "bridge"}), "recall")
+            assert [i["memory"]["id"] for i in recalled["items"]] == [note]
+            updated = ok(
+                await client.call_tool("update_memory", {"id": note, "kind": "decision"}),
+                "update_memory",
+            )
+            assert (updated["version"], updated["kind"]) == (2, "decision")
+            assert updated["content"] == "Bridge notes reach the API"
+            history = ok(await client.call_tool("memory_history", {"id": note}), "memory_history")
+            assert [r["version"] for r in history["items"]] == [1, 2]
+            forgotten = ok(await client.call_tool("forget", {"ids": [note]}), "forget")
+            assert forgotten["results"] == [{"id": note, "outcome": "deleted"}]
+            gone = error_of(await client.call_tool("get_memory", {"id": note}))
+            assert gone["code"] == "not_found"
+            return str(note)
+
+    note = asyncio.run(scenario())
+    # The same account saw it all: the API now answers 404 for the forgotten note.
+    assert tenant.client.get(f"/v1/memories/{note}").status_code == 404
+
+
+def test_api_errors_come_back_as_tool_errors(
+    api_url: str, tenant: Tenant, make_tenant: Callable[[], Tenant]
+) -> None:
+    foreign = make_tenant().client.save("not yours")["id"]
+
+    async def scenario() -> None:
+        async with bridge(api_url, tenant.client.key or "") as client:
+            hidden = error_of(await client.call_tool("get_memory", {"id": foreign}))
+            assert hidden["code"] == "not_found"
+            invalid = error_of(
+                await client.call_tool("remember", {"content": "x" * 6001, "kind": "fact"})
+            )
+            assert invalid["code"] == "validation_error"
+            assert [d["field"] for d in invalid["details"]] == ["content"]
+
+    asyncio.run(scenario())
+
+
+def test_bad_key_comes_back_as_unauthorized(api_url: str) -> None:
+    async def scenario() -> dict[str, Any]:
+        async with bridge(api_url, "grv_" + "C" * 43) as client:
+            return error_of(await client.call_tool("list_memories", {}))
+
+    assert asyncio.run(scenario())["code"] == "unauthorized"
+
+
+@contextmanager
+def old_api() -> Iterator[str]:
+    """A stand-in for a Grove API without /v1/tools: its generic 404 for every POST."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # http.server's method name
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            payload = json.dumps(
+                {
+                    "success": False,
+                    "error": {"code": "not_found", "message": "404 Not Found", "requestId": "x"},
+                }
+            ).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_an_api_without_tool_endpoints_is_unsupported_by_server() -> None:
+    async def scenario(url: str) -> dict[str, Any]:
+        async with bridge(url, "grv_any") as client:
+            return error_of(await client.call_tool("get_memory", {"id": str(uuid.uuid4())}))
+
+    with old_api() as url:
+        error = asyncio.run(scenario(url))
+    assert error["code"] == "unsupported_by_server"
+    assert "get_memory" in error["message"]
+
+
+def test_an_unreachable_api_is_unavailable() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+        async def scenario() -> dict[str, Any]:
+            async with bridge(url, "grv_any") as client:
+                return error_of(await client.call_tool("list_memories", {}))
+
+        assert asyncio.run(scenario())["code"] == "unavailable"
+
+
+def test_bridge_needs_url_and_key() -> None:
+    done = subprocess.run(
+        [BRIDGE], env={}, input="", capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode != 0
+    assert "GROVE_API_URL" in done.stderr
+
+
+def test_bridge_imports_nothing_that_touches_the_database() -> None:
+    forbidden = ["grove_db", "grove_memory", "psycopg", "psycopg_pool"]
+    script = (
+        "import json, sys\n"
+        "import grove_mcp.bridge\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {forbidden!r})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(done.stdout) == []
+
+
+def test_schemas_are_identical_across_mcp_rest_and_bridge(
+    mcp_url: str, api_url: str, tenant: Tenant
+) -> None:
+    key = tenant.client.key or ""
+
+    def wire(tools: list[types.Tool]) -> list[dict[str, Any]]:
+        dumped = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
+        return [{k: d.get(k) for k in DESCRIBED} for d in dumped]
+
+    async def listings() -> tuple[list[types.Tool], list[types.Tool], list[types.Tool]]:
+        async with connect(mcp_url, key) as http:
+            over_http = (await http.list_tools()).tools
+        async with connect(mcp_url, key, mode="auto") as modern:
+            over_modern = (await modern.list_tools()).tools
+        async with bridge(api_url, key) as stdio:
+            over_stdio = (await stdio.list_tools()).tools
+        return over_http, over_modern, over_stdio
+
+    over_http, over_modern, over_stdio = asyncio.run(listings())
+    rest = data_of(tenant.client.get("/v1/tools"))["tools"]
+    assert rest == wire(over_http) == wire(over_modern) == wire(over_stdio)
+    assert [t["name"] for t in rest] == [t.name for t in TOOLS]
+    for listed in rest:
+        assert set(listed["annotations"]) == {
+            "title",
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+        }

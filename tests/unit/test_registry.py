@@ -1,0 +1,103 @@
+"""The tool registry: every tool is complete, and MCP, REST and the bridge agree on it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from grove_mcp.results import failure, mcp_tool, success, tool_list
+from pydantic import ValidationError
+
+from grove_contracts.tools import TOOLS, TOOLS_BY_NAME, Tool
+
+ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+
+
+def test_names_are_unique_and_snake_case() -> None:
+    names = [tool.name for tool in TOOLS]
+    assert len(names) == len(set(names))
+    assert set(TOOLS_BY_NAME) == set(names)
+    for name in names:
+        assert re.fullmatch(r"[a-z][a-z_]*[a-z]", name), name
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+def test_every_tool_is_complete(tool: Tool) -> None:
+    assert tool.title.strip()
+    assert tool.description.strip()
+    assert tool.description.strip() != tool.title.strip()
+
+    annotations = tool.annotations()
+    assert set(annotations) == ANNOTATION_KEYS
+    assert annotations["title"] == tool.title
+    assert annotations["openWorldHint"] is False
+    assert all(isinstance(annotations[k], bool) for k in ANNOTATION_KEYS - {"title"})
+    if tool.read_only:
+        assert not tool.destructive
+
+    schema = tool.input_schema()
+    assert schema["type"] == "object"
+    # Unknown arguments are errors, and the schema says so.
+    assert schema.get("additionalProperties") is False, tool.name
+    assert tool.output_schema()["type"] == "object"
+
+    described = tool.describe()
+    assert list(described) == [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ]
+    assert described["inputSchema"] == schema
+
+
+@pytest.mark.parametrize("tool", [t for t in TOOLS if not t.read_only], ids=lambda t: t.name)
+def test_mutating_tools_take_an_operation_id(tool: Tool) -> None:
+    assert "operationId" in tool.input_schema()["properties"], tool.name
+    assert "operationId" in tool.description
+
+
+def test_every_tool_has_a_handler() -> None:
+    from grove_memory.tools import HANDLERS
+
+    assert set(HANDLERS) == set(TOOLS_BY_NAME)
+
+
+def test_mcp_listing_is_the_registry() -> None:
+    listed = tool_list().tools
+    assert [t.name for t in listed] == [t.name for t in TOOLS]
+    for published, tool in zip(listed, TOOLS, strict=True):
+        assert published == mcp_tool(tool)
+        dumped = published.model_dump(by_alias=True, exclude_none=True, mode="json")
+        assert {k: dumped[k] for k in tool.describe()} == tool.describe()
+
+
+def test_results_carry_json_text() -> None:
+    good = success({"id": "x", "n": 1})
+    assert good.is_error is not True
+    assert good.structured_content == {"id": "x", "n": 1}
+    bad = failure("not_found", "note not found", "req-1")
+    assert bad.is_error is True
+    assert '"not_found"' in bad.content[0].text  # type: ignore[union-attr]
+
+
+def test_tool_errors_do_not_break_the_output_schema() -> None:
+    """Structured content, when a result has any, must match the tool's outputSchema.
+
+    The spec says so without an exception for errors, and the MCP Inspector (2.12)
+    enforces it on ``isError`` results too; the error JSON always travels as text.
+    """
+    bad = failure("not_found", "note not found", "req-1")
+    assert json.loads(bad.content[0].text)["error"]["code"] == "not_found"  # type: ignore[union-attr]
+    if bad.structured_content is None:
+        return
+    broken = []
+    for tool in TOOLS:
+        try:
+            tool.output_model.model_validate(bad.structured_content)
+        except ValidationError:
+            broken.append(tool.name)
+    assert broken == [], f"isError structuredContent breaks the outputSchema of {broken}"

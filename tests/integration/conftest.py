@@ -153,8 +153,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_mcp(env: dict[str, str]) -> Running:
-    """Start grove-mcp (2 uvicorn workers); ``url`` is its /mcp URL once both answer."""
+def start_mcp(env: dict[str, str], workers: int = 2) -> Running:
+    """Start grove-mcp; ``url`` is its /mcp URL once its ``workers`` all answer."""
     port = free_port()
     running = start_service(
         "grove-mcp",
@@ -167,7 +167,9 @@ def start_mcp(env: dict[str, str]) -> Running:
         },
         r"Listening at: http://127\.0\.0\.1:(\d+)",
     )
-    wait_until(lambda: sum("Application startup complete" in line for line in running.lines) >= 2)
+    wait_until(
+        lambda: sum("Application startup complete" in line for line in running.lines) >= workers
+    )
     running.url = f"http://127.0.0.1:{port}/mcp"
     return running
 

@@ -13,6 +13,7 @@ ERROR_STATUS: dict[str, int] = {
     "invalid_cursor": 400,
     "unauthorized": 401,
     "forbidden": 403,
+    "owner_session_required": 403,
     "not_found": 404,
     "method_not_allowed": 405,
     "version_conflict": 409,

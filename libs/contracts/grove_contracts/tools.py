@@ -252,3 +252,10 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
+
+#: Operations on whole notebook subtrees, and the archived-notebook listing, belong to the
+#: account owner's session on REST; connection credentials calling them by tool name are
+#: told so rather than "unknown tool".
+OWNER_SESSION_OPERATIONS = frozenset(
+    {"archive_notebook", "delete_notebook", "restore_notebook", "list_archived_notebooks"}
+)

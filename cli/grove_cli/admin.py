@@ -71,3 +71,13 @@ def set_automatic_capture(migration_url: str, account_id: UUID, paused: bool) ->
             ).rowcount
             == 1
         )
+
+
+def add_owner(migration_url: str, account_id: UUID, issuer: str, subject: str) -> None:
+    """Record that the provider's ``subject`` (of ``issuer``) owns the account."""
+    with psycopg.connect(migration_url) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        conn.execute(
+            "INSERT INTO account_owners (account_id, issuer, subject) VALUES (%s, %s, %s)",
+            (account_id, issuer, subject),
+        )

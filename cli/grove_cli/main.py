@@ -47,6 +47,12 @@ def cmd_accounts_capture(args: argparse.Namespace) -> None:
     print(f"automatic capture {args.state}")
 
 
+def cmd_accounts_owner(args: argparse.Namespace) -> None:
+    issuer = _env("GROVE_OIDC_ISSUER")
+    admin.add_owner(_env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account), issuer, args.subject)
+    print(f"{args.subject} ({issuer}) now owns {args.account}")
+
+
 def cmd_keys_create(args: argparse.Namespace) -> None:
     projects = _uuid_list(args.projects) if args.projects else []
     scoped = bool(projects) or args.all_projects
@@ -112,6 +118,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--account", required=True)
     p.add_argument("state", choices=["paused", "on"])
     p.set_defaults(func=cmd_accounts_capture)
+
+    p = accounts.add_parser("owner", help="let a provider identity (subject) own the account")
+    p.add_argument("--account", required=True)
+    p.add_argument("--subject", required=True, help="the `sub` claim of the owner's tokens")
+    p.set_defaults(func=cmd_accounts_owner)
 
     keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
         required=True, metavar="action"

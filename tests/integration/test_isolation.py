@@ -33,6 +33,7 @@ TENANT_TABLES = (
     "api_keys",
     "jobs",
     "embeddings",
+    "account_owners",
     "accounts",
 )
 
@@ -80,6 +81,10 @@ def world(make_tenant: Callable[[], Tenant]) -> World:
             "INSERT INTO embeddings (account_id, memory_id, version, profile, dimensions,"
             " embedding) VALUES (%s, %s, 1, 'test', 3, '[1,0,0]')",
             (owner.account_id, personal["id"]),
+        )
+        conn.execute(
+            "INSERT INTO account_owners (account_id, issuer, subject) VALUES (%s, %s, %s)",
+            (owner.account_id, "https://issuer.test", f"owner-{owner.account_id}"),
         )
     return World(owner, intruder, notebook, personal, filed, handoff, operation_id)
 

@@ -20,6 +20,7 @@ TENANT_TABLES = {
     "api_keys",
     "jobs",
     "embeddings",
+    "account_owners",
 }
 
 

@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 
+class ProviderUnavailable(Exception):
+    """The identity provider could not be reached to verify the credential; try again."""
+
+    code = "auth_provider_unavailable"
+    status = 503
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.__doc__)
+        self.message = message or str(self.__doc__)
+
+
 class AuthError(Exception):
     """Missing or invalid credentials."""
 
@@ -12,3 +23,42 @@ class AuthError(Exception):
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or self.__doc__)
         self.message = message or str(self.__doc__)
+
+
+class GrantError(Exception):
+    """The connection or key operation was refused."""
+
+    code = "forbidden"
+    status = 403
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or " ".join(str(self.__doc__).split())
+        super().__init__(self.message)
+
+
+class OwnerSessionRequired(GrantError):
+    """Only the account owner's session may do this; keys and agent tokens may not."""
+
+    code = "owner_session_required"
+    status = 403
+
+
+class ConnectionNotFound(GrantError):
+    """No such connection or key."""
+
+    code = "not_found"
+    status = 404
+
+
+class ConnectionConflict(GrantError):
+    """The connection changed since you read it (expectedState differs); read it again."""
+
+    code = "connection_conflict"
+    status = 409
+
+
+class InvalidGrant(GrantError):
+    """The grants are not valid."""
+
+    code = "validation_error"
+    status = 400

@@ -39,6 +39,12 @@ FIND_CONNECTION = """
     GROUP BY c.id
 """
 
+# Last contact, for the owner's connection list: written at most once a minute.
+TOUCH_CONNECTION = """
+    UPDATE connections SET last_contact_at = now()
+    WHERE id = %s AND (last_contact_at IS NULL OR last_contact_at < now() - interval '1 minute')
+"""
+
 
 def hash_key(secret: bytes, key: str) -> bytes:
     """The stored form of a key: HMAC-SHA-256 keyed with the server secret."""
@@ -65,6 +71,7 @@ def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
         grant = conn.execute(FIND_CONNECTION, (connection_id,)).fetchone()
         if grant is None:
             raise AuthError("invalid or revoked API key")
+        conn.execute(TOUCH_CONNECTION, (connection_id,))
     return _principal(account_id, connection_id, grant)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 
@@ -24,6 +24,12 @@ class Principal:
     can_read: bool = True
     can_write: bool = False
     can_delete: bool = False
+    kind: Literal["api_key", "oauth", "owner"] = "api_key"
+
+    @property
+    def is_owner(self) -> bool:
+        """An owner session: the account's person, not one of its connections."""
+        return self.kind == "owner"
 
     def may_see_project(self, project_id: UUID | None) -> bool:
         """Whether notes in this scope (``None`` is personal) are granted."""

@@ -6,3 +6,5 @@ GRANT SELECT, INSERT, UPDATE ON projects, memories, operations, connections,
     connection_projects, api_keys, jobs TO {role};
 GRANT SELECT, INSERT ON memory_revisions TO {role};
 GRANT SELECT, INSERT, UPDATE ON embeddings TO {role};
+GRANT SELECT ON account_owners TO {role};
+GRANT DELETE ON connection_projects TO {role};

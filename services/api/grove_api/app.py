@@ -7,11 +7,12 @@ from dataclasses import dataclass
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_api import errors, resources
+from grove_api import errors, owner, resources
 from grove_api.health import Health, Ready
-from grove_api.middleware import BearerAuth, RequestId
+from grove_api.middleware import BearerAuth, OwnerSessions, RequestId
 from grove_api.settings import ApiSettings
 from grove_auth.keys import derive_secret
+from grove_auth.sessions import Jwks, OidcConfig
 from grove_db.pool import open_pool
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
@@ -25,11 +26,12 @@ class Deps:
     key_secret: bytes
     cursor_secret: bytes
     embedder: InferenceClient | None
+    owners: OwnerSessions | None = None
 
 
 def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     """Build the Falcon app: middleware, error envelopes and every /v1 route."""
-    app = falcon.App(middleware=[RequestId(), BearerAuth(deps.pool, deps.key_secret)])
+    app = falcon.App(middleware=[RequestId(), BearerAuth(deps.pool, deps.key_secret, deps.owners)])
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
     store = Store(
@@ -53,6 +55,18 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/recall", resources.Recall(store, limit))
     app.add_route("/v1/export", resources.Export(store, limit))
     app.add_route("/v1/notebooks", resources.Notebooks(store, limit))
+    owner_args = (deps.pool, deps.key_secret, limit)
+    app.add_route("/v1/connections", owner.Connections(*owner_args))
+    app.add_route("/v1/connections/{connection_id:uuid}", owner.Connection(*owner_args))
+    app.add_route("/v1/keys", owner.Keys(*owner_args))
+    app.add_route("/v1/keys/{key_id:uuid}", owner.Key(*owner_args))
+    app.add_route(
+        "/.well-known/openai-apps-challenge", owner.AppsChallenge(settings.openai_apps_challenge)
+    )
+    app.add_route(
+        "/.well-known/oauth-protected-resource/mcp",
+        owner.ResourceMetadata(settings.mcp_public_url, settings.oidc_issuer),
+    )
     app.add_route("/v1/tools", resources.Tools())
     app.add_route("/v1/tools/{tool}", resources.ToolCall(store, limit))
     return app
@@ -70,6 +84,17 @@ def deps_from(settings: ApiSettings) -> Deps:
             if settings.embedding_profile == "disabled"
             else InferenceClient(settings.ask_address, settings.embedding_profile)
         ),
+        owners=_owner_sessions(settings),
+    )
+
+
+def _owner_sessions(settings: ApiSettings) -> OwnerSessions | None:
+    if not settings.oidc_issuer or not settings.website_origin:
+        return None
+    issuer = settings.oidc_issuer.rstrip("/")
+    jwks_url = settings.oidc_jwks_url or f"{issuer}/.well-known/jwks.json"
+    return OwnerSessions(
+        OidcConfig(settings.oidc_issuer, jwks_url, settings.website_origin), Jwks(jwks_url)
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import falcon
 from pydantic import ValidationError
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import AuthError, GrantError, ProviderUnavailable
 from grove_contracts.errors import ERROR_STATUS, FieldError, error_envelope, validation_details
 from grove_db.errors import DatabaseError
 from grove_memory.errors import InvalidRequest, ServiceError
@@ -46,6 +46,8 @@ def install(app: falcon.App) -> None:
     app.add_error_handler(ApiError, _domain)
     app.add_error_handler(ServiceError, _domain)
     app.add_error_handler(AuthError, _auth)
+    app.add_error_handler(GrantError, _domain)
+    app.add_error_handler(ProviderUnavailable, _domain)
     app.add_error_handler(DatabaseError, _domain)
 
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import falcon
 from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import AuthError
-from grove_auth.keys import authenticate
+from grove_auth.keys import KEY_PREFIX, authenticate
+from grove_auth.sessions import Jwks, OidcConfig, owner_principal, verify_owner_token
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+PUBLIC_PREFIX = "/.well-known/"
 
 
 class RequestId:
@@ -29,16 +32,32 @@ class RequestId:
 class BearerAuth:
     """Resolve ``Authorization: Bearer <api key>`` to a principal on every request."""
 
-    def __init__(self, pool: ConnectionPool, key_secret: bytes) -> None:
+    def __init__(
+        self, pool: ConnectionPool, key_secret: bytes, owners: OwnerSessions | None = None
+    ) -> None:
         self._pool = pool
         self._secret = key_secret
+        self._owners = owners
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict[str, Any]
     ) -> None:
-        if req.path in PUBLIC_PATHS or resource is None:
+        if req.path in PUBLIC_PATHS or req.path.startswith(PUBLIC_PREFIX) or resource is None:
             return
         scheme, _, token = (req.get_header("Authorization") or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise AuthError("send Authorization: Bearer <api key>")
-        req.context.principal = authenticate(self._pool, self._secret, token.strip())
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise AuthError("send Authorization: Bearer <api key or owner session token>")
+        if token.startswith(KEY_PREFIX) or self._owners is None:
+            req.context.principal = authenticate(self._pool, self._secret, token)
+        else:
+            claims = verify_owner_token(self._owners.config, self._owners.jwks, token)
+            req.context.principal = owner_principal(self._pool, self._owners.config, claims)
+
+
+@dataclass(frozen=True)
+class OwnerSessions:
+    """Verification of owner-session JWTs from the configured provider."""
+
+    config: OidcConfig
+    jwks: Jwks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grove_memory.store import DEFAULT_MAX_DISTANCE, DEFAULT_RRF_K
@@ -40,3 +40,23 @@ class ApiSettings(BaseSettings):
     rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
+    oidc_issuer: str | None = None
+    oidc_jwks_url: str | None = None
+    website_origin: str | None = None
+    mcp_public_url: str = "http://127.0.0.1:8081/mcp"
+    openai_apps_challenge: str | None = Field(
+        default=None, validation_alias="OPENAI_APPS_CHALLENGE", max_length=512
+    )
+
+    @field_validator("openai_apps_challenge")
+    @classmethod
+    def _one_token(cls, value: str | None) -> str | None:
+        if value is not None and (not value or any(c.isspace() for c in value)):
+            raise ValueError("must be one token without whitespace")
+        return value
+
+    @model_validator(mode="after")
+    def _oidc_complete(self) -> ApiSettings:
+        if self.oidc_issuer and not self.website_origin:
+            raise ValueError("GROVE_WEBSITE_ORIGIN is required with GROVE_OIDC_ISSUER")
+        return self

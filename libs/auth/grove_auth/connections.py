@@ -1,0 +1,225 @@
+"""The owner's view of connections and API keys: list, change grants, revoke, create.
+
+Every function requires an owner session. Grant changes are a compare-and-set on the
+connection's state fingerprint (a hash of grants and status, not of contact times);
+a revoked connection is never reactivated or edited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+from uuid import UUID
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from grove_auth.errors import (
+    ConnectionConflict,
+    ConnectionNotFound,
+    InvalidGrant,
+    OwnerSessionRequired,
+)
+from grove_auth.keys import issue_key
+from grove_auth.principal import Principal
+from grove_contracts.connections import (
+    Capability,
+    Connection,
+    CreateKeyRequest,
+    Grants,
+    UpdateConnectionRequest,
+)
+from grove_db.pool import Conn, transaction
+
+SELECT_CONNECTIONS = """
+    SELECT c.id, c.name, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
+           c.created_at, c.revoked_at, c.last_contact_at,
+           (SELECT k.prefix FROM api_keys k WHERE k.connection_id = c.id LIMIT 1) AS key_prefix,
+           coalesce(array_agg(cp.project_id ORDER BY cp.project_id)
+                    FILTER (WHERE cp.project_id IS NOT NULL), '{}') AS project_ids
+    FROM connections c
+    LEFT JOIN connection_projects cp ON cp.account_id = c.account_id AND cp.connection_id = c.id
+"""
+
+
+def require_owner(principal: Principal) -> None:
+    """Raise ``OwnerSessionRequired`` unless this is the owner's own session."""
+    if not principal.is_owner:
+        raise OwnerSessionRequired()
+
+
+def connection_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A connection row as its wire resource, with its state fingerprint."""
+    grants = _grants(row)
+    status: Literal["active", "revoked"] = "revoked" if row["revoked_at"] else "active"
+    return Connection(
+        id=row["id"],
+        name=row["name"],
+        kind="api_key" if row["key_prefix"] else "oauth",
+        status=status,
+        grants=grants,
+        keyPrefix=row["key_prefix"],
+        lastContactAt=row["last_contact_at"],
+        createdAt=row["created_at"],
+        revokedAt=row["revoked_at"],
+        state=fingerprint(grants, status),
+    ).model_dump(mode="json")
+
+
+def fingerprint(grants: Grants, status: str) -> str:
+    """A hash of what the connection may do and whether it is live."""
+    canonical = json.dumps([grants.model_dump(mode="json"), status], sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def list_connections(pool: ConnectionPool, principal: Principal) -> list[dict[str, Any]]:
+    """Every connection of the owner's account, newest first."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        rows = conn.execute(
+            SELECT_CONNECTIONS + " GROUP BY c.id ORDER BY c.created_at DESC, c.id"
+        ).fetchall()
+    return [connection_json(r) for r in rows]
+
+
+def update_connection(
+    pool: ConnectionPool, principal: Principal, connection_id: UUID, req: UpdateConnectionRequest
+) -> dict[str, Any]:
+    """Replace a live connection's grants if its state is still ``expectedState``."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        current = _lock(conn, connection_id)
+        if current["revoked"]:
+            raise ConnectionConflict("the connection is revoked; revocation is permanent")
+        if req.expectedState is not None and req.expectedState != current["state"]:
+            raise ConnectionConflict()
+        _write_grants(conn, principal.account_id, connection_id, req.grants)
+        return _one(conn, connection_id)
+
+
+def revoke_connection(
+    pool: ConnectionPool, principal: Principal, connection_id: UUID
+) -> dict[str, Any]:
+    """Revoke a connection and its keys, for good (revoking twice changes nothing)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _lock(conn, connection_id)
+        conn.execute(
+            "UPDATE connections SET revoked_at = coalesce(revoked_at, now()) WHERE id = %s",
+            (connection_id,),
+        )
+        conn.execute(
+            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE connection_id = %s",
+            (connection_id,),
+        )
+        return _one(conn, connection_id)
+
+
+def create_key(
+    pool: ConnectionPool, key_secret: bytes, principal: Principal, req: CreateKeyRequest
+) -> dict[str, Any]:
+    """A new API key with its own connection; the secret appears only in this answer."""
+    require_owner(principal)
+    grants = req.grants
+    with transaction(pool, principal.account_id) as conn:
+        issued = issue_key(
+            conn,
+            key_secret,
+            account_id=principal.account_id,
+            name=req.name,
+            personal=grants.personal,
+            all_projects=grants.allProjects,
+            project_ids=[],
+            can_write=True,
+            can_delete=True,
+        )
+        _write_grants(conn, principal.account_id, issued.connection_id, grants)
+        return {
+            "id": str(issued.id),
+            "key": issued.key,
+            "connection": _one(conn, issued.connection_id),
+        }
+
+
+def list_keys(pool: ConnectionPool, principal: Principal) -> list[dict[str, Any]]:
+    """The account's API keys (prefix, name, grants, status; never the secret)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        rows = conn.execute(
+            "SELECT k.id AS key_id, c.id FROM api_keys k JOIN connections c"
+            " ON c.account_id = k.account_id AND c.id = k.connection_id"
+            " ORDER BY k.created_at DESC, k.id"
+        ).fetchall()
+        return [{"id": str(r["key_id"]), "connection": _one(conn, r["id"])} for r in rows]
+
+
+def revoke_key(pool: ConnectionPool, principal: Principal, key_id: UUID) -> dict[str, Any]:
+    """Revoke an API key and its connection, for good."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        row = conn.execute("SELECT connection_id FROM api_keys WHERE id = %s", (key_id,)).fetchone()
+    if row is None:
+        raise ConnectionNotFound()
+    return revoke_connection(pool, principal, row["connection_id"])
+
+
+def _lock(conn: Conn, connection_id: UUID) -> dict[str, Any]:
+    row = conn.execute(
+        SELECT_CONNECTIONS + " WHERE c.id = %s GROUP BY c.id", (connection_id,)
+    ).fetchone()
+    if row is None:
+        raise ConnectionNotFound()
+    conn.execute("SELECT 1 FROM connections WHERE id = %s FOR UPDATE", (connection_id,))
+    resource = connection_json(row)
+    return {"state": resource["state"], "revoked": resource["status"] == "revoked"}
+
+
+def _one(conn: Conn, connection_id: UUID) -> dict[str, Any]:
+    row = conn.execute(
+        SELECT_CONNECTIONS + " WHERE c.id = %s GROUP BY c.id", (connection_id,)
+    ).fetchone()
+    assert row is not None
+    return connection_json(row)
+
+
+def _grants(row: dict[str, Any]) -> Grants:
+    held: list[tuple[Capability, bool]] = [
+        ("memory:read", row["can_read"]),
+        ("memory:write", row["can_write"]),
+        ("memory:delete", row["can_delete"]),
+    ]
+    capabilities = [name for name, has in held if has]
+    return Grants(
+        personal=row["personal"],
+        allProjects=row["all_projects"],
+        projectIds=list(row["project_ids"]),
+        capabilities=capabilities or ["memory:read"],
+    )
+
+
+def _write_grants(conn: Conn, account_id: UUID, connection_id: UUID, grants: Grants) -> None:
+    held = set(grants.capabilities)
+    conn.execute(
+        "UPDATE connections SET personal = %s, all_projects = %s, can_read = %s,"
+        " can_write = %s, can_delete = %s WHERE id = %s",
+        (
+            grants.personal,
+            grants.allProjects,
+            "memory:read" in held,
+            "memory:write" in held,
+            "memory:delete" in held,
+            connection_id,
+        ),
+    )
+    conn.execute("DELETE FROM connection_projects WHERE connection_id = %s", (connection_id,))
+    try:
+        with conn.transaction():
+            for project_id in dict.fromkeys(grants.projectIds):
+                conn.execute(
+                    "INSERT INTO connection_projects (account_id, connection_id, project_id)"
+                    " VALUES (%s, %s, %s)",
+                    (account_id, connection_id, project_id),
+                )
+    except psycopg.errors.ForeignKeyViolation as ex:
+        raise InvalidGrant("projectIds: unknown notebook") from ex

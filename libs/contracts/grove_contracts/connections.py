@@ -1,0 +1,65 @@
+"""Connections (an agent's standing access) and API keys, as the owner manages them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from grove_contracts.notes import Strict
+
+Capability = Literal["memory:read", "memory:write", "memory:delete"]
+
+
+class Grants(Strict):
+    """What a connection may reach and do. A notebook grant never covers its children."""
+
+    personal: bool = True
+    allProjects: bool = False
+    projectIds: Annotated[list[UUID], Field(default_factory=list, max_length=1000)]
+    capabilities: Annotated[
+        list[Capability],
+        Field(
+            default_factory=lambda: ["memory:read", "memory:write", "memory:delete"],
+            min_length=1,
+        ),
+    ]
+
+
+class CreateKeyRequest(Strict):
+    """Create an API key (and its connection) with grants; the secret is shown once."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    grants: Annotated[Grants, Field(default_factory=lambda: Grants.model_validate({}))]
+
+
+class UpdateConnectionRequest(Strict):
+    """Change a connection's grants, guarded by the state fingerprint the caller read."""
+
+    grants: Grants
+    expectedState: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+
+
+class Connection(BaseModel):
+    """A connection as its owner sees it."""
+
+    id: UUID
+    name: str
+    kind: Literal["api_key", "oauth"]
+    status: Literal["active", "revoked"]
+    grants: Grants
+    keyPrefix: str | None
+    lastContactAt: datetime | None
+    createdAt: datetime
+    revokedAt: datetime | None
+    state: str
+
+
+class CreatedKey(BaseModel):
+    """A new key: ``key`` is the secret, shown only in this response."""
+
+    id: UUID
+    key: str
+    connection: Connection

@@ -1,0 +1,99 @@
+"""Owner-only routes (connections and API keys) and the public discovery documents."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import falcon
+from psycopg_pool import ConnectionPool
+
+from grove_api.body import read_json
+from grove_auth import connections
+from grove_contracts.connections import CreateKeyRequest, UpdateConnectionRequest
+from grove_contracts.errors import success_envelope
+
+
+class OwnerResource:
+    """Base for the owner's routes: the pool, the key secret and the body limit."""
+
+    def __init__(self, pool: ConnectionPool, key_secret: bytes, max_body: int) -> None:
+        self.pool = pool
+        self.key_secret = key_secret
+        self.max_body = max_body
+
+
+class Connections(OwnerResource):
+    """``GET /v1/connections``."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        items = connections.list_connections(self.pool, req.context.principal)
+        resp.media = success_envelope({"items": items})
+
+
+class Connection(OwnerResource):
+    """``PATCH`` (grants, compare-and-set on ``expectedState``) and ``DELETE`` (revoke)."""
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
+        body = read_json(req, UpdateConnectionRequest, self.max_body)
+        updated = connections.update_connection(
+            self.pool, req.context.principal, connection_id, body
+        )
+        resp.media = success_envelope(updated)
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
+        revoked = connections.revoke_connection(self.pool, req.context.principal, connection_id)
+        resp.media = success_envelope(revoked)
+
+
+class Keys(OwnerResource):
+    """``POST /v1/keys`` (the secret is in this answer only) and ``GET /v1/keys``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, CreateKeyRequest, self.max_body)
+        created = connections.create_key(self.pool, self.key_secret, req.context.principal, body)
+        resp.status = 201
+        resp.media = success_envelope(created)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        items = connections.list_keys(self.pool, req.context.principal)
+        resp.media = success_envelope({"items": items})
+
+
+class Key(OwnerResource):
+    """``DELETE /v1/keys/{id}``: revoke for good."""
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, key_id: UUID) -> None:
+        revoked = connections.revoke_key(self.pool, req.context.principal, key_id)
+        resp.media = success_envelope(revoked)
+
+
+class AppsChallenge:
+    """``GET /.well-known/openai-apps-challenge``: the configured value, verbatim."""
+
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if self.value is None:
+            raise falcon.HTTPNotFound()
+        resp.content_type = "text/plain"
+        resp.set_header("Cache-Control", "no-store")
+        resp.set_header("X-Content-Type-Options", "nosniff")
+        resp.text = self.value
+
+    on_head = on_get
+
+
+class ResourceMetadata:
+    """``GET /.well-known/oauth-protected-resource/mcp`` (RFC 9728), as grove-mcp serves it."""
+
+    def __init__(self, resource: str, issuer: str | None) -> None:
+        self.document = {
+            "resource": resource,
+            "authorization_servers": [issuer] if issuer else [],
+            "scopes_supported": [],
+            "bearer_methods_supported": ["header"],
+        }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self.document

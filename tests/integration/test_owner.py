@@ -1,0 +1,372 @@
+"""Owner sessions (OIDC JWTs checked against a JWKS served here with real keys) and the
+owner-only connection and key routes."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import http.server
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+import pytest
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from grove_auth.errors import AuthError
+from grove_auth.sessions import Jwks
+from grove_cli import admin
+from grove_db import embedded
+from tests.integration.conftest import Client, Running, Tenant, error_of, new_tenant, start_api
+
+ISSUER = "https://issuer.test"
+WEBSITE = "https://app.test"
+
+
+class Provider:
+    """A stand-in identity provider: real RSA and EC keys, a JWKS over HTTP on loopback."""
+
+    def __init__(self) -> None:
+        self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.ec = ec.generate_private_key(ec.SECP256R1())
+        self.up = True
+        self.fetches = 0
+        provider = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # http.server's method name
+                provider.fetches += 1
+                if not provider.up:
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                body = json.dumps(provider.jwks()).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jwks"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def jwks(self) -> dict[str, Any]:
+        keys = []
+        for kid, key, alg in (("rsa-1", self.rsa, "RS256"), ("ec-1", self.ec, "ES256")):
+            public = json.loads(
+                jwt.algorithms.get_default_algorithms()[alg].to_jwk(key.public_key())
+            )
+            keys.append({**public, "kid": kid, "alg": alg, "use": "sig"})
+        return {"keys": keys}
+
+    def token(
+        self, subject: str, *, alg: str = "RS256", kid: str | None = None, **overrides: Any
+    ) -> str:
+        now = int(time.time())
+        claims = {
+            "iss": ISSUER,
+            "sub": subject,
+            "sid": "session-1",
+            "azp": WEBSITE,
+            "iat": now,
+            "nbf": now,
+            "exp": now + 300,
+            **overrides,
+        }
+        claims = {k: v for k, v in claims.items() if v is not None}
+        key = self.rsa if alg == "RS256" else self.ec
+        return jwt.encode(
+            claims,
+            key,
+            algorithm=alg,
+            headers={"kid": kid or ("rsa-1" if alg == "RS256" else "ec-1")},
+        )
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+@dataclass
+class Setup:
+    provider: Provider
+    api: Running
+    tenant: Tenant
+    subject: str
+
+    def owner(self, **claims: Any) -> Client:
+        return Client(self.api.url, self.provider.token(self.subject, **claims))
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[Provider]:
+    fake = Provider()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture(scope="module")
+def owner_api(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterator[Running]:
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            "GROVE_OIDC_ISSUER": ISSUER,
+            "GROVE_OIDC_JWKS_URL": provider.url,
+            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            "OPENAI_APPS_CHALLENGE": "challenge-token-123",
+        }
+    )
+    yield api
+    api.stop()
+
+
+@pytest.fixture
+def setup(database: embedded.EmbeddedDatabase, provider: Provider, owner_api: Running) -> Setup:
+    provider.up = True
+    tenant = new_tenant(database, owner_api.url)
+    subject = f"user-{uuid.uuid4().hex[:8]}"
+    admin.add_owner(database.migration_url, tenant.account_id, ISSUER, subject)
+    return Setup(provider, owner_api, tenant, subject)
+
+
+def test_owner_session_lists_the_accounts_connections(setup: Setup) -> None:
+    never_used = setup.owner().get("/v1/connections").json()["data"]["items"][0]
+    assert never_used["lastContactAt"] is None
+    assert setup.tenant.client.get("/v1/memories").status_code == 200
+    response = setup.owner().get("/v1/connections")
+    assert response.status_code == 200, response.text
+    items = response.json()["data"]["items"]
+    assert [(c["id"], c["kind"], c["status"]) for c in items] == [
+        (items[0]["id"], "api_key", "active")
+    ]
+    assert items[0]["keyPrefix"] == (setup.tenant.client.key or "")[:12]
+    assert items[0]["lastContactAt"] is not None
+    assert items[0]["state"] == never_used["state"]  # contact times are not state
+    es256 = setup.owner(alg="ES256").get("/v1/connections")
+    assert es256.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"iss": "https://other-issuer.test"},
+        {"azp": "https://evil.test"},
+        {"azp": None},
+        {"sid": None},
+        {"exp": int(time.time()) - 120},
+        {"nbf": int(time.time()) + 120},
+        {"kid": "unknown-kid"},
+    ],
+    ids=["issuer", "azp", "no-azp", "no-sid", "expired", "not-yet-valid", "unknown-kid"],
+)
+def test_invalid_owner_tokens_are_401(setup: Setup, claims: dict[str, Any]) -> None:
+    response = setup.owner(**claims).get("/v1/connections")
+    assert response.status_code == 401, response.text
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_leeway_is_at_most_60_seconds(setup: Setup) -> None:
+    recent = setup.owner(exp=int(time.time()) - 30).get("/v1/connections")
+    assert recent.status_code == 200
+
+
+def test_unsigned_and_hmac_tokens_are_refused(setup: Setup) -> None:
+    now = int(time.time())
+    claims = {"iss": ISSUER, "sub": setup.subject, "sid": "s", "azp": WEBSITE, "exp": now + 300}
+    unsigned = jwt.encode(claims, None, algorithm="none")
+    public_pem = setup.provider.rsa.public_key().public_bytes(
+        encoding=serialization.Encoding.PEM,
+        format=serialization.PublicFormat.SubjectPublicKeyInfo,
+    )
+    hmac_with_public_key = _hs256(claims, public_pem)
+    for token in (unsigned, hmac_with_public_key):
+        response = Client(setup.api.url, token).get("/v1/connections")
+        assert response.status_code == 401
+
+
+def _hs256(claims: dict[str, Any], secret: bytes) -> str:
+    """An HS256 token keyed with ``secret``, built by hand (PyJWT refuses PEM keys)."""
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": "rsa-1"}).encode())
+    payload = b64(json.dumps(claims).encode())
+    signature = hmac.new(secret, f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}.{payload}.{b64(signature)}"
+
+
+def test_a_token_for_an_identity_without_an_account_is_401(setup: Setup) -> None:
+    stranger = Client(setup.api.url, setup.provider.token("nobody-owns-anything"))
+    assert stranger.get("/v1/connections").status_code == 401
+
+
+def test_provider_outage_is_503_not_401(database: embedded.EmbeddedDatabase, setup: Setup) -> None:
+    # A fresh process has no keys cached: its first verification must reach the provider.
+    setup.provider.up = False
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            "GROVE_OIDC_ISSUER": ISSUER,
+            "GROVE_OIDC_JWKS_URL": setup.provider.url,
+            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+        }
+    )
+    try:
+        token = setup.provider.token(setup.subject)
+        response = Client(api.url, token).get("/v1/connections")
+        assert response.status_code == 503
+        assert error_of(response)["code"] == "auth_provider_unavailable"
+        assert "WWW-Authenticate" not in response.headers
+        setup.provider.up = True
+        # Refetching is limited to once a minute: still unavailable, never a 401.
+        assert Client(api.url, token).get("/v1/connections").status_code == 503
+    finally:
+        setup.provider.up = True
+        api.stop()
+
+
+def test_keys_and_agents_cannot_reach_owner_routes(setup: Setup) -> None:
+    key = setup.tenant.client
+    connection = setup.owner().get("/v1/connections").json()["data"]["items"][0]["id"]
+    for method, path, body in (
+        ("get", "/v1/connections", None),
+        ("patch", f"/v1/connections/{connection}", {"grants": {}}),
+        ("delete", f"/v1/connections/{connection}", None),
+        ("get", "/v1/keys", None),
+        ("post", "/v1/keys", {"name": "escalate"}),
+        ("delete", f"/v1/keys/{uuid.uuid4()}", None),
+    ):
+        response = key.session.request(
+            method.upper(), key.base + path, json=body, headers=key.headers(), timeout=10
+        )
+        assert response.status_code == 403, (method, path)
+        assert error_of(response)["code"] == "owner_session_required"
+
+
+def test_grant_edit_is_a_compare_and_set_on_the_state(setup: Setup) -> None:
+    owner = setup.owner()
+    connection = owner.get("/v1/connections").json()["data"]["items"][0]
+    read_only = {"personal": True, "allProjects": False, "capabilities": ["memory:read"]}
+    stale = owner.patch(
+        f"/v1/connections/{connection['id']}", {"grants": read_only, "expectedState": "stale"}
+    )
+    assert stale.status_code == 409
+    assert error_of(stale)["code"] == "connection_conflict"
+    assert (
+        setup.tenant.client.post("/v1/memories", {"content": "c", "kind": "fact"}).status_code
+        == 201
+    )
+    updated = owner.patch(
+        f"/v1/connections/{connection['id']}",
+        {"grants": read_only, "expectedState": connection["state"]},
+    )
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["data"]["state"] != connection["state"]
+    # Takes effect on the very next request.
+    denied = setup.tenant.client.post("/v1/memories", {"content": "c", "kind": "fact"})
+    assert denied.status_code == 403
+    without_state = owner.patch(f"/v1/connections/{connection['id']}", {"grants": {}})
+    assert without_state.status_code == 200
+
+
+def test_revocation_is_immediate_and_permanent(setup: Setup) -> None:
+    owner = setup.owner()
+    connection = owner.get("/v1/connections").json()["data"]["items"][0]
+    assert (
+        owner.session.delete(
+            f"{owner.base}/v1/connections/{connection['id']}", headers=owner.headers(), timeout=10
+        ).status_code
+        == 200
+    )
+    assert setup.tenant.client.get("/v1/memories").status_code == 401
+    again = owner.patch(f"/v1/connections/{connection['id']}", {"grants": {}})
+    assert again.status_code == 409
+
+
+def test_owner_creates_lists_and_revokes_keys(setup: Setup) -> None:
+    owner = setup.owner()
+    created = owner.post(
+        "/v1/keys",
+        {"name": "laptop", "grants": {"personal": True, "capabilities": ["memory:read"]}},
+    )
+    assert created.status_code == 201, created.text
+    data = created.json()["data"]
+    key = Client(setup.api.url, data["key"])
+    assert key.get("/v1/memories").status_code == 200
+    assert key.post("/v1/memories", {"content": "c", "kind": "fact"}).status_code == 403
+    listed = owner.get("/v1/keys").json()["data"]["items"]
+    assert data["id"] in [k["id"] for k in listed]
+    assert data["key"] not in json.dumps(listed)
+    assert (
+        owner.session.delete(
+            f"{owner.base}/v1/keys/{data['id']}", headers=owner.headers(), timeout=10
+        ).status_code
+        == 200
+    )
+    assert key.get("/v1/memories").status_code == 401
+
+
+def test_grants_naming_a_foreign_notebook_are_refused(setup: Setup, make_tenant: Any) -> None:
+    foreign_notebook = make_tenant().notebook("theirs")
+    created = setup.owner().post(
+        "/v1/keys", {"name": "x", "grants": {"projectIds": [foreign_notebook]}}
+    )
+    assert created.status_code == 400
+
+
+def test_openai_apps_challenge_is_served_verbatim(owner_api: Running) -> None:
+    response = requests.get(f"{owner_api.url}/.well-known/openai-apps-challenge", timeout=10)
+    assert response.status_code == 200
+    assert response.text == "challenge-token-123"
+    assert response.headers["Content-Type"].startswith("text/plain")
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    head = requests.head(f"{owner_api.url}/.well-known/openai-apps-challenge", timeout=10)
+    assert head.status_code == 200 and head.text == ""
+
+
+def test_openai_apps_challenge_is_404_when_unset(api_url: str) -> None:
+    response = requests.get(f"{api_url}/.well-known/openai-apps-challenge", timeout=10)
+    assert response.status_code == 404
+
+
+def test_api_serves_the_mcp_resource_metadata(owner_api: Running) -> None:
+    document = requests.get(
+        f"{owner_api.url}/.well-known/oauth-protected-resource/mcp", timeout=10
+    ).json()
+    assert document["authorization_servers"] == [ISSUER]
+    assert document["bearer_methods_supported"] == ["header"]
+
+
+def test_jwks_refetches_for_an_unknown_kid_at_most_once_a_minute(provider: Provider) -> None:
+    now = [1000.0]
+    jwks = Jwks(provider.url, clock=lambda: now[0])
+    before = provider.fetches
+    assert jwks.key("rsa-1") is not None
+    for _ in range(3):
+        with pytest.raises(AuthError):
+            jwks.key("rotated-kid")
+    assert provider.fetches - before == 1
+    now[0] += 61
+    with pytest.raises(AuthError):
+        jwks.key("rotated-kid")
+    assert provider.fetches - before == 2

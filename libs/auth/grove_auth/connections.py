@@ -28,13 +28,15 @@ from grove_contracts.connections import (
     Connection,
     CreateKeyRequest,
     Grants,
+    PendingRequest,
     UpdateConnectionRequest,
 )
 from grove_db.pool import Conn, transaction
 
 SELECT_CONNECTIONS = """
     SELECT c.id, c.name, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
-           c.created_at, c.revoked_at, c.last_contact_at,
+           c.created_at, c.revoked_at, c.last_contact_at, c.approved_at, c.oauth_client_id,
+           c.request_id, c.request_expires_at,
            (SELECT k.prefix FROM api_keys k WHERE k.connection_id = c.id LIMIT 1) AS key_prefix,
            coalesce(array_agg(cp.project_id ORDER BY cp.project_id)
                     FILTER (WHERE cp.project_id IS NOT NULL), '{}') AS project_ids
@@ -52,7 +54,12 @@ def require_owner(principal: Principal) -> None:
 def connection_json(row: dict[str, Any]) -> dict[str, Any]:
     """A connection row as its wire resource, with its state fingerprint."""
     grants = _grants(row)
-    status: Literal["active", "revoked"] = "revoked" if row["revoked_at"] else "active"
+    status: Literal["active", "pending", "revoked"] = "active"
+    if row["revoked_at"]:
+        status = "revoked"
+    elif row["oauth_client_id"] and row["approved_at"] is None:
+        status = "pending"
+    pending = row["request_expires_at"] is not None
     return Connection(
         id=row["id"],
         name=row["name"],
@@ -60,6 +67,12 @@ def connection_json(row: dict[str, Any]) -> dict[str, Any]:
         status=status,
         grants=grants,
         keyPrefix=row["key_prefix"],
+        clientId=row["oauth_client_id"],
+        pendingRequest=(
+            PendingRequest(id=row["request_id"], expiresAt=row["request_expires_at"])
+            if pending
+            else None
+        ),
         lastContactAt=row["last_contact_at"],
         createdAt=row["created_at"],
         revokedAt=row["revoked_at"],
@@ -95,6 +108,7 @@ def update_connection(
         if req.expectedState is not None and req.expectedState != current["state"]:
             raise ConnectionConflict()
         _write_grants(conn, principal.account_id, connection_id, req.grants)
+        _drop_request(conn, connection_id)
         return _one(conn, connection_id)
 
 
@@ -113,7 +127,63 @@ def revoke_connection(
             "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE connection_id = %s",
             (connection_id,),
         )
+        _drop_request(conn, connection_id)
         return _one(conn, connection_id)
+
+
+def approve_request(
+    pool: ConnectionPool, principal: Principal, request_id: UUID, grants: Grants
+) -> dict[str, Any]:
+    """Approve a pending OAuth client with ``grants``; approving twice changes nothing.
+
+    Re-approving a revoked client sets a cutoff: its tokens issued before now stop working.
+    """
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        row = conn.execute(
+            "SELECT id, approved_at, revoked_at, request_expires_at,"
+            " request_expires_at > now() AS live FROM connections"
+            " WHERE request_id = %s FOR UPDATE",
+            (request_id,),
+        ).fetchone()
+        if row is None:
+            raise ConnectionNotFound("no such connection request")
+        if row["request_expires_at"] is None and row["approved_at"] and not row["revoked_at"]:
+            return _one(conn, row["id"])  # already approved by this request
+        if not row["live"]:
+            raise ConnectionConflict("the connection request expired; the client must ask again")
+        _write_grants(conn, principal.account_id, row["id"], grants)
+        conn.execute(
+            "UPDATE connections SET approved_at = now(), request_expires_at = NULL,"
+            " authorized_after = CASE WHEN revoked_at IS NOT NULL THEN now()"
+            " ELSE authorized_after END, revoked_at = NULL WHERE id = %s",
+            (row["id"],),
+        )
+        return _one(conn, row["id"])
+
+
+def deny_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -> dict[str, Any]:
+    """Refuse a pending OAuth client: the request is gone, the client stays unapproved."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        row = conn.execute(
+            "SELECT id FROM connections WHERE request_id = %s AND request_expires_at IS NOT NULL"
+            " FOR UPDATE",
+            (request_id,),
+        ).fetchone()
+        if row is None:
+            raise ConnectionNotFound("no such pending connection request")
+        _drop_request(conn, row["id"])
+        return _one(conn, row["id"])
+
+
+def _drop_request(conn: Conn, connection_id: UUID) -> None:
+    """Invalidate an outstanding approval request (grant edits and revocation do)."""
+    conn.execute(
+        "UPDATE connections SET request_id = NULL, request_expires_at = NULL"
+        " WHERE id = %s AND request_expires_at IS NOT NULL",
+        (connection_id,),
+    )
 
 
 def create_key(

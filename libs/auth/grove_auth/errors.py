@@ -43,6 +43,20 @@ class OwnerSessionRequired(GrantError):
     status = 403
 
 
+class ConnectionRequired(GrantError):
+    """This OAuth client is not approved yet: the account owner must approve it."""
+
+    code = "connection_required"
+    status = 403
+
+    def __init__(self, approval_url: str, client_id: str) -> None:
+        super().__init__(
+            f"the account owner has not approved this client ({client_id}) yet;"
+            f" ask them to open {approval_url}"
+        )
+        self.extra = {"approvalUrl": approval_url, "clientId": client_id}
+
+
 class ConnectionNotFound(GrantError):
     """No such connection or key."""
 

@@ -25,6 +25,9 @@ class Principal:
     can_write: bool = False
     can_delete: bool = False
     kind: Literal["api_key", "oauth", "owner"] = "api_key"
+    #: For an OAuth client the owner has not approved yet: where to approve it.
+    approval_url: str | None = None
+    client_id: str | None = None
 
     @property
     def is_owner(self) -> bool:

@@ -42,15 +42,24 @@ class UpdateConnectionRequest(Strict):
     expectedState: Annotated[str, Field(min_length=1, max_length=100)] | None = None
 
 
+class PendingRequest(BaseModel):
+    """An OAuth client's outstanding approval request."""
+
+    id: UUID
+    expiresAt: datetime
+
+
 class Connection(BaseModel):
     """A connection as its owner sees it."""
 
     id: UUID
     name: str
     kind: Literal["api_key", "oauth"]
-    status: Literal["active", "revoked"]
+    status: Literal["active", "pending", "revoked"]
     grants: Grants
     keyPrefix: str | None
+    clientId: str | None
+    pendingRequest: PendingRequest | None
     lastContactAt: datetime | None
     createdAt: datetime
     revokedAt: datetime | None
@@ -63,3 +72,9 @@ class CreatedKey(BaseModel):
     id: UUID
     key: str
     connection: Connection
+
+
+class Approval(Strict):
+    """Approve a pending OAuth client with these grants."""
+
+    grants: Grants

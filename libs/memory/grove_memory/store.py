@@ -7,6 +7,7 @@ from typing import Literal, Protocol
 
 from psycopg_pool import ConnectionPool
 
+from grove_auth.errors import ConnectionRequired
 from grove_auth.principal import Principal
 from grove_memory.errors import Forbidden
 
@@ -50,7 +51,13 @@ class Store:
 
 
 def require(principal: Principal, capability: Literal["read", "write", "delete"]) -> None:
-    """Raise ``Forbidden`` unless the principal holds the capability."""
+    """Raise ``Forbidden`` unless the principal holds the capability.
+
+    An OAuth client awaiting the owner's approval gets ``ConnectionRequired`` instead,
+    with the approval link.
+    """
+    if principal.approval_url is not None:
+        raise ConnectionRequired(principal.approval_url, principal.client_id or "")
     held = {
         "read": principal.can_read,
         "write": principal.can_write,

@@ -58,6 +58,10 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     owner_args = (deps.pool, deps.key_secret, limit)
     app.add_route("/v1/connections", owner.Connections(*owner_args))
     app.add_route("/v1/connections/{connection_id:uuid}", owner.Connection(*owner_args))
+    app.add_route(
+        "/v1/connections/requests/{request_id:uuid}/approve", owner.ApproveRequest(*owner_args)
+    )
+    app.add_route("/v1/connections/requests/{request_id:uuid}/deny", owner.DenyRequest(*owner_args))
     app.add_route("/v1/keys", owner.Keys(*owner_args))
     app.add_route("/v1/keys/{key_id:uuid}", owner.Key(*owner_args))
     app.add_route(

@@ -9,7 +9,7 @@ from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
 from grove_auth import connections
-from grove_contracts.connections import CreateKeyRequest, UpdateConnectionRequest
+from grove_contracts.connections import Approval, CreateKeyRequest, UpdateConnectionRequest
 from grove_contracts.errors import success_envelope
 
 
@@ -97,3 +97,22 @@ class ResourceMetadata:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = self.document
+
+
+class ApproveRequest(OwnerResource):
+    """``POST /v1/connections/requests/{id}/approve`` with ``{grants}``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
+        body = read_json(req, Approval, self.max_body)
+        approved = connections.approve_request(
+            self.pool, req.context.principal, request_id, body.grants
+        )
+        resp.media = success_envelope(approved)
+
+
+class DenyRequest(OwnerResource):
+    """``POST /v1/connections/requests/{id}/deny``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
+        denied = connections.deny_request(self.pool, req.context.principal, request_id)
+        resp.media = success_envelope(denied)

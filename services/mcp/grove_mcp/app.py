@@ -29,9 +29,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from grove_auth.errors import AuthError
-from grove_auth.keys import authenticate, derive_secret
+from grove_auth.errors import AuthError, GrantError, ProviderUnavailable
+from grove_auth.keys import KEY_PREFIX, authenticate, derive_secret
+from grove_auth.oauth import AgentConfig, agent_principal, verify_agent_token
 from grove_auth.principal import Principal
+from grove_auth.sessions import Jwks
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
@@ -47,25 +49,47 @@ LOCAL_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
 class KeyVerifier:
-    """The SDK's token verifier, backed by Grove API keys (checked on every request)."""
+    """The SDK's token verifier: API keys, and agent OAuth tokens when a provider is set.
 
-    def __init__(self, pool: ConnectionPool, key_secret: bytes) -> None:
+    Checked on every request. If the provider cannot be reached, the request is let
+    through marked ``unavailable`` and every tool call answers
+    ``auth_provider_unavailable``: never a 401 that would restart the client's OAuth.
+    """
+
+    def __init__(
+        self, pool: ConnectionPool, key_secret: bytes, agents: AgentTokens | None = None
+    ) -> None:
         self._pool = pool
         self._secret = key_secret
+        self._agents = agents
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
-            principal = await anyio.to_thread.run_sync(
-                authenticate, self._pool, self._secret, token
-            )
+            principal = await anyio.to_thread.run_sync(self._principal, token)
         except AuthError:
             return None
+        except ProviderUnavailable:
+            return AccessToken(token=token, client_id="-", scopes=[], claims={"unavailable": True})
         return AccessToken(
             token=token,
-            client_id=str(principal.connection_id),
+            client_id=principal.client_id or str(principal.connection_id),
             scopes=[],
             claims={"principal": principal},
         )
+
+    def _principal(self, token: str) -> Principal:
+        if token.startswith(KEY_PREFIX) or self._agents is None:
+            return authenticate(self._pool, self._secret, token)
+        claims = verify_agent_token(self._agents.config, self._agents.jwks, token)
+        return agent_principal(self._pool, self._agents.config, claims)
+
+
+@dataclass(frozen=True)
+class AgentTokens:
+    """Verification of agent OAuth tokens from the configured provider."""
+
+    config: AgentConfig
+    jwks: Jwks
 
 
 @dataclass
@@ -88,6 +112,12 @@ class ToolRunner:
         token = get_access_token()
         if token is None or not token.claims:
             return failure("unauthorized", "send Authorization: Bearer <api key>", request_id)
+        if token.claims.get("unavailable"):
+            return failure(
+                "auth_provider_unavailable",
+                "the identity provider cannot be reached to verify this token; retry shortly",
+                request_id,
+            )
         principal: Principal = token.claims["principal"]
         key = str(principal.connection_id)
         if self.running[key] >= self.per_credential:
@@ -112,8 +142,9 @@ class ToolRunner:
         except ValidationError as ex:
             details = [d.model_dump() for d in validation_details(ex)]
             return failure("validation_error", "the arguments are not valid", request_id, details)
-        except (ServiceError, DatabaseError) as ex:
-            return failure(ex.code, getattr(ex, "message", str(ex)), request_id)
+        except (ServiceError, DatabaseError, GrantError) as ex:
+            message = getattr(ex, "message", str(ex))
+            return failure(ex.code, message, request_id, extra=getattr(ex, "extra", None))
         except Exception as ex:  # reported to the caller without internals
             print(
                 json.dumps(
@@ -173,18 +204,31 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
             allowed_origins=LOCAL_ORIGINS + settings.mcp_allowed_origins,
         ),
         auth=AuthSettings(
-            issuer_url=settings.mcp_issuer_url or public_url.rsplit("/mcp", 1)[0],
+            issuer_url=(
+                settings.mcp_issuer_url or settings.oidc_issuer or public_url.rsplit("/mcp", 1)[0]
+            ),
             resource_server_url=public_url,
             # API keys carry no audience; the verifier checks them against the database.
             validate_token_resource=False,
         ),
-        token_verifier=KeyVerifier(store.pool, key_secret),
+        token_verifier=KeyVerifier(store.pool, key_secret, agent_tokens(settings)),
         custom_starlette_routes=[
             Route("/healthz", lambda request: JSONResponse(success_envelope({"status": "ok"}))),
             Route("/readyz", _ready(store.pool)),
         ],
     )
     return GetNotAllowed(starlette_app, "/mcp")
+
+
+def agent_tokens(settings: McpSettings) -> AgentTokens | None:
+    """Agent OAuth verification, when a provider and the API origin are configured."""
+    if not (settings.oidc_issuer and settings.api_origin and settings.website_origin):
+        return None
+    jwks_url = settings.oidc_jwks_url or f"{settings.oidc_issuer.rstrip('/')}/.well-known/jwks.json"
+    config = AgentConfig(
+        settings.oidc_issuer, f"{settings.api_origin.rstrip('/')}/mcp", settings.website_origin
+    )
+    return AgentTokens(config, Jwks(jwks_url))
 
 
 def _ready(pool: ConnectionPool) -> Any:

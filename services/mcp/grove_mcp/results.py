@@ -46,7 +46,11 @@ def success(data: dict[str, Any]) -> types.CallToolResult:
 
 
 def failure(
-    code: str, message: str, request_id: str, details: list[dict[str, str]] | None = None
+    code: str,
+    message: str,
+    request_id: str,
+    details: list[dict[str, str]] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> types.CallToolResult:
     """A tool error the model can read and act on (``isError: true``), not a protocol error.
 
@@ -56,6 +60,7 @@ def failure(
     error: dict[str, Any] = {"code": code, "message": message, "requestId": request_id}
     if details:
         error["details"] = details
+    error.update(extra or {})
     return types.CallToolResult(
         content=[types.TextContent(text=json.dumps({"error": error}, ensure_ascii=False))],
         is_error=True,

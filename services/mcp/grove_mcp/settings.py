@@ -26,6 +26,10 @@ class McpSettings(BaseSettings):
     mcp_workers: Annotated[int, Field(ge=1, le=64)] = 2
     mcp_public_url: str | None = None
     mcp_issuer_url: str | None = None
+    oidc_issuer: str | None = None
+    oidc_jwks_url: str | None = None
+    api_origin: str | None = None
+    website_origin: str | None = None
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
     mcp_allowed_origins: Annotated[list[str], NoDecode] = []
     mcp_per_credential_concurrency: Annotated[int, Field(ge=1, le=1000)] = (

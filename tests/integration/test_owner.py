@@ -3,6 +3,7 @@ owner-only connection and key routes."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -13,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
@@ -22,10 +24,22 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from grove_auth.errors import AuthError
+from grove_auth.oauth import AgentConfig, agent_principal
 from grove_auth.sessions import Jwks
 from grove_cli import admin
 from grove_db import embedded
-from tests.integration.conftest import Client, Running, Tenant, error_of, new_tenant, start_api
+from grove_db.pool import open_pool
+from tests.integration.conftest import (
+    Client,
+    Running,
+    Tenant,
+    error_of,
+    new_tenant,
+    start_api,
+    start_mcp,
+)
+from tests.integration.test_mcp import connect
+from tests.integration.test_mcp import error_of as tool_error
 
 ISSUER = "https://issuer.test"
 WEBSITE = "https://app.test"
@@ -370,3 +384,157 @@ def test_jwks_refetches_for_an_unknown_kid_at_most_once_a_minute(provider: Provi
     with pytest.raises(AuthError):
         jwks.key("rotated-kid")
     assert provider.fetches - before == 2
+
+
+# --- agent OAuth tokens and the approval of new clients ------------------------------
+
+API_ORIGIN = "https://grove.test"
+AUDIENCE = f"{API_ORIGIN}/mcp"
+
+
+@pytest.fixture(scope="module")
+def oauth_mcp(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterator[str]:
+    running = start_mcp(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_OIDC_ISSUER": ISSUER,
+            "GROVE_OIDC_JWKS_URL": provider.url,
+            "GROVE_API_ORIGIN": API_ORIGIN,
+            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+        },
+        workers=1,
+    )
+    yield running.url
+    running.stop()
+
+
+def agent_token(setup: Setup, client_id: str = "claude-desktop", **claims: Any) -> str:
+    claims = {"aud": AUDIENCE, "client_id": client_id, "azp": None, "sid": None, **claims}
+    return setup.provider.token(setup.subject, **claims)
+
+
+def mcp_call(url: str, token: str, name: str, arguments: dict[str, Any]) -> Any:
+    async def run() -> Any:
+        async with connect(url, token) as client:
+            return await client.call_tool(name, arguments)
+
+    return asyncio.run(run())
+
+
+def test_an_unapproved_client_is_told_where_to_get_approved(setup: Setup, oauth_mcp: str) -> None:
+    token = agent_token(setup)
+
+    async def listed() -> int:
+        async with connect(oauth_mcp, token) as client:
+            return len((await client.list_tools()).tools)
+
+    assert asyncio.run(listed()) > 0  # authenticated: listing works before approval
+    first = tool_error(mcp_call(oauth_mcp, token, "remember", {"content": "c", "kind": "fact"}))
+    assert first["code"] == "connection_required"
+    assert first["clientId"] == "claude-desktop"
+    assert first["approvalUrl"].startswith(f"{WEBSITE}/connections/approve?request=")
+    again = tool_error(mcp_call(oauth_mcp, token, "recall", {}))
+    assert again["approvalUrl"] == first["approvalUrl"]  # one request, reused
+    request_id = first["approvalUrl"].split("request=")[1]
+
+    pending = [
+        c
+        for c in setup.owner().get("/v1/connections").json()["data"]["items"]
+        if c["clientId"] == "claude-desktop"
+    ]
+    assert [(c["status"], c["pendingRequest"]["id"]) for c in pending] == [("pending", request_id)]
+    by_key = setup.tenant.client.post(
+        f"/v1/connections/requests/{request_id}/approve", {"grants": {}}
+    )
+    assert error_of(by_key)["code"] == "owner_session_required"
+
+    grants = {"personal": True, "capabilities": ["memory:read", "memory:write"]}
+    approved = setup.owner().post(
+        f"/v1/connections/requests/{request_id}/approve", {"grants": grants}
+    )
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["data"]["status"] == "active"
+    twice = setup.owner().post(
+        f"/v1/connections/requests/{request_id}/approve",
+        {"grants": {"personal": False, "allProjects": True}},
+    )
+    assert twice.json()["data"]["grants"] == approved.json()["data"]["grants"]
+
+    saved = mcp_call(oauth_mcp, token, "remember", {"content": "via oauth", "kind": "fact"})
+    assert not saved.is_error, saved
+    denied = tool_error(mcp_call(oauth_mcp, token, "forget", {"ids": [str(uuid.uuid4())]}))
+    assert denied["code"] == "forbidden"
+
+
+def test_agent_tokens_for_another_audience_are_refused(setup: Setup, oauth_mcp: str) -> None:
+    for claims in ({"aud": "https://grove.test/api"}, {"aud": None}, {"client_id": None}):
+        token = agent_token(setup, **claims)
+        response = requests.post(
+            oauth_mcp, json={}, headers={"Authorization": f"Bearer {token}"}, timeout=10
+        )
+        assert response.status_code == 401, claims
+
+
+def test_revocation_applies_at_once_and_reapproval_needs_a_new_token(
+    setup: Setup, oauth_mcp: str
+) -> None:
+    token = agent_token(setup, client_id="cursor")
+    request_id = tool_error(mcp_call(oauth_mcp, token, "recall", {}))["approvalUrl"].split("=")[1]
+    approved = (
+        setup.owner()
+        .post(f"/v1/connections/requests/{request_id}/approve", {"grants": {"personal": True}})
+        .json()["data"]
+    )
+    assert not mcp_call(oauth_mcp, token, "recall", {}).is_error
+    owner = setup.owner()
+    owner.session.delete(
+        f"{owner.base}/v1/connections/{approved['id']}", headers=owner.headers(), timeout=10
+    )
+    after = tool_error(mcp_call(oauth_mcp, token, "recall", {}))
+    assert after["code"] == "connection_required"
+    new_request = after["approvalUrl"].split("=")[1]
+    assert new_request != request_id
+    setup.owner().post(
+        f"/v1/connections/requests/{new_request}/approve", {"grants": {"personal": True}}
+    )
+    stale = requests.post(
+        oauth_mcp, json={}, headers={"Authorization": f"Bearer {token}"}, timeout=10
+    )
+    assert stale.status_code == 401  # issued before the new authorization
+    fresh = agent_token(setup, client_id="cursor", iat=int(time.time()) + 2)
+    assert not mcp_call(oauth_mcp, fresh, "recall", {}).is_error
+
+
+def test_a_connection_request_lapses_after_ten_minutes(
+    database: embedded.EmbeddedDatabase, setup: Setup
+) -> None:
+    config = AgentConfig(ISSUER, AUDIENCE, WEBSITE)
+    claims = {"sub": setup.subject, "client_id": "slow-client", "scope": "openid"}
+    long_ago = datetime.now(UTC) - timedelta(minutes=11)
+    pool = open_pool(database.runtime_url)
+    try:
+        old = agent_principal(pool, config, claims, now=lambda: long_ago)
+        current = agent_principal(pool, config, claims)
+        reused = agent_principal(pool, config, claims)
+    finally:
+        pool.close()
+    assert old.approval_url != current.approval_url == reused.approval_url
+    expired = (old.approval_url or "").split("=")[1]
+    response = setup.owner().post(f"/v1/connections/requests/{expired}/approve", {"grants": {}})
+    assert response.status_code == 404  # superseded by the newer request
+
+
+def test_a_grant_edit_invalidates_the_pending_request(setup: Setup, oauth_mcp: str) -> None:
+    token = agent_token(setup, client_id="windsurf")
+    url = tool_error(mcp_call(oauth_mcp, token, "recall", {}))["approvalUrl"]
+    connection = next(
+        c
+        for c in setup.owner().get("/v1/connections").json()["data"]["items"]
+        if c["clientId"] == "windsurf"
+    )
+    setup.owner().patch(f"/v1/connections/{connection['id']}", {"grants": {"personal": False}})
+    stale = setup.owner().post(
+        f"/v1/connections/requests/{url.split('=')[1]}/approve", {"grants": {"personal": True}}
+    )
+    assert stale.status_code == 404

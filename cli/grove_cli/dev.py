@@ -21,6 +21,7 @@ from uuid import UUID
 
 import requests
 
+from grove_auth import devissuer
 from grove_cli import admin
 from grove_db import embedded
 from grove_db.migrate import migrate
@@ -30,6 +31,7 @@ READY_TIMEOUT_SECONDS = 60
 DEFAULT_API_PORT = "8080"
 DEFAULT_ASK_PORT = "50051"
 DEFAULT_MCP_PORT = "8081"
+DEV_OWNER = "dev-owner"
 
 
 def run() -> int:
@@ -57,6 +59,8 @@ def run() -> int:
     mcp_port = os.environ.get("GROVE_MCP_PORT", DEFAULT_MCP_PORT)
     env["GROVE_MCP_PORT"] = mcp_port
     mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+    identity = dev_identity(api_url, mcp_url)
+    env.update(identity)
     names = ["grove-api", "grove-mcp"]
     if profile != "disabled":
         names = ["grove-ask", "grove-worker", *names]
@@ -83,6 +87,8 @@ def run() -> int:
                 "GROVE_API_KEY": key,
                 "GROVE_MCP_URL": mcp_url,
                 "GROVE_ASK_ADDRESS": ask_address,
+                "GROVE_DEMO_ACCOUNT": _demo_account(),
+                **identity,
             },
             db,
         )
@@ -129,6 +135,22 @@ def _wait_ask(address: str, process: subprocess.Popen[bytes]) -> bool:
     return False
 
 
+def dev_identity(api_url: str, mcp_url: str) -> dict[str, str]:
+    """Settings of the development identity provider (served by grove-api itself)."""
+    return {
+        "GROVE_DEV_AUTH": "1",
+        "GROVE_DEV_ISSUER_KEY": str((STATE_DIR / "dev-issuer.pem").resolve()),
+        "GROVE_OIDC_ISSUER": f"{api_url}/dev-issuer",
+        "GROVE_OIDC_JWKS_URL": f"{api_url}{devissuer.JWKS_PATH}",
+        "GROVE_WEBSITE_ORIGIN": api_url,
+        "GROVE_API_ORIGIN": mcp_url.removesuffix("/mcp"),
+    }
+
+
+def _demo_account() -> str:
+    return str(json.loads((STATE_DIR / "demo.json").read_text())["accountId"])
+
+
 def _script(name: str) -> str:
     candidate = Path(sys.executable).with_name(name)
     return str(candidate) if candidate.exists() else name
@@ -148,6 +170,8 @@ def _demo_key(migration_url: str, secret: str) -> str:
     if path.exists():
         return str(json.loads(path.read_text())["key"])
     account_id: UUID = admin.create_account(migration_url, "Demo")
+    api_url = f"http://127.0.0.1:{os.environ.get('GROVE_API_PORT', DEFAULT_API_PORT)}"
+    admin.add_owner(migration_url, account_id, f"{api_url}/dev-issuer", DEV_OWNER)
     issued = admin.create_key(
         migration_url, secret, account_id, "demo", personal=True, all_projects=True
     )

@@ -7,6 +7,7 @@ import os
 import sys
 from uuid import UUID
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from grove_cli import admin
@@ -92,6 +93,33 @@ def cmd_reindex(args: argparse.Namespace) -> None:
         sys.exit("grove: some notes failed to embed (see GET /v1/memories/{id}: indexing)")
 
 
+def cmd_dev_token(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from grove_auth import devissuer
+
+    if os.environ.get("GROVE_ENV") == "production" or os.environ.get("GROVE_DEV_AUTH") != "1":
+        sys.exit(
+            "grove: dev-token needs GROVE_DEV_AUTH=1 (source .grove/dev.env) outside production"
+        )
+    issuer = _env("GROVE_OIDC_ISSUER")
+    account = UUID(args.account)
+    subject = args.subject or "dev-owner"
+    try:
+        admin.add_owner(_env("GROVE_MIGRATION_DATABASE_URL"), account, issuer, subject)
+    except psycopg.errors.UniqueViolation:
+        pass  # this identity already owns an account (perhaps this one)
+    if args.client:
+        claims = {
+            "aud": f"{_env('GROVE_API_ORIGIN')}/mcp",
+            "client_id": args.client,
+            "scope": "openid",
+        }
+    else:
+        claims = {"sid": f"dev-{os.getpid()}", "azp": _env("GROVE_WEBSITE_ORIGIN")}
+    print(devissuer.token(Path(_env("GROVE_DEV_ISSUER_KEY")), issuer, subject, claims))
+
+
 def cmd_dev(args: argparse.Namespace) -> None:
     from grove_cli.dev import run
 
@@ -154,6 +182,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dimensions", type=int, help="create the profile's HNSW index (<= 2000)")
     p.add_argument("--wait", action="store_true", help="report progress until finished")
     p.set_defaults(func=cmd_reindex)
+
+    p = commands.add_parser("dev-token", help="print a development owner or agent token")
+    p.add_argument("--account", required=True)
+    p.add_argument("--client", help="an OAuth client ID: print an agent token for MCP")
+    p.add_argument("--subject", help="the identity (default: dev-owner)")
+    p.set_defaults(func=cmd_dev_token)
 
     p = commands.add_parser("dev", help="run everything locally on the embedded PostgreSQL")
     p.set_defaults(func=cmd_dev)

@@ -11,6 +11,7 @@ from grove_api import errors, owner, resources
 from grove_api.health import Health, Ready
 from grove_api.middleware import BearerAuth, OwnerSessions, RequestId
 from grove_api.settings import ApiSettings
+from grove_auth import devissuer
 from grove_auth.keys import derive_secret
 from grove_auth.sessions import Jwks, OidcConfig
 from grove_db.pool import open_pool
@@ -71,6 +72,8 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
         "/.well-known/oauth-protected-resource/mcp",
         owner.ResourceMetadata(settings.mcp_public_url, settings.oidc_issuer),
     )
+    if settings.dev_auth:
+        app.add_route(devissuer.JWKS_PATH, owner.DevIssuerKeys(settings.dev_issuer_key))
     app.add_route("/v1/tools", resources.Tools())
     app.add_route("/v1/tools/{tool}", resources.ToolCall(store, limit))
     return app

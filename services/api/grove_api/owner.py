@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from uuid import UUID
 
 import falcon
 from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
-from grove_auth import connections
+from grove_auth import connections, devissuer
 from grove_contracts.connections import Approval, CreateKeyRequest, UpdateConnectionRequest
 from grove_contracts.errors import success_envelope
 
@@ -116,3 +117,13 @@ class DenyRequest(OwnerResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
         denied = connections.deny_request(self.pool, req.context.principal, request_id)
         resp.media = success_envelope(denied)
+
+
+class DevIssuerKeys:
+    """``GET /.well-known/dev-issuer/jwks.json``: the development issuer's public keys."""
+
+    def __init__(self, key_path: str) -> None:
+        self.key_path = key_path
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = devissuer.jwks(Path(self.key_path))

@@ -40,6 +40,9 @@ class ApiSettings(BaseSettings):
     rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
+    env: Literal["development", "production"] = "development"
+    dev_auth: bool = False
+    dev_issuer_key: str = ".grove/dev-issuer.pem"
     oidc_issuer: str | None = None
     oidc_jwks_url: str | None = None
     website_origin: str | None = None
@@ -59,4 +62,6 @@ class ApiSettings(BaseSettings):
     def _oidc_complete(self) -> ApiSettings:
         if self.oidc_issuer and not self.website_origin:
             raise ValueError("GROVE_WEBSITE_ORIGIN is required with GROVE_OIDC_ISSUER")
+        if self.dev_auth and self.env == "production":
+            raise ValueError("GROVE_DEV_AUTH must not be enabled when GROVE_ENV=production")
         return self

@@ -1,0 +1,96 @@
+"""The development identity provider: grove-api serves its JWKS, grove dev-token signs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from grove_cli import admin
+from grove_db import embedded
+from tests.integration.conftest import SECRET, Client, free_port, start_api
+
+
+def dev_env(tmp_path: Path, port: int) -> dict[str, str]:
+    origin = f"http://127.0.0.1:{port}"
+    return {
+        "GROVE_DEV_AUTH": "1",
+        "GROVE_DEV_ISSUER_KEY": str(tmp_path / "dev-issuer.pem"),
+        "GROVE_OIDC_ISSUER": f"{origin}/dev-issuer",
+        "GROVE_OIDC_JWKS_URL": f"{origin}/.well-known/dev-issuer/jwks.json",
+        "GROVE_WEBSITE_ORIGIN": origin,
+        "GROVE_API_ORIGIN": "http://127.0.0.1:1",
+    }
+
+
+def test_dev_token_gives_a_working_owner_session(
+    database: embedded.EmbeddedDatabase, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = dev_env(tmp_path, port)
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_API_PORT": str(port),
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            **env,
+        }
+    )
+    try:
+        account = admin.create_account(database.migration_url, "dev")
+        result = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("grove")),
+                "dev-token",
+                "--account",
+                str(account),
+                "--subject",
+                f"dev-{account}",
+            ],
+            env={
+                **os.environ,
+                **env,
+                "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
+                "GROVE_SECRET_KEY": SECRET,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        owner = Client(api.url, result.stdout.strip())
+        response = owner.get("/v1/connections")
+        assert response.status_code == 200, response.text
+        assert response.json()["data"]["items"] == []
+    finally:
+        api.stop()
+
+
+def test_dev_auth_is_refused_in_production(
+    database: embedded.EmbeddedDatabase, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("grove-api"))],
+        env={
+            **os.environ,
+            **dev_env(tmp_path, free_port()),
+            "GROVE_ENV": "production",
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_SECRET_KEY": SECRET,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "GROVE_DEV_AUTH" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    token = subprocess.run(
+        [str(Path(sys.executable).with_name("grove")), "dev-token", "--account", "x"],
+        env={**os.environ, **dev_env(tmp_path, 1), "GROVE_ENV": "production"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert token.returncode != 0

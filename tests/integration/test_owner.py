@@ -144,6 +144,7 @@ def owner_api(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterat
             "GROVE_OIDC_JWKS_URL": provider.url,
             "GROVE_WEBSITE_ORIGIN": WEBSITE,
             "OPENAI_APPS_CHALLENGE": "challenge-token-123",
+            "GROVE_API_ORIGIN": "https://grove.test",
         }
     )
     yield api
@@ -538,3 +539,21 @@ def test_a_grant_edit_invalidates_the_pending_request(setup: Setup, oauth_mcp: s
         f"/v1/connections/requests/{url.split('=')[1]}/approve", {"grants": {"personal": True}}
     )
     assert stale.status_code == 404
+
+
+def test_agent_tokens_work_over_rest_tools_with_the_same_approval(setup: Setup) -> None:
+    token = agent_token(setup, client_id="rest-agent")
+    agent = Client(setup.api.url, token)
+    pending = agent.post("/v1/tools/recall", {})
+    assert pending.status_code == 403
+    assert error_of(pending)["code"] == "connection_required"
+    request_id = next(
+        c["pendingRequest"]["id"]
+        for c in setup.owner().get("/v1/connections").json()["data"]["items"]
+        if c["clientId"] == "rest-agent"
+    )
+    setup.owner().post(
+        f"/v1/connections/requests/{request_id}/approve", {"grants": {"personal": True}}
+    )
+    assert agent.post("/v1/tools/recall", {}).status_code == 200
+    assert agent.get("/v1/connections").status_code == 403  # never an owner

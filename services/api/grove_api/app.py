@@ -13,6 +13,7 @@ from grove_api.middleware import BearerAuth, OwnerSessions, RequestId
 from grove_api.settings import ApiSettings
 from grove_auth import devissuer
 from grove_auth.keys import derive_secret
+from grove_auth.oauth import AgentConfig
 from grove_auth.sessions import Jwks, OidcConfig
 from grove_db.pool import open_pool
 from grove_memory.inference import InferenceClient
@@ -100,8 +101,17 @@ def _owner_sessions(settings: ApiSettings) -> OwnerSessions | None:
         return None
     issuer = settings.oidc_issuer.rstrip("/")
     jwks_url = settings.oidc_jwks_url or f"{issuer}/.well-known/jwks.json"
+    agents = (
+        AgentConfig(
+            settings.oidc_issuer,
+            f"{settings.api_origin.rstrip('/')}/mcp",
+            settings.website_origin,
+        )
+        if settings.api_origin
+        else None
+    )
     return OwnerSessions(
-        OidcConfig(settings.oidc_issuer, jwks_url, settings.website_origin), Jwks(jwks_url)
+        OidcConfig(settings.oidc_issuer, jwks_url, settings.website_origin), Jwks(jwks_url), agents
     )
 
 

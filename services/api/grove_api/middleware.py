@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import falcon
+import jwt
 from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import AuthError
 from grove_auth.keys import KEY_PREFIX, authenticate
+from grove_auth.oauth import AgentConfig, agent_principal, verify_agent_token
 from grove_auth.sessions import Jwks, OidcConfig, owner_principal, verify_owner_token
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -50,9 +52,21 @@ class BearerAuth:
             raise AuthError("send Authorization: Bearer <api key or owner session token>")
         if token.startswith(KEY_PREFIX) or self._owners is None:
             req.context.principal = authenticate(self._pool, self._secret, token)
+        elif self._owners.agents is not None and _audience(token) == self._owners.agents.audience:
+            agents = self._owners.agents
+            claims = verify_agent_token(agents, self._owners.jwks, token)
+            req.context.principal = agent_principal(self._pool, agents, claims)
         else:
             claims = verify_owner_token(self._owners.config, self._owners.jwks, token)
             req.context.principal = owner_principal(self._pool, self._owners.config, claims)
+
+
+def _audience(token: str) -> object:
+    """The unverified ``aud`` claim: only picks which verification applies."""
+    try:
+        return jwt.decode(token, options={"verify_signature": False}).get("aud")
+    except jwt.PyJWTError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -61,3 +75,4 @@ class OwnerSessions:
 
     config: OidcConfig
     jwks: Jwks
+    agents: AgentConfig | None = None

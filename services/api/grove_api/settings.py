@@ -46,6 +46,7 @@ class ApiSettings(BaseSettings):
     oidc_issuer: str | None = None
     oidc_jwks_url: str | None = None
     website_origin: str | None = None
+    api_origin: str | None = None
     mcp_public_url: str = "http://127.0.0.1:8081/mcp"
     openai_apps_challenge: str | None = Field(
         default=None, validation_alias="OPENAI_APPS_CHALLENGE", max_length=512

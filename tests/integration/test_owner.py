@@ -557,3 +557,106 @@ def test_agent_tokens_work_over_rest_tools_with_the_same_approval(setup: Setup) 
     )
     assert agent.post("/v1/tools/recall", {}).status_code == 200
     assert agent.get("/v1/connections").status_code == 403  # never an owner
+
+
+class Introspector:
+    """A stand-in RFC 7662 endpoint: answers for the opaque tokens the test registers."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, dict[str, Any]] = {}
+        self.up = True
+        self.authorizations: list[str] = []
+        introspector = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's method name
+                length = int(self.headers["Content-Length"])
+                form = dict(
+                    part.split("=", 1) for part in self.rfile.read(length).decode().split("&")
+                )
+                introspector.authorizations.append(self.headers.get("Authorization", ""))
+                if not introspector.up:
+                    self.send_response(502)
+                    self.end_headers()
+                    return
+                body = json.dumps(introspector.tokens.get(form["token"], {"active": False}))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/introspect"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+def test_opaque_agent_tokens_are_checked_by_introspection(
+    database: embedded.EmbeddedDatabase, provider: Provider, setup: Setup
+) -> None:
+    introspector = Introspector()
+    mcp = start_mcp(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_OIDC_ISSUER": ISSUER,
+            "GROVE_OIDC_JWKS_URL": provider.url,
+            "GROVE_API_ORIGIN": API_ORIGIN,
+            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            "GROVE_OIDC_INTROSPECTION_URL": introspector.url,
+            "GROVE_OIDC_CLIENT_ID": "grove",
+            "GROVE_OIDC_CLIENT_SECRET": "grove-secret",
+        },
+        workers=1,
+    )
+    try:
+        opaque = f"opaque-{uuid.uuid4().hex}"
+        introspector.tokens[opaque] = {
+            "active": True,
+            "sub": setup.subject,
+            "client_id": "opaque-agent",
+            "aud": [AUDIENCE],
+            "iss": ISSUER,
+            "exp": int(time.time()) + 300,
+        }
+        first = tool_error(mcp_call(mcp.url, opaque, "recall", {}))
+        assert first["code"] == "connection_required"
+        assert introspector.authorizations[-1].startswith("Basic ")
+        request_id = first["approvalUrl"].split("=")[1]
+        setup.owner().post(
+            f"/v1/connections/requests/{request_id}/approve", {"grants": {"personal": True}}
+        )
+        assert not mcp_call(mcp.url, opaque, "recall", {}).is_error
+
+        introspector.tokens[opaque]["active"] = False  # revoked at the provider
+        inactive = requests.post(
+            mcp.url, json={}, headers={"Authorization": f"Bearer {opaque}"}, timeout=10
+        )
+        assert inactive.status_code == 401
+        other_audience = f"opaque-{uuid.uuid4().hex}"
+        introspector.tokens[other_audience] = {
+            **introspector.tokens[opaque],
+            "active": True,
+            "aud": "https://elsewhere.test",
+        }
+        refused = requests.post(
+            mcp.url, json={}, headers={"Authorization": f"Bearer {other_audience}"}, timeout=10
+        )
+        assert refused.status_code == 401
+
+        introspector.tokens[opaque]["active"] = True
+        introspector.up = False
+        down = tool_error(mcp_call(mcp.url, opaque, "recall", {}))
+        assert down["code"] == "auth_provider_unavailable"
+    finally:
+        mcp.stop()
+        introspector.close()

@@ -16,15 +16,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
+import requests
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import AuthError, ProviderUnavailable
 from grove_auth.principal import Principal
 from grove_auth.sessions import ALGORITHMS, LEEWAY_SECONDS, Jwks
 from grove_db.pool import Conn, set_tenant, transaction
 
 REQUEST_TTL = timedelta(minutes=10)
+INTROSPECTION_TIMEOUT_SECONDS = 5
 
 LOCK_CLIENT = """
     SELECT c.id, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
@@ -165,3 +167,45 @@ def _granted(account_id: Any, row: dict[str, Any], client_id: str) -> Principal:
         kind="oauth",
         client_id=client_id,
     )
+
+
+@dataclass(frozen=True)
+class Introspection:
+    """An RFC 7662 endpoint for opaque agent tokens, and Grove's credentials for it."""
+
+    url: str
+    client_id: str
+    client_secret: str
+
+
+def introspect(config: AgentConfig, endpoint: Introspection, token: str) -> dict[str, Any]:
+    """The claims of an active opaque token for the MCP resource, or ``AuthError``.
+
+    Asked on every request (no cache), so a revocation at the provider is seen at once;
+    an unreachable endpoint is ``ProviderUnavailable``.
+    """
+    try:
+        response = requests.post(
+            endpoint.url,
+            data={"token": token, "token_type_hint": "access_token"},
+            auth=(endpoint.client_id, endpoint.client_secret),
+            timeout=INTROSPECTION_TIMEOUT_SECONDS,
+        )
+        response.raise_for_status()
+        claims: dict[str, Any] = response.json()
+    except (requests.RequestException, ValueError) as ex:
+        raise ProviderUnavailable("the token introspection endpoint could not be reached") from ex
+    if claims.get("active") is not True:
+        raise AuthError("inactive token")
+    audience = claims.get("aud")
+    audiences = audience if isinstance(audience, list) else [audience]
+    if config.audience not in audiences:
+        raise AuthError("token is not for this resource")
+    if "iss" in claims and claims["iss"] != config.issuer:
+        raise AuthError("token from another issuer")
+    if not claims.get("sub") or not claims.get("client_id"):
+        raise AuthError("token names no subject or client")
+    exp = claims.get("exp")
+    if isinstance(exp, int | float) and exp + LEEWAY_SECONDS < datetime.now(UTC).timestamp():
+        raise AuthError("token expired")
+    return claims

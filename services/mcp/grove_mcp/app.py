@@ -31,7 +31,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from grove_auth.errors import AuthError, GrantError, ProviderUnavailable
 from grove_auth.keys import KEY_PREFIX, authenticate, derive_secret
-from grove_auth.oauth import AgentConfig, agent_principal, verify_agent_token
+from grove_auth.oauth import (
+    AgentConfig,
+    Introspection,
+    agent_principal,
+    introspect,
+    verify_agent_token,
+)
 from grove_auth.principal import Principal
 from grove_auth.sessions import Jwks
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
@@ -78,10 +84,14 @@ class KeyVerifier:
         )
 
     def _principal(self, token: str) -> Principal:
-        if token.startswith(KEY_PREFIX) or self._agents is None:
+        agents = self._agents
+        if token.startswith(KEY_PREFIX) or agents is None:
             return authenticate(self._pool, self._secret, token)
-        claims = verify_agent_token(self._agents.config, self._agents.jwks, token)
-        return agent_principal(self._pool, self._agents.config, claims)
+        if token.count(".") != 2 and agents.introspection is not None:
+            claims = introspect(agents.config, agents.introspection, token)
+        else:
+            claims = verify_agent_token(agents.config, agents.jwks, token)
+        return agent_principal(self._pool, agents.config, claims)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,7 @@ class AgentTokens:
 
     config: AgentConfig
     jwks: Jwks
+    introspection: Introspection | None = None
 
 
 @dataclass
@@ -228,7 +239,16 @@ def agent_tokens(settings: McpSettings) -> AgentTokens | None:
     config = AgentConfig(
         settings.oidc_issuer, f"{settings.api_origin.rstrip('/')}/mcp", settings.website_origin
     )
-    return AgentTokens(config, Jwks(jwks_url))
+    introspection = (
+        Introspection(
+            settings.oidc_introspection_url,
+            settings.oidc_client_id or "",
+            settings.oidc_client_secret.get_secret_value() if settings.oidc_client_secret else "",
+        )
+        if settings.oidc_introspection_url
+        else None
+    )
+    return AgentTokens(config, Jwks(jwks_url), introspection)
 
 
 def _ready(pool: ConnectionPool) -> Any:

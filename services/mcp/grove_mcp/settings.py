@@ -29,6 +29,9 @@ class McpSettings(BaseSettings):
     oidc_issuer: str | None = None
     oidc_jwks_url: str | None = None
     api_origin: str | None = None
+    oidc_introspection_url: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
     website_origin: str | None = None
     mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
     mcp_allowed_origins: Annotated[list[str], NoDecode] = []

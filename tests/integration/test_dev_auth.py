@@ -94,3 +94,24 @@ def test_dev_auth_is_refused_in_production(
         timeout=60,
     )
     assert token.returncode != 0
+
+
+def test_a_malformed_apps_challenge_stops_the_api_at_start(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    for value in ("two words", "x" * 513):
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("grove-api"))],
+            env={
+                **os.environ,
+                "OPENAI_APPS_CHALLENGE": value,
+                "GROVE_DATABASE_URL": database.runtime_url,
+                "GROVE_SECRET_KEY": SECRET,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode != 0
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "OPENAI_APPS_CHALLENGE" in result.stderr.upper()

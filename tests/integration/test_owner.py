@@ -660,3 +660,39 @@ def test_opaque_agent_tokens_are_checked_by_introspection(
     finally:
         mcp.stop()
         introspector.close()
+
+
+def test_an_owner_cannot_touch_another_accounts_connections(
+    setup: Setup, database: embedded.EmbeddedDatabase, owner_api: Running
+) -> None:
+    other = new_tenant(database, owner_api.url)
+    other_subject = f"user-{uuid.uuid4().hex[:8]}"
+    admin.add_owner(database.migration_url, other.account_id, ISSUER, other_subject)
+    theirs = Client(owner_api.url, setup.provider.token(other_subject))
+    their_connection = theirs.get("/v1/connections").json()["data"]["items"][0]["id"]
+    mine = setup.owner()
+    assert mine.patch(f"/v1/connections/{their_connection}", {"grants": {}}).status_code == 404
+    deleted = mine.session.delete(
+        f"{mine.base}/v1/connections/{their_connection}", headers=mine.headers(), timeout=10
+    )
+    assert deleted.status_code == 404
+    assert other.client.get("/v1/memories").status_code == 200  # untouched
+
+
+def test_a_notebook_grant_does_not_cover_its_children(setup: Setup) -> None:
+    parent = setup.tenant.notebook("parent")
+    child = setup.tenant.notebook("child", parent=parent)
+    setup.tenant.client.save("in the child", projectId=child)
+    created = setup.owner().post(
+        "/v1/keys", {"name": "parent only", "grants": {"personal": False, "projectIds": [parent]}}
+    )
+    key = Client(setup.api.url, created.json()["data"]["key"])
+    assert key.get("/v1/memories").json()["data"]["items"] == []
+    assert (
+        key.post("/v1/memories", {"content": "c", "kind": "fact", "projectId": child}).status_code
+        == 404
+    )
+    assert (
+        key.post("/v1/memories", {"content": "c", "kind": "fact", "projectId": parent}).status_code
+        == 201
+    )

@@ -74,3 +74,14 @@ def validation_details(ex: ValidationError) -> list[FieldError]:
             field, _, message = message.partition(": ")
         details.append(FieldError(field=field or "body", message=message))
     return details
+
+
+def settings_problems(ex: ValidationError) -> str:
+    """A service's invalid settings as one line naming the environment variables."""
+    problems = []
+    for error in ex.errors(include_url=False):
+        name = "_".join(str(part) for part in error["loc"]).upper()
+        variable = name if name.startswith(("GROVE_", "OPENAI_")) else f"GROVE_{name}"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{variable}: {message}" if name else message)
+    return "; ".join(problems)

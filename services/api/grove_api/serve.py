@@ -9,6 +9,7 @@ from gunicorn.app.base import BaseApplication
 from pydantic import ValidationError
 
 from grove_api.settings import ApiSettings
+from grove_contracts.errors import settings_problems
 from grove_db.errors import DatabaseError
 from grove_db.roles import check_runtime_role
 
@@ -49,10 +50,7 @@ def main() -> None:
     try:
         settings = ApiSettings()  # type: ignore[call-arg]
     except ValidationError as ex:
-        problems = "; ".join(
-            f"GROVE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in ex.errors()
-        )
-        sys.exit(f"grove-api: invalid configuration: {problems}")
+        sys.exit(f"grove-api: invalid configuration: {settings_problems(ex)}")
     try:
         check_runtime_role(settings.database_url)
     except DatabaseError as ex:

@@ -13,6 +13,7 @@ from grove_ask import providers
 from grove_ask.batcher import Batcher
 from grove_ask.server import create_server
 from grove_ask.settings import AskSettings
+from grove_contracts.errors import settings_problems
 
 GRACE_SECONDS = 5
 
@@ -22,11 +23,7 @@ def main() -> None:
     try:
         settings = AskSettings()
     except ValidationError as ex:
-        problems = "; ".join(
-            f"GROVE_{'_'.join(str(p) for p in e['loc']).upper() or 'SETTINGS'}: {e['msg']}"
-            for e in ex.errors()
-        )
-        sys.exit(f"grove-ask: invalid configuration: {problems}")
+        sys.exit(f"grove-ask: invalid configuration: {settings_problems(ex)}")
     provider = providers.load(settings)
     batcher = (
         Batcher(provider, settings.embed_model_batch, settings.embed_coalesce_ms / 1000)

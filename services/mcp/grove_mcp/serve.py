@@ -8,6 +8,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from pydantic import ValidationError
 
+from grove_contracts.errors import settings_problems
 from grove_db.errors import DatabaseError
 from grove_db.roles import check_runtime_role
 from grove_mcp.settings import McpSettings
@@ -33,10 +34,7 @@ def main() -> None:
     try:
         settings = McpSettings()  # type: ignore[call-arg]
     except ValidationError as ex:
-        problems = "; ".join(
-            f"GROVE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in ex.errors()
-        )
-        sys.exit(f"grove-mcp: invalid configuration: {problems}")
+        sys.exit(f"grove-mcp: invalid configuration: {settings_problems(ex)}")
     try:
         check_runtime_role(settings.database_url)
     except DatabaseError as ex:

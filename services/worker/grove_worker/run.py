@@ -22,6 +22,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
 
+from grove_contracts.errors import settings_problems
 from grove_db import queue
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool
@@ -144,10 +145,7 @@ def main() -> None:
     try:
         settings = WorkerSettings()  # type: ignore[call-arg]
     except ValidationError as ex:
-        problems = "; ".join(
-            f"GROVE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in ex.errors()
-        )
-        sys.exit(f"grove-worker: invalid configuration: {problems}")
+        sys.exit(f"grove-worker: invalid configuration: {settings_problems(ex)}")
     try:
         check_runtime_role(settings.database_url)
     except DatabaseError as ex:

@@ -22,7 +22,7 @@ from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import AuthError, ProviderUnavailable
 from grove_auth.principal import Principal
-from grove_auth.sessions import ALGORITHMS, LEEWAY_SECONDS, Jwks
+from grove_auth.sessions import ALGORITHMS, LEEWAY_SECONDS, Jwks, signing_key
 from grove_db.pool import Conn, set_tenant, transaction
 
 REQUEST_TTL = timedelta(minutes=10)
@@ -49,13 +49,7 @@ class AgentConfig:
 
 def verify_agent_token(config: AgentConfig, jwks: Jwks, token: str) -> dict[str, Any]:
     """The claims of a valid agent token (audience exactly the MCP resource)."""
-    try:
-        header = jwt.get_unverified_header(token)
-    except jwt.PyJWTError as ex:
-        raise AuthError("malformed token") from ex
-    if header.get("alg") not in ALGORITHMS:
-        raise AuthError("token algorithm not allowed")
-    key = jwks.key(str(header.get("kid", "")))
+    key = signing_key(jwks, token)
     try:
         claims: dict[str, Any] = jwt.decode(
             token,

@@ -84,15 +84,23 @@ class Jwks:
         self._keys = {key.key_id: key.key for key in keys if key.key_id}
 
 
-def verify_owner_token(config: OidcConfig, jwks: Jwks, token: str) -> dict[str, Any]:
-    """The claims of a valid owner-session token, or ``AuthError``."""
+def signing_key(jwks: Jwks, token: str) -> Any:
+    """The provider key a token claims to be signed with, if its algorithm is allowed.
+
+    ``none`` and HMAC algorithms are refused here, before any key is chosen.
+    """
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError as ex:
         raise AuthError("malformed token") from ex
     if header.get("alg") not in ALGORITHMS:
         raise AuthError("token algorithm not allowed")
-    key = jwks.key(str(header.get("kid", "")))
+    return jwks.key(str(header.get("kid", "")))
+
+
+def verify_owner_token(config: OidcConfig, jwks: Jwks, token: str) -> dict[str, Any]:
+    """The claims of a valid owner-session token, or ``AuthError``."""
+    key = signing_key(jwks, token)
     try:
         claims: dict[str, Any] = jwt.decode(
             token,

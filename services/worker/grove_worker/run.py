@@ -20,13 +20,10 @@ from types import FrameType
 
 import psycopg
 from psycopg_pool import ConnectionPool
-from pydantic import ValidationError
 
-from grove_contracts.errors import settings_problems
 from grove_db import queue
-from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool
-from grove_db.roles import check_runtime_role
+from grove_db.startup import checked_settings
 from grove_memory.inference import InferenceClient
 from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
@@ -142,16 +139,7 @@ class Worker:
 
 def main() -> None:
     """Entry point of ``grove-worker``; a bad setting or unsafe role exits with one line."""
-    try:
-        settings = WorkerSettings()  # type: ignore[call-arg]
-    except ValidationError as ex:
-        sys.exit(f"grove-worker: invalid configuration: {settings_problems(ex)}")
-    try:
-        check_runtime_role(settings.database_url)
-    except DatabaseError as ex:
-        sys.exit(f"grove-worker: {ex}")
-    except psycopg.Error as ex:
-        sys.exit(f"grove-worker: cannot reach the database: {type(ex).__name__}")
+    settings = checked_settings("grove-worker", WorkerSettings)
     if settings.embedding_profile == "disabled":
         sys.exit("grove-worker: GROVE_EMBEDDING_PROFILE is disabled: there is nothing to embed")
     pool = open_pool(settings.database_url, max_size=settings.db_pool_size)

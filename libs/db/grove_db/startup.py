@@ -1,0 +1,57 @@
+"""Start-up of a database-backed service: settings and role checks, then gunicorn.
+
+Each failure stops the process with one clear line and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
+from pydantic import ValidationError
+
+from grove_contracts.errors import settings_problems
+from grove_db.errors import DatabaseError
+from grove_db.roles import check_runtime_role
+
+
+class DatabaseSettings(Protocol):
+    """Any service settings with a runtime database URL."""
+
+    database_url: str
+
+
+S = TypeVar("S", bound=DatabaseSettings)
+
+
+def checked_settings(service: str, load: Callable[[], S]) -> S:
+    """Load the settings and refuse a database role that could bypass row-level security."""
+    try:
+        settings = load()
+    except ValidationError as ex:
+        sys.exit(f"{service}: invalid configuration: {settings_problems(ex)}")
+    try:
+        check_runtime_role(settings.database_url)
+    except DatabaseError as ex:
+        sys.exit(f"{service}: {ex}")
+    except Exception as ex:  # any connection failure is one clear line
+        sys.exit(f"{service}: cannot reach the database: {type(ex).__name__}: {ex}")
+    return settings
+
+
+class Gunicorn(BaseApplication):  # type: ignore[misc]
+    """gunicorn with options from code and the app built per worker by ``load_app``."""
+
+    def __init__(self, options: dict[str, Any], load_app: Callable[[], Any]) -> None:
+        self._options = options
+        self._load_app = load_app
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        return self._load_app()

@@ -28,7 +28,8 @@ def test_archived_notes_leave_recall_and_search_and_restore_brings_them_back(
     assert [r["outcome"] for r in outcome["results"]] == ["archived", "not_found"]
     assert recalled(tenant.client, "budget spreadsheet") == []
     assert tool(tenant.client, "search_memories", query="budget")["items"] == []
-    listed = tool(tenant.client, "list_memories")["items"]
+    assert tool(tenant.client, "list_memories")["items"] == []
+    listed = tool(tenant.client, "list_memories", archived=True)["items"]
     assert [(n["id"], n["archived"]) for n in listed] == [(note["id"], True)]
     again = tool(tenant.client, "archive_memories", ids=[note["id"]])
     assert again["results"][0]["outcome"] == "archived"
@@ -41,6 +42,7 @@ def test_restoring_a_revision_saves_it_as_a_new_version(tenant: Tenant) -> None:
     note = tenant.client.save("first wording", "decision")
     tool(tenant.client, "update_memory", id=note["id"], content="second wording", kind="fact")
     restored = tool(tenant.client, "restore_memory", id=note["id"], version=1)
+    assert restored["retentionDays"] is None
     assert (restored["content"], restored["kind"], restored["version"]) == (
         "first wording",
         "decision",
@@ -71,13 +73,15 @@ def test_move_is_all_or_nothing_and_checks_both_scopes(make_tenant: Any) -> None
     refused = owner.client.post(
         "/v1/tools/move_memories", {"ids": [first["id"], foreign["id"]], "projectId": notebook}
     )
-    assert refused.status_code == 404
+    assert refused.status_code == 409
+    assert error_of(refused)["code"] == "move_refused"
+    assert [d["field"] for d in error_of(refused)["details"]] == ["ids[1]"]
     assert {n["projectId"] for n in tool(owner.client, "list_memories")["items"]} == {None}
     moved = tool(owner.client, "move_memories", ids=[first["id"], second["id"]], projectId=notebook)
     assert [(n["projectId"], n["version"]) for n in moved["items"]] == [(notebook, 2)] * 2
     personal_only = owner.key("personal", personal=True)
     back = personal_only.post("/v1/tools/move_memories", {"ids": [first["id"]], "projectId": None})
-    assert back.status_code == 404  # the source notebook is not granted to this key
+    assert error_of(back)["code"] == "move_refused"  # the source notebook is not granted
     into = personal_only.post(
         "/v1/tools/move_memories",
         {"ids": [personal_only.save("mine")["id"]], "projectId": notebook},
@@ -102,8 +106,8 @@ def test_notebooks_are_renamed_and_moved_without_cycles(tenant: Tenant) -> None:
     assert (renamed["name"], renamed["parentId"]) == ("renamed leaf", middle)
     for moving, under in ((middle, leaf), (top, leaf), (top, middle), (top, top)):
         cycle = tenant.client.post("/v1/tools/update_notebook", {"id": moving, "parentId": under})
-        assert cycle.status_code == 400, (moving, under)
-        assert error_of(cycle)["details"][0]["field"] == "parentId"
+        assert cycle.status_code == 409, (moving, under)
+        assert error_of(cycle)["code"] == "notebook_cycle"
     moved = tool(tenant.client, "update_notebook", id=leaf, parentId=top)
     assert moved["parentId"] == top
     rooted = tool(tenant.client, "update_notebook", id=leaf, parentId=None)
@@ -122,4 +126,56 @@ def test_batch_tools_take_at_most_100_ids(tenant: Tenant, name: str) -> None:
     assert too_many.status_code == 400
     assert error_of(too_many)["details"][0]["field"] == "ids"
     at_limit = tenant.client.post(f"/v1/tools/{name}", {"ids": ids[:100], **extra})
-    assert at_limit.status_code == (200 if name == "archive_memories" else 404)
+    assert at_limit.status_code == (200 if name == "archive_memories" else 409)
+
+
+def test_a_deep_chain_refuses_every_cycle(tenant: Tenant) -> None:
+    chain = [tenant.notebook("level 0")]
+    for depth in range(1, 12):
+        chain.append(tenant.notebook(f"level {depth}", parent=chain[-1]))
+    bottom_up = tenant.client.post(
+        "/v1/tools/update_notebook", {"id": chain[0], "parentId": chain[-1]}
+    )
+    assert error_of(bottom_up)["code"] == "notebook_cycle"
+    sideways = tool(tenant.client, "update_notebook", id=chain[5], parentId=chain[0])
+    assert sideways["parentId"] == chain[0]
+
+
+def test_sibling_notebook_names_are_unique_ignoring_case(tenant: Tenant) -> None:
+    parent = tenant.notebook("projects")
+    tenant.notebook("Billing", parent=parent)
+    clash = tenant.client.post("/v1/notebooks", {"name": "  billing ", "parentId": parent})
+    assert clash.status_code == 409
+    assert error_of(clash)["code"] == "notebook_name_taken"
+    elsewhere = tenant.client.post("/v1/notebooks", {"name": "billing"})
+    assert elsewhere.status_code == 201  # a different parent: fine
+    renamed = tenant.client.post(
+        "/v1/tools/update_notebook", {"id": elsewhere.json()["data"]["id"], "parentId": parent}
+    )
+    assert error_of(renamed)["code"] == "notebook_name_taken"
+
+
+def test_restoring_a_revision_renews_the_lifetime(tenant: Tenant) -> None:
+    note = tenant.client.save("temporary", retentionDays=3)
+    tool(tenant.client, "update_memory", id=note["id"], content="changed")
+    restored = tool(tenant.client, "restore_memory", id=note["id"], version=1)
+    assert restored["retentionDays"] == 3
+    assert restored["expiresAt"] > note["expiresAt"]
+
+
+def test_a_handoff_becomes_a_permanent_fact_with_update_memory(tenant: Tenant) -> None:
+    handoff = tenant.client.save("state of work", "handoff", taskId="t-77")
+    fact = tool(
+        tenant.client,
+        "update_memory",
+        id=handoff["id"],
+        kind="fact",
+        taskId=None,
+        retentionDays=None,
+    )
+    assert (fact["kind"], fact["taskId"], fact["retentionDays"], fact["expiresAt"]) == (
+        "fact",
+        None,
+        None,
+        None,
+    )

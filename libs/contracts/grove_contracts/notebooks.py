@@ -6,15 +6,26 @@ from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from grove_contracts.notes import Strict
 
 
-class CreateNotebookRequest(Strict):
-    """Create a notebook, optionally inside another."""
+def _trimmed_name(value: str) -> str:
+    value = value.strip()
+    if not 1 <= len(value) <= MAX_NAME_CHARS:
+        raise ValueError(f"name must be 1-{MAX_NAME_CHARS} characters after trimming")
+    return value
 
-    name: Annotated[str, Field(min_length=1, max_length=200)]
+
+MAX_NAME_CHARS = 200
+Name = Annotated[str, AfterValidator(_trimmed_name)]
+
+
+class CreateNotebookRequest(Strict):
+    """Create a notebook, optionally inside another; names are unique among siblings."""
+
+    name: Name
     parentId: UUID | None = None
     operationId: UUID | None = None
 
@@ -54,6 +65,6 @@ class UpdateNotebookRequest(Strict):
     """Rename a notebook, or move it under ``parentId`` (``null``: to the top level)."""
 
     id: UUID
-    name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    name: Name | None = None
     parentId: UUID | None = None
     operationId: UUID | None = None

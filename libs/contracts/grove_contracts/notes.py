@@ -210,6 +210,7 @@ class ListQuery(Strict):
     sourceAgent: Annotated[str, Field(max_length=100)] | None = None
     updatedAfter: datetime | None = None
     lifetime: Literal["permanent", "ephemeral"] | None = None
+    archived: bool = False
     sort: ListSort = "updated_desc"
     cursor: Annotated[str, Field(max_length=2000)] | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT

@@ -42,6 +42,31 @@ class Conflict(ServiceError):
     status = 409
 
 
+class NotebookCycle(ServiceError):
+    """A notebook cannot move under itself or one of its descendants."""
+
+    code = "notebook_cycle"
+    status = 409
+
+
+class NotebookNameTaken(ServiceError):
+    """Another notebook with this name (ignoring case) already sits beside it."""
+
+    code = "notebook_name_taken"
+    status = 409
+
+
+class MoveRefused(ServiceError):
+    """Some notes cannot be moved, so none were; ``details`` says why for each."""
+
+    code = "move_refused"
+    status = 409
+
+    def __init__(self, details: list[dict[str, str]]) -> None:
+        super().__init__()
+        self.details = details
+
+
 class IdempotencyConflict(ServiceError):
     """This operationId was already used with different arguments."""
 

@@ -14,7 +14,7 @@ from grove_auth.principal import Principal
 from grove_contracts.notes import ArchiveRequest, MoveRequest, RestoreRequest
 from grove_db.pool import Conn, transaction
 from grove_memory import idempotency
-from grove_memory.errors import InvalidRequest, NotFound
+from grove_memory.errors import Conflict, InvalidRequest, MoveRefused, NotFound
 from grove_memory.notes import (
     LOCK_VISIBLE,
     NOTE_FIELDS,
@@ -81,13 +81,26 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str
                 raise InvalidRequest("durable", "only a handoff can be made durable")
             values.update(kind="fact", retention_days=None)
         if req.version is not None or req.durable:
-            row = write_correction(conn, store, current, values, retention_supplied=req.durable)
+            # A restore renews the lifetime (a durable one makes it permanent).
+            row = write_correction(conn, store, current, values, retention_supplied=True)
             memory = record_revision(conn, store, row, req.operationId)
         else:
             assert row is not None
             memory = memory_json(row)
         idempotency.finish(conn, principal.account_id, req.operationId, memory, req.id)
     return memory
+
+
+def _move_one(
+    conn: Conn, store: Store, principal: Principal, memory_id: Any, req: MoveRequest
+) -> dict[str, Any]:
+    current = lock_note(conn, principal, memory_id, None)
+    if current["project_id"] == req.projectId:
+        return memory_json(current)
+    values = {name: current[name] for name in NOTE_FIELDS}
+    values["project_id"] = req.projectId
+    row = write_correction(conn, store, current, values, retention_supplied=False)
+    return record_revision(conn, store, row, req.operationId)
 
 
 def _revision(conn: Conn, memory_id: Any, version: int) -> dict[str, Any]:
@@ -112,19 +125,14 @@ def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]
         if replay is not None:
             return replay.response
         check_project(conn, principal, req.projectId)
-        items = []
-        for memory_id in dict.fromkeys(req.ids):
+        items, refused = [], []
+        for index, memory_id in enumerate(dict.fromkeys(req.ids)):
             try:
-                current = lock_note(conn, principal, memory_id, None)
-            except NotFound as ex:
-                raise NotFound(f"note {memory_id} not found; nothing was moved") from ex
-            if current["project_id"] == req.projectId:
-                items.append(memory_json(current))
-                continue
-            values = {name: current[name] for name in NOTE_FIELDS}
-            values["project_id"] = req.projectId
-            row = write_correction(conn, store, current, values, retention_supplied=False)
-            items.append(record_revision(conn, store, row, req.operationId))
+                items.append(_move_one(conn, store, principal, memory_id, req))
+            except (NotFound, Conflict) as ex:
+                refused.append({"field": f"ids[{index}]", "message": f"{memory_id}: {ex.message}"})
+        if refused:
+            raise MoveRefused(refused)  # the transaction rolls back: nothing moved
         response = {"items": items}
         idempotency.finish(conn, principal.account_id, req.operationId, response)
     return response

@@ -85,6 +85,8 @@ def _where(query: ListQuery) -> tuple[list[str], dict[str, Any]]:
     elif query.projectId is not None:
         where.append("m.project_id = %(projectId)s")
         values["projectId"] = query.projectId
+    # Archived notes are set aside: listed only when asked for, and then only they.
+    where.append("m.archived_at IS NOT NULL" if query.archived else "m.archived_at IS NULL")
     if query.lifetime == "permanent":
         where.append("m.retention_days IS NULL")
     elif query.lifetime == "ephemeral":

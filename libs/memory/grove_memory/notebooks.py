@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID, uuid4
 
+import psycopg
+
 from grove_auth.principal import Principal
 from grove_contracts.notebooks import (
     CreateNotebookRequest,
@@ -12,9 +14,9 @@ from grove_contracts.notebooks import (
     NotebookListQuery,
     UpdateNotebookRequest,
 )
-from grove_db.pool import transaction
+from grove_db.pool import Conn, transaction
 from grove_memory import cursors, idempotency
-from grove_memory.errors import Forbidden, InvalidRequest
+from grove_memory.errors import Forbidden, NotebookCycle, NotebookNameTaken
 from grove_memory.scope import check_project
 from grove_memory.store import Store, require
 
@@ -56,12 +58,12 @@ def create_notebook(
             return replay.response, False
         if req.parentId is not None:
             check_project(conn, principal, req.parentId)
-        row = conn.execute(
+        row = _write(
+            conn,
             "INSERT INTO projects AS p (account_id, id, name, parent_id)"
             f" VALUES (%s, %s, %s, %s) RETURNING {NOTEBOOK_COLUMNS}",
-            (principal.account_id, uuid4(), req.name.strip() or req.name, req.parentId),
-        ).fetchone()
-        assert row is not None
+            (principal.account_id, uuid4(), req.name, req.parentId),
+        )
         notebook = notebook_json(row)
         idempotency.finish(conn, principal.account_id, req.operationId, notebook)
     return notebook, True
@@ -149,10 +151,9 @@ def update_notebook(
             check_project(conn, principal, req.parentId)
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
             if conn.execute(CYCLE, {"parent": req.parentId, "id": req.id}).fetchone():
-                raise InvalidRequest(
-                    "parentId", "a notebook cannot move under itself or one of its descendants"
-                )
-        row = conn.execute(
+                raise NotebookCycle()
+        row = _write(
+            conn,
             f"UPDATE projects AS p SET name = coalesce(%(name)s, p.name),"
             " parent_id = CASE WHEN %(move)s THEN %(parent)s ELSE p.parent_id END,"
             f" updated_at = statement_timestamp() WHERE p.id = %(id)s RETURNING {NOTEBOOK_COLUMNS}",
@@ -162,8 +163,18 @@ def update_notebook(
                 "parent": req.parentId,
                 "id": req.id,
             },
-        ).fetchone()
-        assert row is not None
+        )
         notebook = notebook_json(row)
         idempotency.finish(conn, principal.account_id, req.operationId, notebook)
     return notebook
+
+
+def _write(conn: Conn, statement: str, values: Any) -> dict[str, Any]:
+    """Insert or update one notebook; a sibling with the same name is ``NotebookNameTaken``."""
+    try:
+        with conn.transaction():
+            row = conn.execute(statement, values).fetchone()
+    except psycopg.errors.UniqueViolation as ex:
+        raise NotebookNameTaken() from ex
+    assert row is not None
+    return row

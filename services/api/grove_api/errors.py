@@ -65,6 +65,8 @@ def _respond(
 
 def _domain(req: falcon.Request, resp: falcon.Response, ex: Any, params: dict[str, Any]) -> None:
     details = getattr(ex, "details", None)
+    if details and isinstance(details[0], dict):
+        details = [FieldError(**d) for d in details]
     if isinstance(ex, InvalidRequest):
         details = [FieldError(field=ex.field, message=ex.detail)]
     _respond(req, resp, ex.status, ex.code, ex.message, details)

@@ -155,7 +155,14 @@ class ToolRunner:
             return failure("validation_error", "the arguments are not valid", request_id, details)
         except (ServiceError, DatabaseError, GrantError) as ex:
             message = getattr(ex, "message", str(ex))
-            return failure(ex.code, message, request_id, extra=getattr(ex, "extra", None))
+            details = getattr(ex, "details", None)
+            return failure(
+                ex.code,
+                message,
+                request_id,
+                details if isinstance(details, list) else None,
+                extra=getattr(ex, "extra", None),
+            )
         except Exception as ex:  # reported to the caller without internals
             print(
                 json.dumps(

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
+import psycopg
 import pytest
 import requests
 from cryptography.hazmat.primitives import serialization
@@ -37,6 +38,8 @@ from tests.integration.conftest import (
     new_tenant,
     start_api,
     start_mcp,
+    start_worker,
+    wait_until,
 )
 from tests.integration.test_mcp import connect
 from tests.integration.test_mcp import error_of as tool_error
@@ -696,3 +699,114 @@ def test_a_notebook_grant_does_not_cover_its_children(setup: Setup) -> None:
         key.post("/v1/memories", {"content": "c", "kind": "fact", "projectId": parent}).status_code
         == 201
     )
+
+
+# --- expiry sweeps and the restoration window ----------------------------------------
+
+
+def superuser_sql(database: embedded.EmbeddedDatabase, statement: str, *args: Any) -> list[Any]:
+    grove = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    with psycopg.connect(grove, autocommit=True) as conn:
+        cursor = conn.execute(statement, args)
+        return cursor.fetchall() if cursor.description else []
+
+
+def make_due(database: embedded.EmbeddedDatabase, note_id: str) -> None:
+    """Move a note's expiry, and its sweep job, into the past (the clock, injected)."""
+    superuser_sql(
+        database,
+        "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+        note_id,
+    )
+    superuser_sql(
+        database,
+        "UPDATE jobs SET run_after = now() WHERE memory_id = %s"
+        " AND kind = 'expire_note' AND status = 'queued'",
+        note_id,
+    )
+
+
+@pytest.fixture
+def sweepers(database: embedded.EmbeddedDatabase) -> Iterator[list[Running]]:
+    workers = [
+        start_worker(database, "127.0.0.1:1", GROVE_EMBEDDING_PROFILE="disabled") for _ in range(2)
+    ]
+    yield workers
+    for worker in workers:
+        worker.stop()
+
+
+def test_expired_notes_enter_the_window_and_the_owner_can_restore_them(
+    setup: Setup, database: embedded.EmbeddedDatabase, sweepers: list[Running]
+) -> None:
+    notes = [setup.tenant.client.save(f"short-lived {i}", retentionDays=2) for i in range(20)]
+    for note in notes:
+        make_due(database, note["id"])
+
+    def swept() -> bool:
+        rows = superuser_sql(
+            database,
+            "SELECT count(*) FROM memories WHERE account_id = %s AND swept_at IS NOT NULL",
+            setup.tenant.account_id,
+        )
+        return bool(rows[0][0] == len(notes))
+
+    wait_until(swept, timeout=30)
+    purges = superuser_sql(
+        database,
+        "SELECT memory_id, run_after - (SELECT swept_at FROM memories m"
+        " WHERE m.id = j.memory_id) FROM jobs j WHERE account_id = %s AND kind = 'purge_note'",
+        setup.tenant.account_id,
+    )
+    assert len(purges) == len(notes)  # two sweepers, each note swept once
+    assert {delta for _, delta in purges} == {timedelta(days=60)}
+    assert setup.tenant.client.get(f"/v1/memories/{notes[0]['id']}").status_code == 404
+
+    refused = setup.tenant.client.post(f"/v1/memories/{notes[0]['id']}/restore", {})
+    assert error_of(refused)["code"] == "owner_session_required"
+    restored = setup.owner().post(f"/v1/memories/{notes[0]['id']}/restore", {})
+    assert restored.status_code == 200, restored.text
+    assert restored.json()["data"]["retentionDays"] == 2
+    assert setup.tenant.client.get(f"/v1/memories/{notes[0]['id']}").status_code == 200
+
+
+def test_the_window_ends_in_soft_deletion_unless_restored(
+    setup: Setup, database: embedded.EmbeddedDatabase, sweepers: list[Running]
+) -> None:
+    kept, lost = (setup.tenant.client.save(t, retentionDays=1) for t in ("kept", "lost"))
+    for note in (kept, lost):
+        make_due(database, note["id"])
+    wait_until(
+        lambda: (
+            superuser_sql(
+                database,
+                "SELECT count(*) FROM jobs WHERE memory_id = ANY(%s) AND kind = 'purge_note'",
+                [uuid.UUID(kept["id"]), uuid.UUID(lost["id"])],
+            )[0][0]
+            == 2
+        ),
+        timeout=30,
+    )
+    setup.owner().post(f"/v1/memories/{kept['id']}/restore", {})
+    # Past the 60-day window: rewind the sweep and make the purge jobs due.
+    superuser_sql(
+        database,
+        "UPDATE memories SET swept_at = now() - interval '61 days' WHERE id = %s",
+        lost["id"],
+    )
+    superuser_sql(
+        database,
+        "UPDATE jobs SET run_after = now() WHERE kind = 'purge_note' AND memory_id = ANY(%s)",
+        [uuid.UUID(kept["id"]), uuid.UUID(lost["id"])],
+    )
+    wait_until(
+        lambda: superuser_sql(
+            database, "SELECT deleted_at IS NOT NULL FROM memories WHERE id = %s", lost["id"]
+        )[0][0],
+        timeout=30,
+    )
+    assert (
+        superuser_sql(database, "SELECT deleted_at FROM memories WHERE id = %s", kept["id"])[0][0]
+        is None
+    )
+    assert setup.owner().post(f"/v1/memories/{lost['id']}/restore", {}).status_code == 404

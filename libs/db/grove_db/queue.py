@@ -19,11 +19,16 @@ from grove_db.pool import Conn, transaction
 
 CHANNEL = "grove_jobs"
 EMBED_REVISION = "embed_revision"
+EXPIRE_NOTE = "expire_note"
+PURGE_NOTE = "purge_note"
+#: Jobs every worker runs, whatever its embedding profile.
+SWEEPS = [EXPIRE_NOTE, PURGE_NOTE]
+RESTORATION_WINDOW_DAYS = 60
 
 CLAIM = """
     WITH next AS (
         SELECT id FROM jobs
-        WHERE profile = %(profile)s
+        WHERE (profile = %(profile)s OR (profile IS NULL AND kind = ANY(%(sweeps)s)))
           AND ((status = 'queued' AND run_after <= now())
                OR (status = 'running' AND lease_expires_at < now()))
         ORDER BY run_after, id
@@ -82,14 +87,26 @@ def enqueue_embedding(conn: Conn, memory_id: UUID, profile: str) -> None:
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
 
 
+def enqueue_expiry(conn: Conn, memory_id: UUID) -> None:
+    """Queue the sweep of a note at its expiry (once per expiry time), caller's transaction."""
+    conn.execute(
+        "INSERT INTO jobs (account_id, kind, memory_id, run_after)"
+        " SELECT m.account_id, %(kind)s, m.id, m.expires_at FROM memories m"
+        " WHERE m.id = %(id)s AND m.expires_at IS NOT NULL AND NOT EXISTS ("
+        "   SELECT 1 FROM jobs j WHERE j.account_id = m.account_id AND j.memory_id = m.id"
+        "   AND j.kind = %(kind)s AND j.status = 'queued' AND j.run_after = m.expires_at)",
+        {"kind": EXPIRE_NOTE, "id": memory_id},
+    )
+
+
 def _queue_context(conn: Conn) -> None:
     conn.execute("SELECT set_config('grove.queue', 'claim', true)")
 
 
 def claim(
-    pool: ConnectionPool, owner: str, profile: str, limit: int, lease_seconds: float
+    pool: ConnectionPool, owner: str, profile: str | None, limit: int, lease_seconds: float
 ) -> list[Job]:
-    """Lease up to ``limit`` runnable jobs of one embedding profile.
+    """Lease up to ``limit`` runnable jobs: sweeps, and embeddings of ``profile``.
 
     Runnable: queued and due, or running with an expired lease (its worker died).
     """
@@ -97,7 +114,13 @@ def claim(
         _queue_context(conn)
         rows = conn.execute(
             CLAIM,
-            {"limit": limit, "owner": owner, "lease": lease_seconds, "profile": profile},
+            {
+                "limit": limit,
+                "owner": owner,
+                "lease": lease_seconds,
+                "profile": profile,
+                "sweeps": SWEEPS,
+            },
         )
         return [Job(**row) for row in rows.fetchall()]
 

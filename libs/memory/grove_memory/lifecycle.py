@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from grove_auth.errors import OwnerSessionRequired
 from grove_auth.principal import Principal
 from grove_contracts.notes import ArchiveRequest, MoveRequest, RestoreRequest
+from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory import idempotency
 from grove_memory.errors import Conflict, InvalidRequest, MoveRefused, NotFound
@@ -136,3 +138,26 @@ def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]
         response = {"items": items}
         idempotency.finish(conn, principal.account_id, req.operationId, response)
     return response
+
+
+def restore_expired(store: Store, principal: Principal, memory_id: Any) -> dict[str, Any]:
+    """The owner brings back a note that expired and is in its restoration window.
+
+    Its lifetime starts again (same ``retentionDays``); a note already soft deleted at
+    the window's end cannot come back.
+    """
+    if not principal.is_owner:
+        raise OwnerSessionRequired()
+    with transaction(store.pool, principal.account_id) as conn:
+        row = conn.execute(
+            "UPDATE memories AS m SET swept_at = NULL, expires_at = statement_timestamp()"
+            " + make_interval(days => m.retention_days)"
+            " WHERE m.id = %s AND m.deleted_at IS NULL"
+            " AND (m.swept_at IS NOT NULL OR m.expires_at <= statement_timestamp())"
+            f" RETURNING {MEMORY_COLUMNS}",
+            (memory_id,),
+        ).fetchone()
+        if row is None:
+            raise NotFound("no expired note with that ID awaits restoration")
+        queue.enqueue_expiry(conn, memory_id)
+    return memory_json(row)

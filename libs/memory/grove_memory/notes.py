@@ -377,6 +377,7 @@ def record_revision(
     vector is reused and the note stays ``ready``; otherwise an embedding job is queued.
     """
     conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
+    queue.enqueue_expiry(conn, row["id"])
     if store.profile is not None:
         keys = {"id": row["id"], "profile": store.profile}
         if conn.execute(COPY_EMBEDDING, keys).rowcount:

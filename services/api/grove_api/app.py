@@ -54,6 +54,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/memories/forget", resources.Forget(store, limit))
     app.add_route("/v1/memories/{memory_id:uuid}", resources.Memory(store, limit))
     app.add_route("/v1/memories/{memory_id:uuid}/revisions", resources.Revisions(store, limit))
+    app.add_route("/v1/memories/{memory_id:uuid}/restore", resources.RestoreExpired(store, limit))
     app.add_route("/v1/recall", resources.Recall(store, limit))
     app.add_route("/v1/export", resources.Export(store, limit))
     app.add_route("/v1/notebooks", resources.Notebooks(store, limit))

@@ -21,7 +21,7 @@ from grove_contracts.notes import (
     UpdateRequest,
 )
 from grove_contracts.tools import TOOLS
-from grove_memory import export, listing, notebooks, notes, recall, tools
+from grove_memory import export, lifecycle, listing, notebooks, notes, recall, tools
 from grove_memory.store import Store
 
 
@@ -145,3 +145,10 @@ class ToolCall(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, tool: str) -> None:
         arguments = read_json(req, Arguments, self.max_body)
         _ok(resp, tools.call(self.store, req.context.principal, tool, arguments.model_dump()))
+
+
+class RestoreExpired(Resource):
+    """``POST /v1/memories/{id}/restore``: the owner restores an expired note."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
+        _ok(resp, lifecycle.restore_expired(self.store, req.context.principal, memory_id))

@@ -25,6 +25,7 @@ from grove_db import queue
 from grove_db.pool import open_pool
 from grove_db.startup import checked_settings
 from grove_memory.inference import InferenceClient
+from grove_worker import sweeps
 from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
 
@@ -42,7 +43,7 @@ class Worker:
     """One worker process's loop."""
 
     def __init__(
-        self, settings: WorkerSettings, pool: ConnectionPool, client: InferenceClient
+        self, settings: WorkerSettings, pool: ConnectionPool, client: InferenceClient | None
     ) -> None:
         self.settings = settings
         self.pool = pool
@@ -82,16 +83,20 @@ class Worker:
         jobs = queue.claim(
             self.pool,
             self.owner,
-            settings.embedding_profile,
+            None if self.client is None else settings.embedding_profile,
             settings.worker_batch,
             settings.worker_lease_seconds,
         )
         if not jobs:
             return None
+        sweeping = [job for job in jobs if job.kind in queue.SWEEPS]
+        if sweeping:
+            log("sweep", jobs=len(sweeping), **vars(sweeps.run(self.pool, self.owner, sweeping)))
+        embedding = [job for job in jobs if job.kind == queue.EMBED_REVISION]
         with self._held_lock:
-            self._held.update(job.id for job in jobs)
-        batch = prepare(self.pool, self.owner, jobs)
-        if batch.live:
+            self._held.update(job.id for job in embedding)
+        batch = prepare(self.pool, self.owner, embedding)
+        if batch.live and self.client is not None:
             batch.vectors = embedder.submit(
                 self.client.embed,
                 batch.texts,
@@ -104,7 +109,8 @@ class Worker:
         outcome = settle(self.pool, self.owner, batch, self.policy)
         with self._held_lock:
             self._held.difference_update(job.id for job in batch.jobs)
-        log("batch", jobs=len(batch.jobs), **vars(outcome))
+        if batch.jobs:
+            log("batch", jobs=len(batch.jobs), **vars(outcome))
 
     def _wait(self, listener: psycopg.Connection[object]) -> None:
         # Short slices, so SIGTERM is noticed within a second.
@@ -140,10 +146,12 @@ class Worker:
 def main() -> None:
     """Entry point of ``grove-worker``; a bad setting or unsafe role exits with one line."""
     settings = checked_settings("grove-worker", WorkerSettings)
-    if settings.embedding_profile == "disabled":
-        sys.exit("grove-worker: GROVE_EMBEDDING_PROFILE is disabled: there is nothing to embed")
     pool = open_pool(settings.database_url, max_size=settings.db_pool_size)
-    client = InferenceClient(settings.ask_address, settings.embedding_profile)
+    client = (
+        None
+        if settings.embedding_profile == "disabled"  # sweeps only
+        else InferenceClient(settings.ask_address, settings.embedding_profile)
+    )
     worker = Worker(settings, pool, client)
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -154,5 +162,6 @@ def main() -> None:
     with psycopg.connect(settings.database_url, autocommit=True) as listener:
         listener.execute(f"LISTEN {queue.CHANNEL}")
         worker.run(listener)
-    client.close()
+    if client is not None:
+        client.close()
     pool.close()

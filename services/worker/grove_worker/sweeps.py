@@ -1,0 +1,69 @@
+"""Expiry sweeps: expired notes enter a restoration window, then are soft deleted.
+
+Expired notes are already hidden at read time; the sweep records it (``swept_at``)
+and queues the purge for the end of the 60-day window, when the note is soft deleted
+unless its owner restored it. Both steps are idempotent (a note renewed, restored or
+deleted meanwhile is left alone) and run under the note's own account.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psycopg_pool import ConnectionPool
+
+from grove_db import queue
+from grove_db.pool import Conn, transaction
+
+SWEEP = """
+    UPDATE memories SET swept_at = now()
+    WHERE id = %s AND deleted_at IS NULL AND swept_at IS NULL AND expires_at <= now()
+    RETURNING id
+"""
+
+QUEUE_PURGE = """
+    INSERT INTO jobs (account_id, kind, memory_id, run_after)
+    SELECT account_id, %s, id, swept_at + make_interval(days => %s) FROM memories WHERE id = %s
+"""
+
+PURGE = """
+    UPDATE memories SET deleted_at = now()
+    WHERE id = %s AND deleted_at IS NULL AND swept_at IS NOT NULL
+      AND swept_at <= now() - make_interval(days => %s)
+    RETURNING id
+"""
+
+
+@dataclass
+class SweepOutcome:
+    """What one batch of sweep jobs did."""
+
+    expired: int = 0
+    deleted: int = 0
+    skipped: int = 0
+    lost: int = 0
+
+
+def run(pool: ConnectionPool, owner: str, jobs: list[queue.Job]) -> SweepOutcome:
+    """Run sweep jobs, each in its own transaction under its account."""
+    outcome = SweepOutcome()
+    for job in jobs:
+        with transaction(pool, job.account_id) as conn:
+            if not queue.finish(conn, job, owner):
+                outcome.lost += 1
+                continue
+            _step(conn, job, outcome)
+    return outcome
+
+
+def _step(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
+    window = queue.RESTORATION_WINDOW_DAYS
+    if job.kind == queue.EXPIRE_NOTE:
+        if conn.execute(SWEEP, (job.memory_id,)).fetchone():
+            conn.execute(QUEUE_PURGE, (queue.PURGE_NOTE, window, job.memory_id))
+            outcome.expired += 1
+            return
+    elif conn.execute(PURGE, (job.memory_id, window)).fetchone():
+        outcome.deleted += 1
+        return
+    outcome.skipped += 1

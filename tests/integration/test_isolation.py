@@ -137,8 +137,9 @@ def exported(client: Client) -> tuple[set[str], set[str]]:
     response = client.get("/v1/export")
     assert response.status_code == 200, response.text
     lines = [json.loads(line) for line in response.text.splitlines() if line]
-    memories = {line["memory"]["id"] for line in lines if line["type"] == "memory"}
-    revisions = {line["revision"]["memoryId"] for line in lines if line["type"] == "revision"}
+    notes = [line for line in lines if line["type"] == "memory"]
+    memories = {line["memory"]["id"] for line in notes}
+    revisions = {r["memoryId"] for line in notes for r in line["revisions"]}
     return memories, revisions
 
 

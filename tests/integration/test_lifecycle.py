@@ -653,9 +653,9 @@ def test_forgotten_notes_disappear_from_every_read(tenant: Tenant) -> None:
     assert recalled(tenant.client, query="capybara") == [kept["id"]]
     assert recalled(tenant.client) == [kept["id"]]
     lines = exported(tenant.client)
-    assert {line[line["type"]].get("id") or line[line["type"]]["memoryId"] for line in lines} == {
-        kept["id"]
-    }
+    notes = [line for line in lines if line["type"] == "memory"]
+    assert {line["memory"]["id"] for line in notes} == {kept["id"]}
+    assert {r["memoryId"] for line in notes for r in line["revisions"]} == {kept["id"]}
 
 
 # --- known gap, last so that -x runs everything else first ---------------------------

@@ -810,3 +810,15 @@ def test_the_window_ends_in_soft_deletion_unless_restored(
         is None
     )
     assert setup.owner().post(f"/v1/memories/{lost['id']}/restore", {}).status_code == 404
+
+
+def test_the_owner_export_includes_connections_without_secrets(setup: Setup) -> None:
+    setup.tenant.client.save("exported by the owner")
+    response = setup.owner().get("/v1/export")
+    lines = [json.loads(line) for line in response.text.splitlines() if line]
+    connections = [line["connection"] for line in lines if line["type"] == "connection"]
+    assert [c["keyPrefix"] for c in connections] == [(setup.tenant.client.key or "")[:12]]
+    assert (setup.tenant.client.key or "") not in response.text
+    assert [line["memory"]["content"] for line in lines if line["type"] == "memory"] == [
+        "exported by the owner"
+    ]

@@ -123,7 +123,8 @@ def test_revisions_keep_every_saved_state(tenant: Tenant) -> None:
     assert [r["content"] for r in rest["items"]] == ["third"]
 
 
-def test_export_streams_notes_then_revisions_as_ndjson(tenant: Tenant) -> None:
+def test_export_streams_one_line_per_note_with_its_revisions(tenant: Tenant) -> None:
+    notebook = tenant.notebook("kept in export")
     note = tenant.client.save("exported")
     tenant.client.patch(f"/v1/memories/{note['id']}", {"content": "exported again"})
     gone = tenant.client.save("forgotten")
@@ -132,9 +133,15 @@ def test_export_streams_notes_then_revisions_as_ndjson(tenant: Tenant) -> None:
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("application/x-ndjson")
     lines = [json.loads(line) for line in response.iter_lines() if line]
-    assert [line["type"] for line in lines] == ["memory", "revision", "revision"]
-    assert lines[0]["memory"]["content"] == "exported again"
-    assert [line["revision"]["version"] for line in lines[1:]] == [1, 2]
+    assert [line["type"] for line in lines] == ["export", "notebook", "memory"]
+    assert lines[0]["version"] == 1
+    assert lines[1]["notebook"]["id"] == notebook
+    assert lines[2]["memory"]["content"] == "exported again"
+    assert [(r["version"], r["content"]) for r in lines[2]["revisions"]] == [
+        (1, "exported"),
+        (2, "exported again"),
+    ]
+    assert all(line["type"] != "connection" for line in lines)  # keys see no connections
 
 
 def test_notebooks_are_created_nested_and_listed(tenant: Tenant) -> None:

@@ -1,52 +1,101 @@
-"""Streaming export of every note (and its revisions) the caller may read, as NDJSON."""
+"""Streaming export of everything the caller may read, as NDJSON (format version 1).
+
+Lines, in order: a header ``{"type": "export", "version": 1, "exportedAt": …}``;
+one ``notebook`` line per granted notebook; for an owner session, one ``connection``
+line per connection (grants and status, never secrets); then one ``memory`` line per
+note carrying all of its revisions. One REPEATABLE READ snapshot and server-side
+cursors keep memory flat however large the account.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
+from grove_auth.connections import SELECT_CONNECTIONS, connection_json
 from grove_auth.principal import Principal
-from grove_db.pool import transaction
+from grove_db.pool import Conn, transaction
+from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
 from grove_memory.scope import VISIBLE, params
 from grove_memory.store import Store, require
 
+FORMAT_VERSION = 1
 FETCH_BATCH = 500
+
+# Notes with their revisions, one row per revision, grouped by note.
+REVISION_ALIASED = ", ".join(
+    f"{column} AS r_{column.removeprefix('r.')}" for column in REVISION_COLUMNS.split(", ")
+)
+NOTES_WITH_REVISIONS = f"""
+    SELECT {MEMORY_COLUMNS}, {REVISION_ALIASED}
+    FROM memories m
+    JOIN memory_revisions r ON r.account_id = m.account_id AND r.memory_id = m.id
+    WHERE {VISIBLE}
+    ORDER BY m.created_at, m.id, r.version
+"""
 
 
 def export_lines(store: Store, principal: Principal) -> Iterator[bytes]:
-    """Yield one JSON line per note, then one per revision of those notes.
-
-    Runs in one transaction (one consistent snapshot) with server-side cursors, so
-    memory use stays flat however many notes the account holds. Capability is checked
-    before the first line, so a refusal is an ordinary error response.
-    """
+    """The export as NDJSON lines; capability is checked before the first line."""
     require(principal, "read")
     return _lines(store, principal)
 
 
 def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
     with transaction(store.pool, principal.account_id, snapshot=True) as conn:
-        notes = conn.cursor(name="export_notes")
-        notes.itersize = FETCH_BATCH
-        notes.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {VISIBLE} ORDER BY m.created_at, m.id",
-            params(principal),
+        yield _line(
+            {
+                "type": "export",
+                "version": FORMAT_VERSION,
+                "exportedAt": datetime.now(UTC).isoformat(),
+            }
         )
-        for row in notes:
-            yield _line("memory", memory_json(row))
-        notes.close()
-        revisions = conn.cursor(name="export_revisions")
-        revisions.itersize = FETCH_BATCH
-        revisions.execute(
-            f"SELECT {REVISION_COLUMNS} FROM memory_revisions r"
-            " JOIN memories m ON m.account_id = r.account_id AND m.id = r.memory_id"
-            f" WHERE {VISIBLE} ORDER BY m.created_at, m.id, r.version",
+        for row in _stream(
+            conn,
+            f"SELECT {NOTEBOOK_COLUMNS} FROM projects p"
+            " WHERE p.deleted_at IS NULL AND (%(all_projects)s"
+            " OR p.id = ANY(%(project_ids)s::uuid[])) ORDER BY p.created_at, p.id",
             params(principal),
-        )
-        for row in revisions:
-            yield _line("revision", revision_json(row))
+        ):
+            yield _line({"type": "notebook", "notebook": notebook_json(row)})
+        if principal.is_owner:
+            for row in _stream(
+                conn, SELECT_CONNECTIONS + " GROUP BY c.id ORDER BY c.created_at", {}
+            ):
+                yield _line({"type": "connection", "connection": connection_json(row)})
+        yield from _notes(conn, principal)
 
 
-def _line(kind: str, data: dict[str, object]) -> bytes:
-    return (json.dumps({"type": kind, kind: data}, separators=(",", ":")) + "\n").encode()
+def _notes(conn: Conn, principal: Principal) -> Iterator[bytes]:
+    current: dict[str, Any] | None = None
+    revisions: list[dict[str, Any]] = []
+    for row in _stream(conn, NOTES_WITH_REVISIONS, params(principal)):
+        if current is not None and current["id"] != row["id"]:
+            yield _line({"type": "memory", "memory": memory_json(current), "revisions": revisions})
+            revisions = []
+        current = row
+        revisions.append(
+            revision_json(
+                {
+                    key.removeprefix("r_"): value
+                    for key, value in row.items()
+                    if key.startswith("r_")
+                }
+            )
+        )
+    if current is not None:
+        yield _line({"type": "memory", "memory": memory_json(current), "revisions": revisions})
+
+
+def _stream(conn: Conn, statement: str, values: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    with conn.cursor(name=f"export_{abs(hash(statement))}") as cursor:
+        cursor.itersize = FETCH_BATCH
+        cursor.execute(statement, values)
+        yield from cursor
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, separators=(",", ":"), default=str) + "\n").encode()

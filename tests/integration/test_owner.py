@@ -822,3 +822,53 @@ def test_the_owner_export_includes_connections_without_secrets(setup: Setup) -> 
     assert [line["memory"]["content"] for line in lines if line["type"] == "memory"] == [
         "exported by the owner"
     ]
+
+
+# --- whole-notebook lifecycle ---------------------------------------------------------
+
+
+def test_subtree_archive_restore_and_delete_with_previews(setup: Setup) -> None:
+    owner, key = setup.owner(), setup.tenant.client
+    top = setup.tenant.notebook("top")
+    child = setup.tenant.notebook("child", parent=top)
+    leaf = setup.tenant.notebook("leaf", parent=child)
+    outside = setup.tenant.notebook("outside")
+    notes = [key.save(f"note {i}", projectId=nb) for i, nb in enumerate((top, child, leaf))]
+    set_aside = key.save("archived on its own", projectId=leaf)
+    key.post("/v1/tools/archive_memories", {"ids": [set_aside["id"]]})
+    key.save("elsewhere", projectId=outside)
+
+    for path in (f"/v1/notebooks/{top}/subtree", "/v1/notebooks/archived"):
+        assert error_of(key.get(path))["code"] == "owner_session_required"
+    preview = owner.get(f"/v1/notebooks/{top}/subtree").json()["data"]
+    assert (preview["notebooks"], preview["notes"]) == (3, 4)
+    by_key = key.post(f"/v1/notebooks/{top}/archive", {"fingerprint": preview["fingerprint"]})
+    assert error_of(by_key)["code"] == "owner_session_required"
+
+    key.save("arrived after the preview", projectId=child)
+    stale = owner.post(f"/v1/notebooks/{top}/archive", {"fingerprint": preview["fingerprint"]})
+    assert stale.status_code == 409
+    assert error_of(stale)["code"] == "subtree_changed"
+
+    fresh = owner.get(f"/v1/notebooks/{top}/subtree").json()["data"]
+    archived = owner.post(f"/v1/notebooks/{top}/archive", {"fingerprint": fresh["fingerprint"]})
+    assert archived.json()["data"] == {"action": "archive", "notebooks": 3, "notes": 5}
+    assert [n["content"] for n in key.get("/v1/memories").json()["data"]["items"]] == ["elsewhere"]
+    assert [b["id"] for b in key.get("/v1/notebooks").json()["data"]["items"]] == [outside]
+    listed = owner.get("/v1/notebooks/archived").json()["data"]["items"]
+    assert {b["id"] for b in listed} == {top, child, leaf}
+
+    again = owner.get(f"/v1/notebooks/{top}/subtree").json()["data"]
+    owner.post(f"/v1/notebooks/{top}/restore", {"fingerprint": again["fingerprint"]})
+    live = {n["content"] for n in key.get("/v1/memories").json()["data"]["items"]}
+    assert live == {"note 0", "note 1", "note 2", "arrived after the preview", "elsewhere"}
+    still = key.get("/v1/memories?archived=true").json()["data"]["items"]
+    assert [n["id"] for n in still] == [set_aside["id"]]  # archived on its own stays so
+
+    last = owner.get(f"/v1/notebooks/{top}/subtree").json()["data"]
+    owner.post(f"/v1/notebooks/{top}/delete", {"fingerprint": last["fingerprint"]})
+    assert key.get(f"/v1/memories/{notes[0]['id']}").status_code == 404
+    assert owner.get(f"/v1/notebooks/{top}/subtree").status_code == 404
+    assert [b["id"] for b in key.get("/v1/notebooks").json()["data"]["items"]] == [outside]
+    unknown = owner.post(f"/v1/notebooks/{top}/explode", {"fingerprint": "x"})
+    assert unknown.status_code == 404

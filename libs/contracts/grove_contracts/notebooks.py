@@ -68,3 +68,9 @@ class UpdateNotebookRequest(Strict):
     name: Name | None = None
     parentId: UUID | None = None
     operationId: UUID | None = None
+
+
+class SubtreeConfirmation(Strict):
+    """Apply a previewed subtree operation: the fingerprint the preview returned."""
+
+    fingerprint: Annotated[str, Field(min_length=1, max_length=100)]

@@ -73,7 +73,7 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
     """One page of granted, live notebooks by name, with hidden parents masked."""
     require(principal, "read")
     granted = "(%(all)s OR {column} = ANY(%(ids)s::uuid[]))"
-    where = ["p.deleted_at IS NULL", granted.format(column="p.id")]
+    where = ["p.deleted_at IS NULL AND p.archived_at IS NULL", granted.format(column="p.id")]
     if query.parentId is not None:
         where.append("p.parent_id = %(parent)s")
     elif query.root:

@@ -58,6 +58,13 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/recall", resources.Recall(store, limit))
     app.add_route("/v1/export", resources.Export(store, limit))
     app.add_route("/v1/notebooks", resources.Notebooks(store, limit))
+    app.add_route("/v1/notebooks/archived", resources.ArchivedNotebooks(store, limit))
+    app.add_route(
+        "/v1/notebooks/{notebook_id:uuid}/subtree", resources.SubtreePreview(store, limit)
+    )
+    app.add_route(
+        "/v1/notebooks/{notebook_id:uuid}/{action}", resources.SubtreeAction(store, limit)
+    )
     owner_args = (deps.pool, deps.key_secret, limit)
     app.add_route("/v1/connections", owner.Connections(*owner_args))
     app.add_route("/v1/connections/{connection_id:uuid}", owner.Connection(*owner_args))

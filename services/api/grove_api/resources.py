@@ -9,7 +9,11 @@ from pydantic import BaseModel, ConfigDict
 
 from grove_api.body import operation_id, read_json, read_query
 from grove_contracts.errors import success_envelope
-from grove_contracts.notebooks import CreateNotebookRequest, NotebookListQuery
+from grove_contracts.notebooks import (
+    CreateNotebookRequest,
+    NotebookListQuery,
+    SubtreeConfirmation,
+)
 from grove_contracts.notes import (
     ForgetRequest,
     ListQuery,
@@ -21,7 +25,7 @@ from grove_contracts.notes import (
     UpdateRequest,
 )
 from grove_contracts.tools import TOOLS
-from grove_memory import export, lifecycle, listing, notebooks, notes, recall, tools
+from grove_memory import export, lifecycle, listing, notebooks, notes, recall, subtrees, tools
 from grove_memory.store import Store
 
 
@@ -152,3 +156,36 @@ class RestoreExpired(Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
         _ok(resp, lifecycle.restore_expired(self.store, req.context.principal, memory_id))
+
+
+class SubtreePreview(Resource):
+    """``GET /v1/notebooks/{id}/subtree``: counts and fingerprint (owner session)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, notebook_id: UUID) -> None:
+        _ok(resp, subtrees.preview(self.store, req.context.principal, notebook_id))
+
+
+class SubtreeAction(Resource):
+    """``POST /v1/notebooks/{id}/{archive|restore|delete}`` with the preview's fingerprint."""
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, notebook_id: UUID, action: str
+    ) -> None:
+        if action not in subtrees.APPLY:
+            raise falcon.HTTPNotFound()
+        body = read_json(req, SubtreeConfirmation, self.max_body)
+        done = subtrees.apply(
+            self.store,
+            req.context.principal,
+            notebook_id,
+            action,
+            body.fingerprint,  # type: ignore[arg-type]
+        )
+        _ok(resp, done)
+
+
+class ArchivedNotebooks(Resource):
+    """``GET /v1/notebooks/archived`` (owner session)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        _ok(resp, subtrees.list_archived(self.store, req.context.principal))

@@ -1,0 +1,127 @@
+"""Whole-notebook lifecycle, for the owner's session only: archive, restore, delete.
+
+Each operation has a preview (exact counts of the notebooks and notes it would touch,
+and a fingerprint of the subtree's state) and an apply step that takes that
+fingerprint and answers 409 ``subtree_changed`` if anything in the subtree changed
+since. Archive and restore move together: a restore brings back exactly what the
+archive set aside (notes archived on their own beforehand stay archived).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+from uuid import UUID
+
+from grove_auth.errors import OwnerSessionRequired
+from grove_auth.principal import Principal
+from grove_db.pool import Conn, transaction
+from grove_memory.errors import NotFound, ServiceError
+from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
+from grove_memory.store import Store
+
+Action = Literal["archive", "restore", "delete"]
+
+SUBTREE = """
+    WITH RECURSIVE sub AS (
+        SELECT id FROM projects WHERE id = %(root)s AND deleted_at IS NULL
+        UNION ALL
+        SELECT p.id FROM projects p JOIN sub ON p.parent_id = sub.id WHERE p.deleted_at IS NULL
+    )
+"""
+
+STATE = (
+    SUBTREE
+    + """
+    SELECT 'n' AS what, p.id, p.updated_at::text AS stamp, p.archived_at IS NOT NULL AS archived
+    FROM projects p JOIN sub ON sub.id = p.id
+    UNION ALL
+    SELECT 'm', m.id, m.version::text, m.archived_at IS NOT NULL
+    FROM memories m JOIN sub ON sub.id = m.project_id
+    WHERE m.deleted_at IS NULL
+    ORDER BY 1, 2
+"""
+)
+
+APPLY = {
+    "archive": [
+        # now() is the transaction's time: notebooks and notes get the same stamp.
+        SUBTREE + "UPDATE projects p SET archived_at = now(),"
+        " updated_at = statement_timestamp()"
+        " FROM sub WHERE p.id = sub.id AND p.archived_at IS NULL",
+        SUBTREE + "UPDATE memories m SET archived_at = now() FROM sub"
+        " WHERE m.project_id = sub.id AND m.archived_at IS NULL AND m.deleted_at IS NULL",
+    ],
+    "restore": [
+        # Notes archived together with their notebook share its archive time.
+        SUBTREE + "UPDATE memories m SET archived_at = NULL FROM sub, projects p"
+        " WHERE m.project_id = sub.id AND p.id = sub.id AND m.archived_at = p.archived_at",
+        SUBTREE + "UPDATE projects p SET archived_at = NULL, updated_at = statement_timestamp()"
+        " FROM sub WHERE p.id = sub.id AND p.archived_at IS NOT NULL",
+    ],
+    "delete": [
+        SUBTREE + "UPDATE memories m SET deleted_at = statement_timestamp() FROM sub"
+        " WHERE m.project_id = sub.id AND m.deleted_at IS NULL",
+        SUBTREE + "UPDATE projects p SET deleted_at = statement_timestamp(),"
+        " updated_at = statement_timestamp() FROM sub WHERE p.id = sub.id",
+    ],
+}
+
+
+class SubtreeChanged(ServiceError):
+    """The notebook's subtree changed since the preview; preview again and confirm."""
+
+    code = "subtree_changed"
+    status = 409
+
+
+def preview(store: Store, principal: Principal, root: UUID) -> dict[str, Any]:
+    """What an archive, restore or delete of ``root`` would touch, and its fingerprint."""
+    _require_owner(principal)
+    with transaction(store.pool, principal.account_id) as conn:
+        return _state(conn, root)
+
+
+def apply(
+    store: Store, principal: Principal, root: UUID, action: Action, fingerprint: str
+) -> dict[str, Any]:
+    """Archive, restore or delete the subtree if it is still as previewed."""
+    _require_owner(principal)
+    with transaction(store.pool, principal.account_id) as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
+        before = _state(conn, root)
+        if before["fingerprint"] != fingerprint:
+            raise SubtreeChanged()
+        for statement in APPLY[action]:
+            conn.execute(statement, {"root": root})
+        return {"action": action, "notebooks": before["notebooks"], "notes": before["notes"]}
+
+
+def list_archived(store: Store, principal: Principal) -> dict[str, Any]:
+    """Archived (not deleted) notebooks, by name."""
+    _require_owner(principal)
+    with transaction(store.pool, principal.account_id) as conn:
+        rows = conn.execute(
+            f"SELECT {NOTEBOOK_COLUMNS} FROM projects p"
+            " WHERE p.archived_at IS NOT NULL AND p.deleted_at IS NULL ORDER BY p.name, p.id"
+        ).fetchall()
+    return {"items": [notebook_json(r) for r in rows]}
+
+
+def _state(conn: Conn, root: UUID) -> dict[str, Any]:
+    rows = conn.execute(STATE, {"root": root}).fetchall()
+    if not rows:
+        raise NotFound("notebook not found")
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(f"{row['what']}|{row['id']}|{row['stamp']}|{row['archived']}\n".encode())
+    return {
+        "notebooks": sum(1 for r in rows if r["what"] == "n"),
+        "notes": sum(1 for r in rows if r["what"] == "m"),
+        "fingerprint": digest.hexdigest()[:32],
+    }
+
+
+def _require_owner(principal: Principal) -> None:
+    if not principal.is_owner:
+        raise OwnerSessionRequired()

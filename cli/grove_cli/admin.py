@@ -76,6 +76,12 @@ def set_automatic_capture(migration_url: str, account_id: UUID, paused: bool) ->
 def add_owner(migration_url: str, account_id: UUID, issuer: str, subject: str) -> None:
     """Record that the provider's ``subject`` (of ``issuer``) owns the account."""
     with psycopg.connect(migration_url) as conn, conn.transaction():
+        tombstone = conn.execute(
+            "SELECT 1 FROM identity_tombstones WHERE issuer = %s AND subject = %s",
+            (issuer, subject),
+        ).fetchone()
+        if tombstone:
+            raise LookupError(f"{subject} belonged to a deleted account and cannot own another")
         set_tenant(conn, account_id)
         conn.execute(
             "INSERT INTO account_owners (account_id, issuer, subject) VALUES (%s, %s, %s)",

@@ -872,3 +872,41 @@ def test_subtree_archive_restore_and_delete_with_previews(setup: Setup) -> None:
     assert [b["id"] for b in key.get("/v1/notebooks").json()["data"]["items"]] == [outside]
     unknown = owner.post(f"/v1/notebooks/{top}/explode", {"fingerprint": "x"})
     assert unknown.status_code == 404
+
+
+def test_deleting_the_account_revokes_everything_and_tombstones_the_owner(
+    setup: Setup, database: embedded.EmbeddedDatabase, oauth_mcp: str
+) -> None:
+    owner, key = setup.owner(), setup.tenant.client
+    key.save("kept in the export taken before deletion")
+    before = owner.get("/v1/export").text
+    assert "kept in the export taken before deletion" in before
+
+    def delete(client: Client, phrase: str) -> requests.Response:
+        return client.session.delete(
+            f"{client.base}/v1/account",
+            json={"confirmation": phrase},
+            headers=client.headers(),
+            timeout=10,
+        )
+
+    assert error_of(delete(key, "delete my Grove account"))["code"] == "owner_session_required"
+    assert delete(owner, "yes please").status_code == 400
+    done = delete(owner, "delete my Grove account")
+    assert done.status_code == 200, done.text
+    assert key.get("/v1/memories").status_code == 401  # the very next request
+    assert setup.owner().get("/v1/connections").status_code == 401
+    agent = agent_token(setup, client_id="after-deletion")
+    refused = requests.post(
+        oauth_mcp, json={}, headers={"Authorization": f"Bearer {agent}"}, timeout=10
+    )
+    assert refused.status_code == 401
+    rows = superuser_sql(
+        database,
+        "SELECT count(*) FILTER (WHERE deleted_at IS NULL) FROM memories WHERE account_id = %s",
+        setup.tenant.account_id,
+    )
+    assert rows[0][0] == 0  # hidden, retained
+    fresh_account = admin.create_account(database.migration_url, "again")
+    with pytest.raises(LookupError):
+        admin.add_owner(database.migration_url, fresh_account, ISSUER, setup.subject)

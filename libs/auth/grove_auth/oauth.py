@@ -87,6 +87,11 @@ def agent_principal(
             raise AuthError("this identity owns no Grove account")
         account_id = owner["account_id"]
         set_tenant(conn, account_id)
+        live = conn.execute(
+            "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL", (account_id,)
+        ).fetchone()
+        if live is None:
+            raise AuthError("this identity owns no Grove account")
         row = conn.execute(LOCK_CLIENT, (client_id,)).fetchone()
         if row is None:
             row = _new_connection(conn, account_id, client_id, subject)

@@ -78,3 +78,9 @@ class Approval(Strict):
     """Approve a pending OAuth client with these grants."""
 
     grants: Grants
+
+
+class DeleteAccountRequest(Strict):
+    """Delete the account: type the confirmation phrase exactly."""
+
+    confirmation: Annotated[str, Field(max_length=100)]

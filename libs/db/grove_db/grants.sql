@@ -8,3 +8,5 @@ GRANT SELECT, INSERT ON memory_revisions TO {role};
 GRANT SELECT, INSERT, UPDATE ON embeddings TO {role};
 GRANT SELECT ON account_owners TO {role};
 GRANT DELETE ON connection_projects TO {role};
+GRANT UPDATE (deleted_at) ON accounts TO {role};
+GRANT SELECT, INSERT ON identity_tombstones TO {role};

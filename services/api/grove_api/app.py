@@ -73,6 +73,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     )
     app.add_route("/v1/connections/requests/{request_id:uuid}/deny", owner.DenyRequest(*owner_args))
     app.add_route("/v1/keys", owner.Keys(*owner_args))
+    app.add_route("/v1/account", owner.Account(*owner_args))
     app.add_route("/v1/keys/{key_id:uuid}", owner.Key(*owner_args))
     app.add_route(
         "/.well-known/openai-apps-challenge", owner.AppsChallenge(settings.openai_apps_challenge)

@@ -9,8 +9,13 @@ import falcon
 from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
-from grove_auth import connections, devissuer
-from grove_contracts.connections import Approval, CreateKeyRequest, UpdateConnectionRequest
+from grove_auth import accounts, connections, devissuer
+from grove_contracts.connections import (
+    Approval,
+    CreateKeyRequest,
+    DeleteAccountRequest,
+    UpdateConnectionRequest,
+)
 from grove_contracts.errors import success_envelope
 
 
@@ -127,3 +132,13 @@ class DevIssuerKeys:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = devissuer.jwks(Path(self.key_path))
+
+
+class Account(OwnerResource):
+    """``DELETE /v1/account`` with ``{confirmation}`` (owner session)."""
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, DeleteAccountRequest, self.max_body)
+        resp.media = success_envelope(
+            accounts.delete_account(self.pool, req.context.principal, body.confirmation)
+        )

@@ -1,0 +1,43 @@
+"""Deleting an account, from its owner's session.
+
+One transaction, needing nothing from the identity provider: every connection and key
+is revoked (effective on the next request), every notebook and note is hidden (soft
+deleted, retained), the account is marked deleted, and each owner identity is
+tombstoned so it can never be provisioned again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from grove_auth.connections import require_owner
+from grove_auth.errors import InvalidGrant
+from grove_auth.principal import Principal
+from grove_db.pool import transaction
+
+CONFIRMATION = "delete my Grove account"
+
+DELETE_STEPS = (
+    "UPDATE connections SET revoked_at = coalesce(revoked_at, now()),"
+    " request_id = NULL, request_expires_at = NULL",
+    "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())",
+    "UPDATE memories SET deleted_at = coalesce(deleted_at, now())",
+    "UPDATE projects SET deleted_at = coalesce(deleted_at, now())",
+    "INSERT INTO identity_tombstones (issuer, subject)"
+    " SELECT issuer, subject FROM account_owners ON CONFLICT DO NOTHING",
+    "UPDATE accounts SET deleted_at = coalesce(deleted_at, now())"
+    " WHERE id = grove_current_account()",
+)
+
+
+def delete_account(pool: ConnectionPool, principal: Principal, confirmation: str) -> dict[str, Any]:
+    """Delete the owner's account after the exact confirmation phrase."""
+    require_owner(principal)
+    if confirmation != CONFIRMATION:
+        raise InvalidGrant(f'confirmation: type exactly "{CONFIRMATION}"')
+    with transaction(pool, principal.account_id) as conn:
+        for statement in DELETE_STEPS:
+            conn.execute(statement)
+    return {"deleted": True, "accountId": str(principal.account_id)}

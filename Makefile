@@ -30,6 +30,7 @@ test: $(STAMP) ## run the whole suite (T=path for one file)
 bench: $(STAMP) ## print embedding throughput and recall latency (needs ../shared/data)
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.latency
+	$(BIN)/python -m bench.export
 
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check .

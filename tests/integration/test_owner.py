@@ -910,3 +910,44 @@ def test_deleting_the_account_revokes_everything_and_tombstones_the_owner(
     fresh_account = admin.create_account(database.migration_url, "again")
     with pytest.raises(LookupError):
         admin.add_owner(database.migration_url, fresh_account, ISSUER, setup.subject)
+
+
+def test_saves_racing_an_account_deletion_never_survive_it(setup: Setup) -> None:
+    key = setup.tenant.client
+    stop = threading.Event()
+    outcomes: list[int] = []
+
+    def save_until_stopped() -> None:
+        with requests.Session() as session:
+            while not stop.is_set():
+                response = session.post(
+                    f"{key.base}/v1/memories",
+                    json={"content": "racing", "kind": "fact"},
+                    headers=key.headers(),
+                    timeout=10,
+                )
+                outcomes.append(response.status_code)
+
+    savers = [threading.Thread(target=save_until_stopped) for _ in range(4)]
+    for saver in savers:
+        saver.start()
+    time.sleep(0.3)
+    owner = setup.owner()
+    deleted = owner.session.delete(
+        f"{owner.base}/v1/account",
+        json={"confirmation": "delete my Grove account"},
+        headers=owner.headers(),
+        timeout=30,
+    )
+    time.sleep(0.3)
+    stop.set()
+    for saver in savers:
+        saver.join(timeout=30)
+    assert deleted.status_code == 200
+    assert 201 in outcomes and 401 in outcomes  # saves both before and after
+    live = superuser_sql(
+        setup.tenant.database,
+        "SELECT count(*) FROM memories WHERE account_id = %s AND deleted_at IS NULL",
+        setup.tenant.account_id,
+    )
+    assert live[0][0] == 0

@@ -20,6 +20,11 @@ from grove_db.pool import transaction
 CONFIRMATION = "delete my Grove account"
 
 DELETE_STEPS = (
+    # First: take the account row. Writes in flight hold it shared (see
+    # grove_memory.idempotency), so this waits for them, and every statement after it
+    # sees what they committed; writes that come later find the account deleted.
+    "UPDATE accounts SET deleted_at = coalesce(deleted_at, now())"
+    " WHERE id = grove_current_account()",
     "UPDATE connections SET revoked_at = coalesce(revoked_at, now()),"
     " request_id = NULL, request_expires_at = NULL",
     "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())",
@@ -27,8 +32,6 @@ DELETE_STEPS = (
     "UPDATE projects SET deleted_at = coalesce(deleted_at, now())",
     "INSERT INTO identity_tombstones (issuer, subject)"
     " SELECT issuer, subject FROM account_owners ON CONFLICT DO NOTHING",
-    "UPDATE accounts SET deleted_at = coalesce(deleted_at, now())"
-    " WHERE id = grove_current_account()",
 )
 
 

@@ -82,6 +82,13 @@ class CapturePaused(ServiceError):
     status = 409
 
 
+class AccountDeleted(ServiceError):
+    """This account has been deleted."""
+
+    code = "unauthorized"
+    status = 401
+
+
 class Gone(ServiceError):
     """The note this operation saved has since been deleted."""
 

@@ -16,7 +16,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from grove_db.pool import Conn
-from grove_memory.errors import Gone, IdempotencyConflict
+from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,18 @@ def request_hash(name: str, arguments: dict[str, Any]) -> str:
 def begin(
     conn: Conn, account_id: UUID, operation_id: UUID | None, name: str, arguments: dict[str, Any]
 ) -> Replay | None:
-    """Claim ``operation_id`` for this call, or return the earlier call's outcome.
+    """Start a mutation: hold the live account; claim ``operation_id``, or replay it.
 
     Raises ``IdempotencyConflict`` when the ID was used with other arguments, and
     ``Gone`` when the note an earlier save produced has been deleted since.
     """
+    # Every mutation passes here first: hold the account (shared) for the transaction,
+    # so an account deletion waits for writes in flight and later writes see it.
+    live = conn.execute(
+        "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE", (account_id,)
+    ).fetchone()
+    if live is None:
+        raise AccountDeleted()
     if operation_id is None:
         return None
     digest = request_hash(name, arguments)

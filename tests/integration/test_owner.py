@@ -951,3 +951,54 @@ def test_saves_racing_an_account_deletion_never_survive_it(setup: Setup) -> None
         setup.tenant.account_id,
     )
     assert live[0][0] == 0
+
+
+def test_provider_side_deletion_is_requested_with_retries(
+    setup: Setup, database: embedded.EmbeddedDatabase
+) -> None:
+    received: list[dict[str, Any]] = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # http.server's method name
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(500 if len(received) == 1 else 204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    worker = start_worker(
+        database,
+        "127.0.0.1:1",
+        GROVE_EMBEDDING_PROFILE="disabled",
+        GROVE_ACCOUNT_DELETION_WEBHOOK=f"http://127.0.0.1:{server.server_address[1]}/hook",
+        GROVE_WORKER_BACKOFF_SECONDS="0.1",
+    )
+    try:
+        owner = setup.owner()
+        owner.session.delete(
+            f"{owner.base}/v1/account",
+            json={"confirmation": "delete my Grove account"},
+            headers=owner.headers(),
+            timeout=30,
+        )
+
+        def finished() -> Any:
+            rows = superuser_sql(
+                database,
+                "SELECT status, attempts FROM jobs WHERE account_id"
+                " = %s AND kind = 'delete_identity'",
+                setup.tenant.account_id,
+            )
+            return rows if rows and rows[0][0] == "done" else None
+
+        assert wait_until(finished, timeout=30) == [("done", 2)]
+        assert received[-1] == {"issuer": ISSUER, "subject": setup.subject}
+    finally:
+        worker.stop()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

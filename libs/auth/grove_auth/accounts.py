@@ -32,6 +32,11 @@ DELETE_STEPS = (
     "UPDATE projects SET deleted_at = coalesce(deleted_at, now())",
     "INSERT INTO identity_tombstones (issuer, subject)"
     " SELECT issuer, subject FROM account_owners ON CONFLICT DO NOTHING",
+    # The provider-side deletion runs later, in the worker, with retries.
+    "INSERT INTO jobs (account_id, kind, payload)"
+    " SELECT account_id, 'delete_identity', jsonb_build_object('issuer', issuer,"
+    " 'subject', subject) FROM account_owners",
+    "SELECT pg_notify('grove_jobs', '')",
 )
 
 

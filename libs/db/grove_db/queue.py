@@ -9,7 +9,7 @@ that lost its lease writes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -21,8 +21,10 @@ CHANNEL = "grove_jobs"
 EMBED_REVISION = "embed_revision"
 EXPIRE_NOTE = "expire_note"
 PURGE_NOTE = "purge_note"
-#: Jobs every worker runs, whatever its embedding profile.
-SWEEPS = [EXPIRE_NOTE, PURGE_NOTE]
+DELETE_IDENTITY = "delete_identity"
+#: Jobs any worker may run, whatever its embedding profile (``delete_identity`` only
+#: where a deletion webhook is configured: elsewhere those jobs wait).
+SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, DELETE_IDENTITY]
 RESTORATION_WINDOW_DAYS = 60
 
 CLAIM = """
@@ -39,7 +41,8 @@ CLAIM = """
         lease_expires_at = now() + make_interval(secs => %(lease)s),
         heartbeat_at = now(), attempts = j.attempts + 1
     FROM next WHERE j.id = next.id
-    RETURNING j.id, j.account_id, j.kind, j.memory_id, j.version, j.profile, j.attempts
+    RETURNING j.id, j.account_id, j.kind, j.memory_id, j.version, j.profile, j.attempts,
+              j.payload
 """
 
 HEARTBEAT = """
@@ -75,6 +78,7 @@ class Job:
     version: int | None
     profile: str | None
     attempts: int
+    payload: dict[str, Any] = field(default_factory=dict)
 
 
 def enqueue_embedding(conn: Conn, memory_id: UUID, profile: str) -> None:
@@ -104,9 +108,14 @@ def _queue_context(conn: Conn) -> None:
 
 
 def claim(
-    pool: ConnectionPool, owner: str, profile: str | None, limit: int, lease_seconds: float
+    pool: ConnectionPool,
+    owner: str,
+    profile: str | None,
+    limit: int,
+    lease_seconds: float,
+    sweeps: list[str] = SWEEPS,
 ) -> list[Job]:
-    """Lease up to ``limit`` runnable jobs: sweeps, and embeddings of ``profile``.
+    """Lease up to ``limit`` runnable jobs: the ``sweeps`` kinds, and embeddings of ``profile``.
 
     Runnable: queued and due, or running with an expired lease (its worker died).
     """
@@ -119,7 +128,7 @@ def claim(
                 "owner": owner,
                 "lease": lease_seconds,
                 "profile": profile,
-                "sweeps": SWEEPS,
+                "sweeps": sweeps,
             },
         )
         return [Job(**row) for row in rows.fetchall()]

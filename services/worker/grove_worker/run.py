@@ -50,6 +50,15 @@ class Worker:
         self.client = client
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.stopping = threading.Event()
+        self.webhook = (
+            sweeps.IdentityWebhook(
+                settings.account_deletion_webhook,
+                settings.worker_max_attempts,
+                settings.worker_backoff_seconds,
+            )
+            if settings.account_deletion_webhook
+            else None
+        )
         self._held: set[int] = set()
         self._held_lock = threading.Lock()
         self.policy = Policy(
@@ -86,12 +95,14 @@ class Worker:
             None if self.client is None else settings.embedding_profile,
             settings.worker_batch,
             settings.worker_lease_seconds,
+            queue.SWEEPS if self.webhook else [queue.EXPIRE_NOTE, queue.PURGE_NOTE],
         )
         if not jobs:
             return None
         sweeping = [job for job in jobs if job.kind in queue.SWEEPS]
         if sweeping:
-            log("sweep", jobs=len(sweeping), **vars(sweeps.run(self.pool, self.owner, sweeping)))
+            outcome = sweeps.run(self.pool, self.owner, sweeping, self.webhook)
+            log("sweep", jobs=len(sweeping), **vars(outcome))
         embedding = [job for job in jobs if job.kind == queue.EMBED_REVISION]
         with self._held_lock:
             self._held.update(job.id for job in embedding)

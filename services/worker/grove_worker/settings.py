@@ -26,3 +26,4 @@ class WorkerSettings(BaseSettings):
     worker_poll_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     worker_embed_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 60.0
     db_pool_size: Annotated[int, Field(ge=2, le=100)] = 4
+    account_deletion_webhook: str | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import requests
 from psycopg_pool import ConnectionPool
 
 from grove_db import queue
@@ -40,14 +41,24 @@ class SweepOutcome:
 
     expired: int = 0
     deleted: int = 0
+    identities: int = 0
     skipped: int = 0
+    failed: int = 0
     lost: int = 0
 
 
-def run(pool: ConnectionPool, owner: str, jobs: list[queue.Job]) -> SweepOutcome:
+def run(
+    pool: ConnectionPool,
+    owner: str,
+    jobs: list[queue.Job],
+    webhook: IdentityWebhook | None = None,
+) -> SweepOutcome:
     """Run sweep jobs, each in its own transaction under its account."""
     outcome = SweepOutcome()
     for job in jobs:
+        if job.kind == queue.DELETE_IDENTITY:
+            _delete_identity(pool, owner, job, webhook, outcome)
+            continue
         with transaction(pool, job.account_id) as conn:
             if not queue.finish(conn, job, owner):
                 outcome.lost += 1
@@ -67,3 +78,40 @@ def _step(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
         outcome.deleted += 1
         return
     outcome.skipped += 1
+
+
+@dataclass(frozen=True)
+class IdentityWebhook:
+    """Where the provider-side deletion of an identity is requested, and retry policy."""
+
+    url: str
+    max_attempts: int
+    backoff_seconds: float
+
+
+def _delete_identity(
+    pool: ConnectionPool,
+    owner: str,
+    job: queue.Job,
+    webhook: IdentityWebhook | None,
+    outcome: SweepOutcome,
+) -> None:
+    """POST ``{issuer, subject}`` to the deletion webhook; retry with backoff, then fail."""
+    reason = "no_deletion_webhook"
+    if webhook is not None:
+        try:
+            response = requests.post(webhook.url, json=job.payload, timeout=10)
+            reason = "" if response.ok else f"webhook_http_{response.status_code}"
+        except requests.RequestException as ex:
+            reason = f"webhook_unreachable_{type(ex).__name__}"
+    with transaction(pool, job.account_id) as conn:
+        if not reason:
+            held = queue.finish(conn, job, owner)
+            outcome.identities += held
+        elif webhook is not None and job.attempts < webhook.max_attempts:
+            delay = webhook.backoff_seconds * 2 ** (job.attempts - 1)
+            held = queue.retry(conn, job, owner, reason, delay)
+        else:
+            held = queue.finish(conn, job, owner, failed_reason=reason)
+            outcome.failed += held
+    outcome.lost += not held

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import jwt
 import requests
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import AuthError, ProviderUnavailable
 from grove_auth.principal import Principal
-from grove_auth.sessions import ALGORITHMS, LEEWAY_SECONDS, Jwks, signing_key
+from grove_auth.sessions import LEEWAY_SECONDS, Jwks, decode
 from grove_db.pool import Conn, set_tenant, transaction
 
 REQUEST_TTL = timedelta(minutes=10)
@@ -49,19 +48,7 @@ class AgentConfig:
 
 def verify_agent_token(config: AgentConfig, jwks: Jwks, token: str) -> dict[str, Any]:
     """The claims of a valid agent token (audience exactly the MCP resource)."""
-    key = signing_key(jwks, token)
-    try:
-        claims: dict[str, Any] = jwt.decode(
-            token,
-            key,
-            algorithms=ALGORITHMS,
-            issuer=config.issuer,
-            audience=config.audience,
-            leeway=LEEWAY_SECONDS,
-            options={"require": ["exp", "iss", "sub", "aud"]},
-        )
-    except jwt.PyJWTError as ex:
-        raise AuthError(f"invalid token: {type(ex).__name__}") from ex
+    claims = decode(jwks, token, config.issuer, ["exp", "iss", "sub", "aud"], config.audience)
     if not (claims.get("client_id") or claims.get("azp")):
         raise AuthError("token names no OAuth client")
     return claims

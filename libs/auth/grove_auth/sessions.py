@@ -98,20 +98,29 @@ def signing_key(jwks: Jwks, token: str) -> Any:
     return jwks.key(str(header.get("kid", "")))
 
 
-def verify_owner_token(config: OidcConfig, jwks: Jwks, token: str) -> dict[str, Any]:
-    """The claims of a valid owner-session token, or ``AuthError``."""
+def decode(
+    jwks: Jwks, token: str, issuer: str, required: list[str], audience: str | None = None
+) -> dict[str, Any]:
+    """Verified claims of a provider token: signature, issuer, times (60 s leeway)."""
     key = signing_key(jwks, token)
     try:
         claims: dict[str, Any] = jwt.decode(
             token,
             key,
             algorithms=ALGORITHMS,
-            issuer=config.issuer,
+            issuer=issuer,
+            audience=audience,
             leeway=LEEWAY_SECONDS,
-            options={"require": ["exp", "iss", "sub", "sid"], "verify_aud": False},
+            options={"require": required, "verify_aud": audience is not None},
         )
     except jwt.PyJWTError as ex:
         raise AuthError(f"invalid token: {type(ex).__name__}") from ex
+    return claims
+
+
+def verify_owner_token(config: OidcConfig, jwks: Jwks, token: str) -> dict[str, Any]:
+    """The claims of a valid owner-session token, or ``AuthError``."""
+    claims = decode(jwks, token, config.issuer, ["exp", "iss", "sub", "sid"])
     if claims.get("azp") != config.website_origin:
         raise AuthError("token was not issued to the Grove website")
     return claims

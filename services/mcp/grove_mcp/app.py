@@ -43,7 +43,7 @@ from grove_auth.sessions import Jwks
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
-from grove_mcp.results import failure, success, tool_list
+from grove_mcp.results import failure, list_tools, success
 from grove_mcp.settings import McpSettings
 from grove_memory import tools
 from grove_memory.errors import ServiceError
@@ -110,11 +110,6 @@ class ToolRunner:
     store: Store
     per_credential: int
     running: Counter[str]
-
-    async def list_tools(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return tool_list()
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -208,7 +203,7 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
         version="0.1.0",
         instructions="Grove is the user's long-term memory: recall before you start, "
         "remember what should outlast this conversation.",
-        on_list_tools=runner.list_tools,
+        on_list_tools=list_tools,
         on_call_tool=runner.call_tool,
     )
     public_url = settings.public_url(port)

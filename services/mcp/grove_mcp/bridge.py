@@ -21,7 +21,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
-from grove_mcp.results import failure, success, tool_list
+from grove_mcp.results import failure, list_tools, success
 
 TIMEOUT_SECONDS = 60
 
@@ -33,11 +33,6 @@ class Forwarder:
         self._url = api_url.rstrip("/") + "/v1/tools/"
         self._session = requests.Session()
         self._session.headers["Authorization"] = f"Bearer {key}"
-
-    async def list_tools(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return tool_list()
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -84,7 +79,7 @@ def main() -> None:
     server: Server[Any] = Server(
         "grove",
         version="0.1.0",
-        on_list_tools=forwarder.list_tools,
+        on_list_tools=list_tools,
         on_call_tool=forwarder.call_tool,
     )
 

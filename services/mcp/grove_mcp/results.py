@@ -37,6 +37,13 @@ def tool_list() -> types.ListToolsResult:
     return types.ListToolsResult(tools=[mcp_tool(tool) for tool in TOOLS])
 
 
+async def list_tools(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    """The ``tools/list`` handler of both the service and the bridge."""
+    return tool_list()
+
+
 def success(data: dict[str, Any]) -> types.CallToolResult:
     """A result with ``structuredContent`` and the same JSON as text."""
     return types.CallToolResult(

@@ -15,6 +15,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from grove_auth.principal import Principal
 from grove_db.pool import Conn
 from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict
 
@@ -34,13 +35,18 @@ def request_hash(name: str, arguments: dict[str, Any]) -> str:
 
 
 def begin(
-    conn: Conn, account_id: UUID, operation_id: UUID | None, name: str, arguments: dict[str, Any]
+    conn: Conn,
+    principal: Principal,
+    operation_id: UUID | None,
+    name: str,
+    arguments: dict[str, Any],
 ) -> Replay | None:
     """Start a mutation: hold the live account; claim ``operation_id``, or replay it.
 
     Raises ``IdempotencyConflict`` when the ID was used with other arguments, and
     ``Gone`` when the note an earlier save produced has been deleted since.
     """
+    account_id = principal.account_id
     # Every mutation passes here first: hold the account (shared) for the transaction,
     # so an account deletion waits for writes in flight and later writes see it.
     live = conn.execute(
@@ -50,7 +56,8 @@ def begin(
         raise AccountDeleted()
     if operation_id is None:
         return None
-    digest = request_hash(name, arguments)
+    # Bound to the credential, so another one can never replay this result.
+    digest = request_hash(name, {"connection": str(principal.connection_id), **arguments})
     claimed = conn.execute(
         "INSERT INTO operations (account_id, id, name, request_hash) VALUES (%s, %s, %s, %s)"
         " ON CONFLICT DO NOTHING RETURNING id",

@@ -20,7 +20,6 @@ from grove_memory.errors import Conflict, InvalidRequest, MoveRefused, NotFound
 from grove_memory.notes import (
     LOCK_VISIBLE,
     NOTE_FIELDS,
-    bound_arguments,
     lock_note,
     record_revision,
     write_correction,
@@ -35,11 +34,9 @@ RESTORED_FIELDS = ("content", "kind", "task_id", "capture", "source_agent", "sou
 def archive(store: Store, principal: Principal, req: ArchiveRequest) -> dict[str, Any]:
     """Archive notes; each gets ``archived`` (also if it already was) or ``not_found``."""
     require(principal, "write")
-    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    arguments = req.model_dump(mode="json", exclude={"operationId"})
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(
-            conn, principal.account_id, req.operationId, "archive_memories", arguments
-        )
+        replay = idempotency.begin(conn, principal, req.operationId, "archive_memories", arguments)
         if replay is not None:
             return replay.response
         results = [{"id": str(i), "outcome": _archive_one(conn, principal, i)} for i in req.ids]
@@ -62,11 +59,9 @@ def _archive_one(conn: Conn, principal: Principal, memory_id: Any) -> str:
 def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str, Any]:
     """Un-archive a note, and/or bring back revision ``version``, and/or make it durable."""
     require(principal, "write")
-    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    arguments = req.model_dump(mode="json", exclude={"operationId"})
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(
-            conn, principal.account_id, req.operationId, "restore_memory", arguments
-        )
+        replay = idempotency.begin(conn, principal, req.operationId, "restore_memory", arguments)
         if replay is not None:
             return replay.response
         current = lock_note(conn, principal, req.id, None)
@@ -119,11 +114,9 @@ def _revision(conn: Conn, memory_id: Any, version: int) -> dict[str, Any]:
 def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]:
     """Move notes to ``projectId`` (null: personal); if any cannot move, none do."""
     require(principal, "write")
-    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    arguments = req.model_dump(mode="json", exclude={"operationId"})
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(
-            conn, principal.account_id, req.operationId, "move_memories", arguments
-        )
+        replay = idempotency.begin(conn, principal, req.operationId, "move_memories", arguments)
         if replay is not None:
             return replay.response
         check_project(conn, principal, req.projectId)

@@ -46,14 +46,9 @@ def create_notebook(
     require(principal, "write")
     if not principal.all_projects:
         raise Forbidden("only a credential granted all notebooks may create notebooks")
-    arguments = {
-        "connection": str(principal.connection_id),
-        **req.model_dump(mode="json", exclude={"operationId"}),
-    }
+    arguments = req.model_dump(mode="json", exclude={"operationId"})
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(
-            conn, principal.account_id, req.operationId, "create_notebook", arguments
-        )
+        replay = idempotency.begin(conn, principal, req.operationId, "create_notebook", arguments)
         if replay is not None:
             return replay.response, False
         if req.parentId is not None:
@@ -136,14 +131,9 @@ def update_notebook(
     """
     require(principal, "write")
     supplied = req.model_fields_set
-    arguments = {
-        "connection": str(principal.connection_id),
-        **req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True),
-    }
+    arguments = req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True)
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(
-            conn, principal.account_id, req.operationId, "update_notebook", arguments
-        )
+        replay = idempotency.begin(conn, principal, req.operationId, "update_notebook", arguments)
         if replay is not None:
             return replay.response
         check_project(conn, principal, req.id)

@@ -123,11 +123,9 @@ class SaveResult:
 def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveResult:
     """Save a note; a handoff for a known taskId, or a given ``id``, corrects instead."""
     require(principal, "write")
-    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    arguments = req.model_dump(mode="json", exclude={"operationId"})
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(
-            conn, principal.account_id, req.operationId, "remember", arguments
-        )
+        replay = idempotency.begin(conn, principal, req.operationId, "remember", arguments)
         if replay is not None:
             return SaveResult(replay.response, created=False)
         check_project(conn, principal, req.projectId)
@@ -149,11 +147,9 @@ def update_memory(
     """Correct part of a note: omitted fields keep their current values."""
     require(principal, "write")
     supplied = req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True)
-    arguments = bound_arguments(principal, {"id": str(memory_id), **supplied})
+    arguments = {"id": str(memory_id), **supplied}
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(
-            conn, principal.account_id, req.operationId, "update_memory", arguments
-        )
+        replay = idempotency.begin(conn, principal, req.operationId, "update_memory", arguments)
         if replay is not None:
             return SaveResult(replay.response, created=False)
         current = lock_note(conn, principal, memory_id, req.expectedVersion)
@@ -208,9 +204,9 @@ def list_revisions(
 def forget(store: Store, principal: Principal, req: ForgetRequest) -> dict[str, Any]:
     """Soft-delete notes; each gets ``deleted``, ``not_found`` or ``version_conflict``."""
     require(principal, "delete")
-    arguments = bound_arguments(principal, req.model_dump(mode="json", exclude={"operationId"}))
+    arguments = req.model_dump(mode="json", exclude={"operationId"})
     with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal.account_id, req.operationId, "forget", arguments)
+        replay = idempotency.begin(conn, principal, req.operationId, "forget", arguments)
         if replay is not None:
             return replay.response
         results = [
@@ -246,11 +242,6 @@ def _check_capture(conn: Conn, store: Store) -> None:
     ).fetchone()
     if row is not None and row["automatic_capture_paused"]:
         raise CapturePaused()
-
-
-def bound_arguments(principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
-    # Bound to the connection, so another credential can never replay this result.
-    return {"connection": str(principal.connection_id), **arguments}
 
 
 def _values_from_request(req: RememberRequest) -> dict[str, Any]:

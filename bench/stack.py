@@ -122,12 +122,16 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
             "GROVE_DATABASE_URL": db.runtime_url,
             "GROVE_SECRET_KEY": SECRET,
             "GROVE_EMBEDDING_PROFILE": profile,
+            "GROVE_API_METRICS_PORT": "0",
+            "GROVE_ASK_METRICS_PORT": "0",
+            "GROVE_WORKER_METRICS_PORT": "0",
+            "GROVE_API_RATE_LIMIT_PER_MINUTE": "0",  # measure the service, not the limiter
         }
         if profile != "disabled":
             ask, port = _start(
                 "grove-ask",
                 {**env, "GROVE_ASK_PORT": "0"},
-                r"grove-ask listening on 127\.0\.0\.1:(\d+)",
+                r'"event": "listening".*"port": (\d+)',
             )
             processes.append(ask)
             env["GROVE_ASK_ADDRESS"] = f"127.0.0.1:{port}"

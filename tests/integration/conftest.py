@@ -27,6 +27,7 @@ from uuid import UUID
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from grove_cli import admin
 from grove_db import embedded
@@ -65,6 +66,32 @@ class Running:
         self.process.stderr.close()
 
 
+def metrics_url(running: Running) -> str:
+    """The ``/metrics`` URL of a service started with its metrics port 0 (read from its log)."""
+    found = wait_until(
+        lambda: next(
+            (
+                match
+                for line in list(running.lines)
+                if (match := re.search(r'"event": "metrics_listening".*"port": (\d+)', line))
+            ),
+            None,
+        )
+    )
+    return f"http://127.0.0.1:{found.group(1)}/metrics"
+
+
+def scrape(running: Running) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample on the service's metrics port: sample name -> [(labels, value)]."""
+    response = requests.get(metrics_url(running), timeout=10)
+    response.raise_for_status()
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return samples
+
+
 def start_service(script: str, env: dict[str, str], ready: str) -> Running:
     """Start a console script and wait for the stderr line matching ``ready``.
 
@@ -97,7 +124,14 @@ def start_api(env: dict[str, str]) -> Running:
     """Start grove-api on port 0; ``url`` is its base URL once it listens."""
     running = start_service(
         "grove-api",
-        {"GROVE_API_HOST": "127.0.0.1", "GROVE_API_PORT": "0", "GROVE_SECRET_KEY": SECRET, **env},
+        {
+            "GROVE_API_HOST": "127.0.0.1",
+            "GROVE_API_PORT": "0",
+            "GROVE_API_METRICS_PORT": "0",
+            "GROVE_API_RATE_LIMIT_PER_MINUTE": "0",  # tests of the limit set their own
+            "GROVE_SECRET_KEY": SECRET,
+            **env,
+        },
         r"Listening at: http://127\.0\.0\.1:(\d+)",
     )
     running.url = f"http://127.0.0.1:{running.url}"
@@ -108,8 +142,13 @@ def start_ask(env: dict[str, str]) -> Running:
     """Start grove-ask on port 0; ``url`` is its gRPC address once it serves."""
     running = start_service(
         "grove-ask",
-        {"GROVE_ASK_HOST": "127.0.0.1", "GROVE_ASK_PORT": "0", **env},
-        r"grove-ask listening on 127\.0\.0\.1:(\d+)",
+        {
+            "GROVE_ASK_HOST": "127.0.0.1",
+            "GROVE_ASK_PORT": "0",
+            "GROVE_ASK_METRICS_PORT": "0",
+            **env,
+        },
+        r'"event": "listening".*"port": (\d+)',
     )
     running.url = f"127.0.0.1:{running.url}"
     return running
@@ -123,6 +162,7 @@ def start_worker(database: embedded.EmbeddedDatabase, ask: str, **env: str) -> R
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_ASK_ADDRESS": ask,
             "GROVE_WORKER_POLL_SECONDS": "1",
+            "GROVE_WORKER_METRICS_PORT": "0",
             **env,
         },
         r'"event": "started"',
@@ -161,6 +201,8 @@ def start_mcp(env: dict[str, str], workers: int = 2) -> Running:
         {
             "GROVE_MCP_HOST": "127.0.0.1",
             "GROVE_MCP_PORT": str(port),
+            "GROVE_MCP_METRICS_PORT": "0",
+            "GROVE_MCP_RATE_LIMIT_PER_MINUTE": "0",  # tests of the limit set their own
             "GROVE_SECRET_KEY": SECRET,
             "GROVE_MCP_WORKERS": "2",
             **env,

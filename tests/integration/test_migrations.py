@@ -26,7 +26,7 @@ TENANT_TABLES = {
 
 #: Tables that hold no account's data: the migration ledger, and identity tombstones
 #: (issuer and subject of deleted owners, nothing else).
-NON_TENANT_TABLES = {"schema_migrations", "identity_tombstones"}
+NON_TENANT_TABLES = {"schema_migrations", "identity_tombstones", "rate_limits"}
 
 
 def test_migrations_are_recorded_and_rerunning_applies_nothing(

@@ -36,6 +36,7 @@ from tests.integration.conftest import (
     Tenant,
     error_of,
     new_tenant,
+    scrape,
     start_api,
     start_mcp,
     start_worker,
@@ -760,6 +761,7 @@ def test_expired_notes_enter_the_window_and_the_owner_can_restore_them(
     )
     assert len(purges) == len(notes)  # two sweepers, each note swept once
     assert {delta for _, delta in purges} == {timedelta(days=60)}
+    wait_until(lambda: sweep_count(sweepers, "grove_sweep_notes_expired_total") >= len(notes))
     assert setup.tenant.client.get(f"/v1/memories/{notes[0]['id']}").status_code == 404
 
     refused = setup.tenant.client.post(f"/v1/memories/{notes[0]['id']}/restore", {})
@@ -810,6 +812,12 @@ def test_the_window_ends_in_soft_deletion_unless_restored(
         is None
     )
     assert setup.owner().post(f"/v1/memories/{lost['id']}/restore", {}).status_code == 404
+    wait_until(lambda: sweep_count(sweepers, "grove_sweep_notes_soft_deleted_total") >= 1)
+
+
+def sweep_count(sweepers: list[Running], name: str) -> float:
+    """A sweeper counter summed over the running sweepers' metrics ports."""
+    return sum(value for worker in sweepers for _, value in scrape(worker).get(name, []))
 
 
 def test_the_owner_export_includes_connections_without_secrets(setup: Setup) -> None:

@@ -30,6 +30,7 @@ ERROR_STATUS: dict[str, int] = {
     "unsupported_media_type": 415,
     "unknown_tool": 404,
     "too_many_requests": 429,
+    "rate_limited": 429,
     "internal": 500,
     "unavailable": 503,
 }

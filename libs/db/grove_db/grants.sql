@@ -10,3 +10,4 @@ GRANT SELECT ON account_owners TO {role};
 GRANT DELETE ON connection_projects TO {role};
 GRANT UPDATE (deleted_at) ON accounts TO {role};
 GRANT SELECT, INSERT ON identity_tombstones TO {role};
+GRANT SELECT, INSERT, UPDATE ON rate_limits TO {role};

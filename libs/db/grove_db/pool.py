@@ -8,12 +8,35 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from grove_db.errors import DatabaseError
 
 Conn = psycopg.Connection[dict[str, Any]]
+tracer = trace.get_tracer("grove.db")
+
+
+class TracedCursor(psycopg.Cursor[Any]):
+    """A cursor whose every statement is a client span (operation only, never values)."""
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        with tracer.start_as_current_span(_operation(query), kind=SpanKind.CLIENT) as span:
+            span.set_attribute("db.system.name", "postgresql")
+            return super().execute(query, params, **kwargs)
+
+    def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
+        with tracer.start_as_current_span(_operation(query), kind=SpanKind.CLIENT) as span:
+            span.set_attribute("db.system.name", "postgresql")
+            super().executemany(query, params_seq, **kwargs)
+
+
+def _operation(query: Any) -> str:
+    """The statement's first keyword (``SELECT``, ``WITH``, ...): the span name."""
+    words = query.split(None, 1) if isinstance(query, str) else []
+    return words[0].upper() if words else "SQL"
 
 
 def open_pool(
@@ -25,7 +48,12 @@ def open_pool(
         min_size=min_size,
         max_size=max_size,
         timeout=timeout,
-        kwargs={"row_factory": dict_row, "autocommit": False, "options": "-c TimeZone=UTC"},
+        kwargs={
+            "row_factory": dict_row,
+            "autocommit": False,
+            "options": "-c TimeZone=UTC",
+            "cursor_factory": TracedCursor,
+        },
         open=True,
     )
     return pool

@@ -29,7 +29,7 @@ RESTORATION_WINDOW_DAYS = 60
 
 CLAIM = """
     WITH next AS (
-        SELECT id FROM jobs
+        SELECT id, status = 'running' AS reclaimed FROM jobs
         WHERE (profile = %(profile)s OR (profile IS NULL AND kind = ANY(%(sweeps)s)))
           AND ((status = 'queued' AND run_after <= now())
                OR (status = 'running' AND lease_expires_at < now()))
@@ -42,7 +42,26 @@ CLAIM = """
         heartbeat_at = now(), attempts = j.attempts + 1
     FROM next WHERE j.id = next.id
     RETURNING j.id, j.account_id, j.kind, j.memory_id, j.version, j.profile, j.attempts,
-              j.payload
+              j.payload, next.reclaimed
+"""
+
+RELEASE = """
+    UPDATE jobs SET status = 'queued', run_after = now(), attempts = greatest(attempts - 1, 0),
+        lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = ANY(%(ids)s) AND lease_owner = %(owner)s AND status = 'running'
+"""
+
+STATS = """
+    SELECT kind,
+           CASE WHEN status = 'queued' AND attempts > 0 THEN 'retrying' ELSE status END AS state,
+           count(*) AS jobs
+    FROM jobs WHERE status IN ('queued', 'running', 'failed')
+    GROUP BY 1, 2
+"""
+
+OLDEST_QUEUED = """
+    SELECT coalesce(extract(epoch FROM now() - min(run_after)), 0) AS age
+    FROM jobs WHERE status = 'queued' AND run_after <= now()
 """
 
 HEARTBEAT = """
@@ -79,6 +98,8 @@ class Job:
     profile: str | None
     attempts: int
     payload: dict[str, Any] = field(default_factory=dict)
+    #: Claimed after another worker's lease expired (that worker died or stalled).
+    reclaimed: bool = False
 
 
 def enqueue_embedding(conn: Conn, memory_id: UUID, profile: str) -> None:
@@ -139,6 +160,31 @@ def heartbeat(pool: ConnectionPool, owner: str, ids: list[int], lease_seconds: f
     with transaction(pool) as conn:
         _queue_context(conn)
         conn.execute(HEARTBEAT, {"ids": ids, "owner": owner, "lease": lease_seconds})
+
+
+def release(pool: ConnectionPool, owner: str, ids: list[int]) -> None:
+    """Give held jobs back at once, uncounted (a worker shutting down mid-batch)."""
+    with transaction(pool) as conn:
+        _queue_context(conn)
+        conn.execute(RELEASE, {"ids": ids, "owner": owner})
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Jobs by kind and state (queued, retrying, running, failed), and the oldest wait."""
+
+    counts: dict[tuple[str, str], int]
+    oldest_queued_seconds: float
+
+
+def stats(pool: ConnectionPool) -> QueueStats:
+    """Count the queue across all accounts (for the worker's gauges)."""
+    with transaction(pool) as conn:
+        _queue_context(conn)
+        rows = conn.execute(STATS).fetchall()
+        oldest = conn.execute(OLDEST_QUEUED).fetchone()
+    counts = {(row["kind"], row["state"]): int(row["jobs"]) for row in rows}
+    return QueueStats(counts, float(oldest["age"]) if oldest else 0.0)
 
 
 def finish(conn: Conn, job: Job, owner: str, *, failed_reason: str | None = None) -> bool:

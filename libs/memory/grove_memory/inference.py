@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import grpc
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
+from grove_telemetry import metrics
 
 UNAVAILABLE = "inference_unavailable"
+tracer = trace.get_tracer("grove.inference")
 
 
 class InferenceError(Exception):
@@ -29,10 +33,20 @@ class InferenceClient:
         """One vector per text, each checked against the response's dimensions."""
         purpose = inference_pb2.QUERY if query else inference_pb2.DOCUMENT
         request = inference_pb2.EmbedRequest(profile=self.profile, texts=texts, purpose=purpose)
-        try:
-            response = self._stub.Embed(request, timeout=timeout)
-        except grpc.RpcError as ex:
-            raise _translate(ex) from ex
+        with tracer.start_as_current_span("Inference/Embed", kind=SpanKind.CLIENT) as span:
+            span.set_attribute("rpc.system", "grpc")
+            span.set_attribute("rpc.method", "Embed")
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)  # W3C traceparent, so ask's span joins this trace
+            try:
+                response = self._stub.Embed(
+                    request, timeout=timeout, metadata=list(carrier.items())
+                )
+            except grpc.RpcError as ex:
+                span.set_status(Status(StatusCode.ERROR, ex.code().name))
+                metrics.INFERENCE_CLIENT.labels(metrics.service(), "Embed", _outcome(ex)).inc()
+                raise _translate(ex) from ex
+        metrics.INFERENCE_CLIENT.labels(metrics.service(), "Embed", "ok").inc()
         vectors = [list(v.values) for v in response.vectors]
         if len(vectors) != len(texts) or any(len(v) != response.dimensions for v in vectors):
             raise InferenceError("dimension_mismatch", "vectors do not match the declared size")
@@ -47,10 +61,23 @@ class InferenceClient:
         self._channel.close()
 
 
+def _outcome(ex: grpc.RpcError) -> str:
+    code = ex.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "timeout"
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+        return "unavailable"
+    return "error"
+
+
 def _translate(ex: grpc.RpcError) -> InferenceError:
     code = ex.code()
     details = ex.details() or ""
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+    if code in (
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,  # ask is at its concurrency limit
+    ):
         reason, _, _ = details.partition(":")
         if code == grpc.StatusCode.UNAVAILABLE and reason.startswith("provider_"):
             return InferenceError(reason, details)

@@ -9,15 +9,20 @@ from psycopg_pool import ConnectionPool
 
 from grove_api import errors, owner, resources
 from grove_api.health import Health, Ready
-from grove_api.middleware import BearerAuth, OwnerSessions, RequestId
+from grove_api.middleware import BearerAuth, OwnerSessions, RateLimiter
 from grove_api.settings import ApiSettings
 from grove_auth import devissuer
 from grove_auth.keys import derive_secret
 from grove_auth.oauth import AgentConfig
 from grove_auth.sessions import Jwks, OidcConfig
 from grove_db.pool import open_pool
+from grove_db.ratelimit import RateLimit
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
+from grove_telemetry import metrics
+from grove_telemetry.logs import configure_logging
+from grove_telemetry.middleware import FalconTelemetry, RequestId
+from grove_telemetry.traces import configure_tracing
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,14 @@ class Deps:
 
 def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     """Build the Falcon app: middleware, error envelopes and every /v1 route."""
-    app = falcon.App(middleware=[RequestId(), BearerAuth(deps.pool, deps.key_secret, deps.owners)])
+    app = falcon.App(
+        middleware=[
+            RequestId(),
+            FalconTelemetry(),
+            BearerAuth(deps.pool, deps.key_secret, deps.owners),
+            RateLimiter(deps.pool, RateLimit(settings.api_rate_limit_per_minute), "api"),
+        ]
+    )
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
     store = Store(
@@ -127,4 +139,9 @@ def _owner_sessions(settings: ApiSettings) -> OwnerSessions | None:
 def get_app() -> falcon.App:
     """gunicorn's target: settings from the environment, a fresh pool per worker."""
     settings = ApiSettings()  # type: ignore[call-arg]
-    return create_app(settings, deps_from(settings))
+    configure_logging("api")
+    configure_tracing("grove-api")
+    metrics.init("api")
+    deps = deps_from(settings)
+    metrics.watch_pool(deps.pool)
+    return create_app(settings, deps)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 from typing import Any
 
 import falcon
@@ -15,7 +13,7 @@ from grove_contracts.errors import ERROR_STATUS, FieldError, error_envelope, val
 from grove_db.errors import DatabaseError
 from grove_memory.errors import InvalidRequest, ServiceError
 
-log = logging.getLogger("grove_api")
+log = logging.getLogger("grove.api")
 
 
 class ApiError(Exception):
@@ -34,6 +32,7 @@ FALCON_CODES = {
     405: "method_not_allowed",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    429: "rate_limited",
     400: "validation_error",
 }
 
@@ -98,12 +97,6 @@ def _falcon_error(
 def _unexpected(
     req: falcon.Request, resp: falcon.Response, ex: Exception, params: dict[str, Any]
 ) -> None:
-    record = {
-        "level": "error",
-        "requestId": req.context.get("request_id"),
-        "path": req.path,
-        "error": type(ex).__name__,
-        "detail": str(ex)[:500],
-    }
-    print(json.dumps(record), file=sys.stderr, flush=True)
+    # The log has the type and stack frames, never the message: it may quote note content.
+    log.error("unhandled_error", exc_info=ex, extra={"fields": {"route": req.uri_template}})
     _respond(req, resp, 500, "internal", "internal error; quote the request ID when reporting it")

@@ -1,9 +1,7 @@
-"""Request IDs and bearer authentication for every request."""
+"""Bearer authentication and the per-credential rate limit, for every request."""
 
 from __future__ import annotations
 
-import re
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,20 +13,11 @@ from grove_auth.errors import AuthError
 from grove_auth.keys import KEY_PREFIX, authenticate
 from grove_auth.oauth import AgentConfig, agent_principal, verify_agent_token
 from grove_auth.sessions import Jwks, OidcConfig, owner_principal, verify_owner_token
+from grove_db.ratelimit import RateLimit
+from grove_telemetry import metrics
 
-REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
 PUBLIC_PREFIX = "/.well-known/"
-
-
-class RequestId:
-    """Echo a well-formed ``X-Request-Id`` or mint one; every response carries it."""
-
-    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        given = req.get_header("X-Request-Id")
-        request_id = given if given and REQUEST_ID.match(given) else uuid.uuid4().hex
-        req.context.request_id = request_id
-        resp.set_header("X-Request-Id", request_id)
 
 
 class BearerAuth:
@@ -59,6 +48,34 @@ class BearerAuth:
         else:
             claims = verify_owner_token(self._owners.config, self._owners.jwks, token)
             req.context.principal = owner_principal(self._pool, self._owners.config, claims)
+
+
+class RateLimiter:
+    """Refuse a credential's requests over its per-minute limit with 429 and ``Retry-After``.
+
+    Runs after ``BearerAuth``; the counters live in PostgreSQL, so the limit holds
+    across every replica of the service. Unauthenticated requests are not counted.
+    """
+
+    def __init__(self, pool: ConnectionPool, limit: RateLimit, service: str) -> None:
+        self._pool = pool
+        self._limit = limit
+        self._service = service
+
+    def process_resource(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict[str, Any]
+    ) -> None:
+        principal = req.context.get("principal")
+        if principal is None:
+            return
+        wait = self._limit.hit(self._pool, f"{self._service}:{principal.connection_id}")
+        if wait is not None:
+            metrics.RATE_LIMITED.labels(metrics.service()).inc()
+            raise falcon.HTTPTooManyRequests(
+                title=f"at most {self._limit.limit} requests per minute for this credential;"
+                f" retry in {wait} s",
+                retry_after=wait,
+            )
 
 
 def _audience(token: str) -> object:

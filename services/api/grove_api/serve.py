@@ -6,6 +6,8 @@ from typing import Any
 
 from grove_api.settings import ApiSettings
 from grove_db.startup import Gunicorn, checked_settings
+from grove_telemetry import multiproc
+from grove_telemetry.logs import gunicorn_logconfig
 
 
 def gunicorn_options(settings: ApiSettings) -> dict[str, Any]:
@@ -21,6 +23,8 @@ def gunicorn_options(settings: ApiSettings) -> dict[str, Any]:
         "control_socket_disable": True,
         "limit_request_line": 8190,
         "limit_request_fields": 100,
+        "logconfig_dict": gunicorn_logconfig("api"),
+        **multiproc.gunicorn_hooks(settings.metrics_host, settings.api_metrics_port),
     }
 
 
@@ -32,5 +36,6 @@ def _app() -> Any:
 
 def main() -> None:
     """Entry point of ``grove-api``; a bad setting or unsafe role exits with one line."""
+    multiproc.prepare("grove-api")
     settings = checked_settings("grove-api", ApiSettings)
     Gunicorn(gunicorn_options(settings), _app).run()

@@ -18,6 +18,8 @@ MAX_BODY_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 30
 DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
 DEFAULT_QUERY_EMBED_MS = 300
+DEFAULT_METRICS_PORT = 9080
+DEFAULT_RATE_LIMIT_PER_MINUTE = 600
 
 
 class ApiSettings(BaseSettings):
@@ -33,6 +35,12 @@ class ApiSettings(BaseSettings):
     api_threads: Annotated[int, Field(ge=1, le=64)] = DEFAULT_THREADS
     api_timeout_seconds: Annotated[int, Field(ge=1, le=600)] = DEFAULT_REQUEST_TIMEOUT_SECONDS
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = DEFAULT_POOL_SIZE
+    api_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
+    metrics_host: str = DEFAULT_HOST
+    #: Requests per minute per credential, across all replicas (0: no limit).
+    api_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = (
+        DEFAULT_RATE_LIMIT_PER_MINUTE
+    )
     embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
     automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = DEFAULT_ASK_ADDRESS

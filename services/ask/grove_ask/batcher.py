@@ -13,13 +13,16 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from grove_ask import telemetry
 from grove_ask.providers import Provider
+from grove_telemetry import metrics
 
 
 @dataclass
 class _Pending:
     texts: list[str]
     future: Future[list[list[float]]] = field(default_factory=Future)
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 class Batcher:
@@ -70,8 +73,14 @@ class Batcher:
     def _encode(self, batch: list[_Pending]) -> None:
         live = [p for p in batch if p.future.set_running_or_notify_cancel()]
         texts = [text for pending in live for text in pending.texts]
+        service = metrics.service()
+        started = time.monotonic()
+        for pending in live:
+            telemetry.QUEUE_WAIT.labels(service).observe(started - pending.queued_at)
+        telemetry.BATCH_SIZE.labels(service).observe(len(texts))
         try:
-            vectors = self.provider.embed(texts) if texts else []
+            with telemetry.MODEL_LATENCY.labels(service).time():
+                vectors = self.provider.embed(texts) if texts else []
         except Exception as ex:  # every waiting caller gets the provider's error
             for pending in live:
                 pending.future.set_exception(ex)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -13,9 +14,15 @@ from grove_ask import providers
 from grove_ask.batcher import Batcher
 from grove_ask.server import create_server
 from grove_ask.settings import AskSettings
+from grove_ask.telemetry import MODEL_LOADED
 from grove_contracts.errors import settings_problems
+from grove_telemetry import metrics
+from grove_telemetry.logs import configure_logging, log
+from grove_telemetry.server import start_metrics_server
+from grove_telemetry.traces import configure_tracing
 
 GRACE_SECONDS = 5
+logger = logging.getLogger("grove.ask")
 
 
 def main() -> None:
@@ -24,7 +31,13 @@ def main() -> None:
         settings = AskSettings()
     except ValidationError as ex:
         sys.exit(f"grove-ask: invalid configuration: {settings_problems(ex)}")
+    configure_logging("ask")
+    configure_tracing("grove-ask")
+    metrics.init("ask")
+    MODEL_LOADED.labels("ask").set(0)
+    start_metrics_server(settings.metrics_host, settings.ask_metrics_port)
     provider = providers.load(settings)
+    MODEL_LOADED.labels("ask").set(1 if provider else 0)
     batcher = (
         Batcher(provider, settings.embed_model_batch, settings.embed_coalesce_ms / 1000)
         if provider
@@ -32,11 +45,7 @@ def main() -> None:
     )
     server, port = create_server(settings, f"{settings.ask_host}:{settings.ask_port}", batcher)
     server.start()
-    print(
-        f"grove-ask listening on {settings.ask_host}:{port} (profile {settings.embedding_profile})",
-        file=sys.stderr,
-        flush=True,
-    )
+    log(logger, "listening", host=settings.ask_host, port=port, profile=settings.embedding_profile)
     stopped = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -45,6 +54,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     stopped.wait()
-    server.stop(GRACE_SECONDS).wait()
+    log(logger, "stopping", grace_seconds=GRACE_SECONDS)
+    server.stop(GRACE_SECONDS).wait()  # in-flight calls finish; new ones are refused
     if batcher:
         batcher.close()

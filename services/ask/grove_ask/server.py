@@ -11,6 +11,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grove_ask.batcher import Batcher
 from grove_ask.providers import ProviderError
 from grove_ask.settings import AskSettings
+from grove_ask.telemetry import ServerTelemetry
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 
 MAX_TEXTS = 256
@@ -78,6 +79,8 @@ def create_server(
     """Build (not start) the server bound to ``address``; returns it and its port."""
     server = grpc.server(
         concurrent.futures.ThreadPoolExecutor(max_workers=settings.ask_threads),
+        interceptors=[ServerTelemetry()],
+        maximum_concurrent_rpcs=settings.ask_max_concurrent_rpcs,
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

@@ -11,6 +11,8 @@ DEFAULT_PORT = 50051
 DEFAULT_THREADS = 8
 DEFAULT_MODEL_BATCH = 64
 DEFAULT_COALESCE_MS = 5
+DEFAULT_MAX_CONCURRENT_RPCS = 64
+DEFAULT_METRICS_PORT = 9051
 
 
 class AskSettings(BaseSettings):
@@ -22,6 +24,11 @@ class AskSettings(BaseSettings):
     ask_host: str = "127.0.0.1"
     ask_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT
     ask_threads: Annotated[int, Field(ge=1, le=256)] = DEFAULT_THREADS
+    #: Calls in progress or waiting for a thread; one more is refused at once with
+    #: RESOURCE_EXHAUSTED instead of queueing without bound.
+    ask_max_concurrent_rpcs: Annotated[int, Field(ge=1, le=10_000)] = DEFAULT_MAX_CONCURRENT_RPCS
+    ask_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
+    metrics_host: str = "127.0.0.1"
     embed_model_batch: Annotated[int, Field(ge=1, le=1024)] = DEFAULT_MODEL_BATCH
     embed_coalesce_ms: Annotated[int, Field(ge=0, le=1000)] = DEFAULT_COALESCE_MS
     openai_base_url: str | None = None

@@ -7,8 +7,7 @@ middleware with our verifier; every tool call runs the registry tool through
 
 from __future__ import annotations
 
-import json
-import sys
+import logging
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -43,15 +42,22 @@ from grove_auth.sessions import Jwks
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
+from grove_db.ratelimit import RateLimit
 from grove_mcp.results import failure, list_tools, success
 from grove_mcp.settings import McpSettings
 from grove_memory import tools
 from grove_memory.errors import ServiceError
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
+from grove_telemetry import metrics
+from grove_telemetry.logs import configure_logging
+from grove_telemetry.middleware import AsgiTelemetry
+from grove_telemetry.traces import configure_tracing
 
 LOCAL_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOCAL_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+MCP_PATH = "/mcp"
+logger = logging.getLogger("grove.mcp")
 
 
 class KeyVerifier:
@@ -159,21 +165,48 @@ class ToolRunner:
                 extra=getattr(ex, "extra", None),
             )
         except Exception as ex:  # reported to the caller without internals
-            print(
-                json.dumps(
-                    {
-                        "level": "error",
-                        "service": "grove-mcp",
-                        "requestId": request_id,
-                        "tool": params.name,
-                        "error": type(ex).__name__,
-                    }
-                ),
-                file=sys.stderr,
-                flush=True,
+            # Type and stack only: the message may quote the arguments (note content).
+            logger.error(
+                "unhandled_error",
+                exc_info=ex,
+                extra={"fields": {"tool": params.name, "tool_request_id": request_id}},
             )
             return failure("internal", "internal error; quote the request ID", request_id)
         return success(data)
+
+
+class RateLimited:
+    """Refuse a credential's requests over its per-minute limit: 429 with ``Retry-After``.
+
+    Wraps the /mcp endpoint, inside the SDK's authentication, so the verified
+    principal is known; the counters live in PostgreSQL, shared by every replica.
+    """
+
+    def __init__(self, app: ASGIApp, pool: ConnectionPool, limit: RateLimit) -> None:
+        self.app = app
+        self.pool = pool
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token: AccessToken | None = getattr(scope.get("user"), "access_token", None)
+        principal = token.claims.get("principal") if token and token.claims else None
+        if isinstance(principal, Principal):
+            bucket = f"mcp:{principal.connection_id}"
+            wait = await anyio.to_thread.run_sync(self.limit.hit, self.pool, bucket)
+            if wait is not None:
+                metrics.RATE_LIMITED.labels(metrics.service()).inc()
+                message = (
+                    f"at most {self.limit.limit} requests per minute for this credential;"
+                    f" retry in {wait} s"
+                )
+                response = JSONResponse(
+                    error_envelope("rate_limited", message, uuid.uuid4().hex),
+                    status_code=429,
+                    headers={"Retry-After": str(wait)},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class GetNotAllowed:
@@ -230,7 +263,13 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
             Route("/readyz", _ready(store.pool)),
         ],
     )
-    return GetNotAllowed(starlette_app, "/mcp")
+    for route in starlette_app.routes:
+        if isinstance(route, Route) and route.path == MCP_PATH:
+            route.app = RateLimited(
+                route.app, store.pool, RateLimit(settings.mcp_rate_limit_per_minute)
+            )
+    known = [getattr(route, "path", "") for route in starlette_app.routes]
+    return AsgiTelemetry(GetNotAllowed(starlette_app, MCP_PATH), known)
 
 
 def agent_tokens(settings: McpSettings) -> AgentTokens | None:
@@ -291,7 +330,10 @@ def store_from(settings: McpSettings) -> Store:
 def get_app() -> ASGIApp:
     """The uvicorn workers' target: settings from the environment."""
     settings = McpSettings()  # type: ignore[call-arg]
+    configure_logging("mcp")
+    configure_tracing("grove-mcp")
+    metrics.init("mcp")
     secret = settings.secret_key.get_secret_value()
-    return create_app(
-        settings, store_from(settings), derive_secret(secret, "api-key"), settings.mcp_port
-    )
+    store = store_from(settings)
+    metrics.watch_pool(store.pool)
+    return create_app(settings, store, derive_secret(secret, "api-key"), settings.mcp_port)

@@ -7,6 +7,8 @@ from typing import Any
 
 from grove_db.startup import Gunicorn, checked_settings
 from grove_mcp.settings import McpSettings
+from grove_telemetry import multiproc
+from grove_telemetry.logs import gunicorn_logconfig
 
 
 def _app() -> Any:
@@ -17,6 +19,7 @@ def _app() -> Any:
 
 def main() -> None:
     """Entry point of ``grove-mcp``; a bad setting or unsafe role exits with one line."""
+    multiproc.prepare("grove-mcp")
     settings = checked_settings("grove-mcp", McpSettings)
     options = {
         "bind": f"{settings.mcp_host}:{settings.mcp_port}",
@@ -25,5 +28,7 @@ def main() -> None:
         "proc_name": "grove-mcp",
         "control_socket_disable": True,
         "graceful_timeout": 10,
+        "logconfig_dict": gunicorn_logconfig("mcp"),
+        **multiproc.gunicorn_hooks(settings.metrics_host, settings.mcp_metrics_port),
     }
     Gunicorn(options, _app).run()

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from grove_memory.store import DEFAULT_MAX_DISTANCE, DEFAULT_RRF_K
 
 DEFAULT_PORT = 8081
+DEFAULT_METRICS_PORT = 9081
 DEFAULT_PER_CREDENTIAL_CONCURRENCY = 8
 MAX_BODY_BYTES = 64 * 1024
 
@@ -40,6 +41,10 @@ class McpSettings(BaseSettings):
     )
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = 4
+    mcp_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
+    metrics_host: str = "127.0.0.1"
+    #: Requests per minute per credential, across all replicas (0: no limit).
+    mcp_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 600
     embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
     automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = "127.0.0.1:50051"

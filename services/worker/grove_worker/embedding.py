@@ -10,9 +10,10 @@ deleted or superseded content.
 from __future__ import annotations
 
 import random
+import time
 from collections import defaultdict
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from psycopg_pool import ConnectionPool
@@ -99,6 +100,7 @@ class Batch:
     texts: list[str]
     outcome: Outcome
     vectors: Future[list[list[float]]] | None = None
+    claimed_at: float = field(default_factory=time.monotonic)
 
 
 def prepare(pool: ConnectionPool, owner: str, jobs: list[queue.Job]) -> Batch:

@@ -6,12 +6,12 @@ once. SIGTERM finishes the current batch, then exits.
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import signal
 import socket
-import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,21 +22,24 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from grove_db import queue
-from grove_db.pool import open_pool
+from grove_db.pool import open_pool, transaction
 from grove_db.startup import checked_settings
 from grove_memory.inference import InferenceClient
-from grove_worker import sweeps
+from grove_telemetry import metrics
+from grove_telemetry.logs import configure_logging
+from grove_telemetry.logs import log as log_event
+from grove_telemetry.server import start_metrics_server
+from grove_telemetry.traces import configure_tracing
+from grove_worker import sweeps, telemetry
 from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
 
+logger = logging.getLogger("grove.worker")
+
 
 def log(event: str, **fields: object) -> None:
-    """One structured log line on stderr."""
-    print(
-        json.dumps({"service": "grove-worker", "event": event, **fields}, default=str),
-        file=sys.stderr,
-        flush=True,
-    )
+    """One structured log line (identifiers and counts only)."""
+    log_event(logger, event, **fields)
 
 
 class Worker:
@@ -78,7 +81,9 @@ class Worker:
         with ThreadPoolExecutor(1, thread_name_prefix="embed") as embedder, self._heartbeat():
             while True:
                 batch = None if self.stopping.is_set() else self._start_batch(embedder)
-                if in_flight is not None:
+                if in_flight is not None and self.stopping.is_set():
+                    self._settle_or_release(in_flight)
+                elif in_flight is not None:
                     self._settle(in_flight)
                 in_flight = batch
                 if in_flight is None:
@@ -99,10 +104,9 @@ class Worker:
         )
         if not jobs:
             return None
-        sweeping = [job for job in jobs if job.kind in queue.SWEEPS]
-        if sweeping:
-            outcome = sweeps.run(self.pool, self.owner, sweeping, self.webhook)
-            log("sweep", jobs=len(sweeping), **vars(outcome))
+        telemetry.claimed(jobs)
+        for kind in queue.SWEEPS:
+            self._sweep(kind, [job for job in jobs if job.kind == kind])
         embedding = [job for job in jobs if job.kind == queue.EMBED_REVISION]
         with self._held_lock:
             self._held.update(job.id for job in embedding)
@@ -116,12 +120,55 @@ class Worker:
             )
         return batch
 
+    def _sweep(self, kind: str, jobs: list[queue.Job]) -> None:
+        if not jobs:
+            return
+        started = time.monotonic()
+        outcome = sweeps.run(self.pool, self.owner, jobs, self.webhook)
+        done = outcome.expired + outcome.deleted + outcome.identities + outcome.skipped
+        retried = len(jobs) - done - outcome.failed - outcome.lost
+        telemetry.finished(
+            kind,
+            time.monotonic() - started,
+            {"done": done, "retry": retried, "failed": outcome.failed},
+            outcome.lost,
+        )
+        telemetry.NOTES_EXPIRED.labels(metrics.service()).inc(outcome.expired)
+        telemetry.NOTES_SOFT_DELETED.labels(metrics.service()).inc(outcome.deleted)
+        log("sweep", kind=kind, jobs=len(jobs), **vars(outcome))
+
     def _settle(self, batch: Batch) -> None:
         outcome = settle(self.pool, self.owner, batch, self.policy)
         with self._held_lock:
             self._held.difference_update(job.id for job in batch.jobs)
         if batch.jobs:
+            telemetry.finished(
+                queue.EMBED_REVISION,
+                time.monotonic() - batch.claimed_at,
+                {
+                    "done": outcome.done,
+                    "stale": outcome.stale,
+                    "retry": outcome.retried,
+                    "failed": outcome.failed,
+                },
+                outcome.lost,
+            )
             log("batch", jobs=len(batch.jobs), **vars(outcome))
+
+    def _settle_or_release(self, batch: Batch) -> None:
+        """Shutting down: settle if the vectors arrive within the grace, else give the jobs back."""
+        grace = self.settings.worker_shutdown_grace_seconds
+        if batch.vectors is not None:
+            try:
+                batch.vectors.exception(timeout=grace)
+            except TimeoutError:
+                ids = [job.id for job in batch.live]
+                queue.release(self.pool, self.owner, ids)
+                with self._held_lock:
+                    self._held.difference_update(job.id for job in batch.jobs)
+                log("released", jobs=len(ids))
+                return
+        self._settle(batch)
 
     def _wait(self, listener: psycopg.Connection[object]) -> None:
         # Short slices, so SIGTERM is noticed within a second.
@@ -157,7 +204,13 @@ class Worker:
 def main() -> None:
     """Entry point of ``grove-worker``; a bad setting or unsafe role exits with one line."""
     settings = checked_settings("grove-worker", WorkerSettings)
+    configure_logging("worker")
+    configure_tracing("grove-worker")
+    metrics.init("worker")
+    telemetry.init()
     pool = open_pool(settings.database_url, max_size=settings.db_pool_size)
+    metrics.watch_pool(pool)
+    start_metrics_server(settings.metrics_host, settings.worker_metrics_port, lambda: _ready(pool))
     client = (
         None
         if settings.embedding_profile == "disabled"  # sweeps only
@@ -170,9 +223,22 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    stop_gauges = threading.Event()
+    telemetry.watch_queue(pool, settings.worker_metrics_interval_seconds, stop_gauges)
     with psycopg.connect(settings.database_url, autocommit=True) as listener:
         listener.execute(f"LISTEN {queue.CHANNEL}")
         worker.run(listener)
+    stop_gauges.set()
     if client is not None:
         client.close()
     pool.close()
+
+
+def _ready(pool: ConnectionPool) -> bool:
+    """The metrics port's ``/readyz``: the database answers."""
+    try:
+        with transaction(pool) as conn:
+            conn.execute("SELECT 1")
+    except Exception:  # any failure means not ready
+        return False
+    return True

@@ -26,4 +26,9 @@ class WorkerSettings(BaseSettings):
     worker_poll_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     worker_embed_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 60.0
     db_pool_size: Annotated[int, Field(ge=2, le=100)] = 4
+    worker_metrics_port: Annotated[int, Field(ge=0, le=65535)] = 9090
+    metrics_host: str = "127.0.0.1"
+    worker_metrics_interval_seconds: Annotated[float, Field(gt=0, le=3600)] = 15.0
+    #: On SIGTERM, how long to wait for an embedding in flight before giving its jobs back.
+    worker_shutdown_grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10.0
     account_deletion_webhook: str | None = None

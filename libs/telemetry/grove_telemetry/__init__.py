@@ -1,0 +1,1 @@
+"""Metrics, traces and logs shared by every Grove service."""

@@ -1,0 +1,101 @@
+"""The ask service's metrics and its gRPC server interceptor (spans and RPC counts).
+
+The interceptor continues the caller's trace from the W3C ``traceparent`` in the
+call's metadata, so an api recall and the ``Embed`` it causes share one trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from opentelemetry import context, propagate, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from prometheus_client import Counter, Gauge, Histogram
+
+from grove_telemetry import metrics
+from grove_telemetry.metrics import LATENCY_BUCKETS
+
+RPCS = Counter(
+    "grove_grpc_server_requests",
+    "gRPC calls answered, by method and status code.",
+    ["service", "method", "code"],
+)
+RPC_DURATION = Histogram(
+    "grove_grpc_server_request_duration_seconds",
+    "Time to answer a gRPC call.",
+    ["service", "method"],
+    buckets=LATENCY_BUCKETS,
+)
+BATCH_SIZE = Histogram(
+    "grove_ask_batch_size",
+    "Texts per model call after coalescing.",
+    ["service"],
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+)
+MODEL_LATENCY = Histogram(
+    "grove_ask_model_latency_seconds",
+    "Time the embedding model (or provider) took per batch.",
+    ["service"],
+    buckets=LATENCY_BUCKETS,
+)
+QUEUE_WAIT = Histogram(
+    "grove_ask_queue_wait_seconds",
+    "Time a request waited for the model thread.",
+    ["service"],
+    buckets=LATENCY_BUCKETS,
+)
+MODEL_LOADED = Gauge(
+    "grove_ask_model_loaded",
+    "1 when the embedding model (or provider) is ready to embed.",
+    ["service"],
+    multiprocess_mode="livemax",
+)
+tracer = trace.get_tracer("grove.ask")
+
+
+class ServerTelemetry(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Wrap every unary call in a server span, count it and time it."""
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        method = details.method.rsplit("/", 1)[-1]
+        carrier = {key: value for key, value in details.invocation_metadata}
+        inner = handler.unary_unary
+
+        def observed(request: Any, servicer_context: grpc.ServicerContext) -> Any:
+            start = time.perf_counter()
+            parent = propagate.extract(carrier)
+            token = context.attach(parent)
+            code = "OK"
+            try:
+                with tracer.start_as_current_span(
+                    f"{details.method.lstrip('/')}", kind=SpanKind.SERVER
+                ) as span:
+                    span.set_attribute("rpc.system", "grpc")
+                    span.set_attribute("rpc.method", method)
+                    try:
+                        return inner(request, servicer_context)
+                    finally:
+                        status = servicer_context.code()
+                        code = status.name if status is not None else "OK"
+                        if code != "OK":
+                            span.set_status(Status(StatusCode.ERROR, code))
+            except Exception:
+                code = "UNKNOWN" if code == "OK" else code
+                raise
+            finally:
+                context.detach(token)
+                service = metrics.service()
+                RPCS.labels(service, method, code).inc()
+                RPC_DURATION.labels(service, method).observe(time.perf_counter() - start)
+
+        return grpc.unary_unary_rpc_method_handler(
+            observed,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )

@@ -1,0 +1,564 @@
+"""The Kubernetes manifests (deploy/k8s) render, validate, and keep Grove's promises.
+
+Each kustomization (the base and both overlays) is rendered with ``kubectl kustomize``
+(offline) and every object is checked against the Kubernetes 1.37 schemas in strict mode.
+The Prometheus Operator's custom resources have no bundled schema, so their shape is
+checked here. The rest are the rules a reviewer would otherwise check by eye: probes,
+resources and a locked-down security context on every pod, credentials only from the
+Secret, commands that exist, selectors that select something, and network policies that
+keep ask private.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "k8s"
+KUSTOMIZATIONS = {
+    "base": K8S / "base",
+    "dev": K8S / "overlays" / "dev",
+    "prod": K8S / "overlays" / "prod",
+}
+KUBERNETES_VERSION = "1.37"
+CUSTOM_KINDS = {"ServiceMonitor", "PrometheusRule"}
+MONITORING_API = "monitoring.coreos.com/v1"
+
+SERVICES = ("api", "mcp", "ask", "worker")
+COMMANDS = {"api": "grove-api", "mcp": "grove-mcp", "ask": "grove-ask", "worker": "grove-worker"}
+AUTOSCALED = ("api", "mcp", "worker")
+PUBLIC_HTTP = ("api", "mcp")
+ASK_CALLERS = frozenset({"api", "mcp", "worker"})
+COMPONENT = "app.kubernetes.io/component"
+NAME = "app.kubernetes.io/name"
+
+SECRET_NAME = "grove-secrets"
+SECRET_KEYS = frozenset({"database-url", "migration-database-url", "secret-key"})
+SENSITIVE_WORDS = ("SECRET", "PASSWORD", "DATABASE_URL", "TOKEN", "API_KEY")
+RUN_AS_USER = 10001
+# In a container a service must listen beyond loopback to be reachable.
+ALL_INTERFACES = "0.0.0.0"  # noqa: S104
+TMP = "/tmp"  # noqa: S108  (the writable emptyDir under a read-only root)
+
+Manifest = dict[str, Any]
+
+
+@cache
+def console_scripts() -> frozenset[str]:
+    """The console scripts the package installs ([project.scripts] of pyproject.toml)."""
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        return frozenset(tomllib.load(handle)["project"]["scripts"])
+
+
+@cache
+def render(name: str) -> tuple[Manifest, ...]:
+    """Every object of one kustomization, as ``kubectl kustomize`` renders it."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: cannot render deploy/k8s with kustomize")
+    result = subprocess.run(
+        [kubectl, "kustomize", str(KUSTOMIZATIONS[name])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, f"kubectl kustomize {name} failed:\n{result.stderr}"
+    return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
+
+
+@pytest.fixture(params=sorted(KUSTOMIZATIONS))
+def rendered(request: pytest.FixtureRequest) -> tuple[Manifest, ...]:
+    return render(request.param)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def of_kind(objects: tuple[Manifest, ...], kind: str) -> list[Manifest]:
+    return [obj for obj in objects if obj["kind"] == kind]
+
+
+def by_name(objects: tuple[Manifest, ...], kind: str) -> dict[str, Manifest]:
+    return {obj["metadata"]["name"]: obj for obj in of_kind(objects, kind)}
+
+
+def pod_templates(objects: tuple[Manifest, ...]) -> Iterator[tuple[str, Manifest]]:
+    """``(kind/name, pod template)`` of every Deployment and Job."""
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "Job"):
+            yield f"{obj['kind']}/{obj['metadata']['name']}", obj["spec"]["template"]
+
+
+def containers(template: Manifest) -> list[Manifest]:
+    spec = template["spec"]
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def selects(selector: Manifest, labels: dict[str, str]) -> bool:
+    """Whether a label selector (matchLabels and matchExpressions) matches ``labels``."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression["key"], expression["operator"]
+        values = expression.get("values") or []
+        matched = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[operator]
+        if not matched:
+            return False
+    return True
+
+
+def template_labels(objects: tuple[Manifest, ...]) -> dict[str, dict[str, str]]:
+    """Pod labels of every Deployment and Job, by ``kind/name``."""
+    return {name: t["metadata"].get("labels", {}) for name, t in pod_templates(objects)}
+
+
+def container_ports(container: Manifest) -> dict[str, int]:
+    return {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
+
+
+def env_value(container: Manifest, name: str) -> str | None:
+    for variable in container.get("env", []):
+        if variable["name"] == name:
+            return str(variable.get("value"))
+    return None
+
+
+def deployment_container(objects: tuple[Manifest, ...], service: str) -> Manifest:
+    deployment = by_name(objects, "Deployment")[service]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    found: Manifest = container
+    return found
+
+
+def is_sensitive(name: str) -> bool:
+    return any(word in name.upper() for word in SENSITIVE_WORDS)
+
+
+# --- rendering and schemas ------------------------------------------------------------
+
+
+def test_each_kustomization_renders_every_part(rendered: tuple[Manifest, ...]) -> None:
+    kinds = [obj["kind"] for obj in rendered]
+    assert set(by_name(rendered, "Deployment")) == set(SERVICES)
+    assert kinds.count("ServiceMonitor") == len(SERVICES)
+    for kind in (
+        "ConfigMap",
+        "Job",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "Service",
+        "PrometheusRule",
+        "ServiceAccount",
+    ):
+        assert kind in kinds, f"no {kind} rendered"
+    assert "Secret" not in kinds, "credentials must not live in the manifests"
+
+
+def test_every_object_validates_against_the_kubernetes_schemas(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    problems = []
+    for obj in rendered:
+        label = f"{obj['kind']}/{obj['metadata']['name']}"
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.SchemaNotFoundError:
+            if obj["kind"] not in CUSTOM_KINDS:
+                problems.append(f"{label}: no schema for {obj['apiVersion']}")
+        except kubernetes_validate.ValidationError as ex:
+            problems.append(f"{label}: {ex.message}")
+    assert not problems, "\n".join(problems)
+
+
+def test_service_monitors_scrape_the_metrics_port_of_existing_services(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    services = of_kind(rendered, "Service")
+    monitored = set()
+    for monitor in of_kind(rendered, "ServiceMonitor"):
+        name = monitor["metadata"]["name"]
+        assert monitor["apiVersion"] == MONITORING_API, name
+        targets = [
+            svc
+            for svc in services
+            if selects(monitor["spec"]["selector"], svc["metadata"].get("labels", {}))
+        ]
+        assert len(targets) == 1, f"ServiceMonitor {name} selects {len(targets)} Services"
+        (target,) = targets
+        endpoints = monitor["spec"]["endpoints"]
+        assert endpoints and all(e.get("port") == "metrics" for e in endpoints), name
+        assert "metrics" in {p.get("name") for p in target["spec"]["ports"]}, name
+        monitored.add(target["metadata"]["name"])
+    # The Operator's `service` label is the Service name; rules and dashboards use these.
+    assert monitored == set(SERVICES)
+
+
+def test_prometheus_rule_has_the_operator_shape(rendered: tuple[Manifest, ...]) -> None:
+    (rule,) = of_kind(rendered, "PrometheusRule")
+    assert rule["apiVersion"] == MONITORING_API
+    assert rule["metadata"]["name"] == "grove"
+    groups = rule["spec"]["groups"]
+    assert isinstance(groups, list)
+    for group in groups:
+        assert isinstance(group.get("name"), str) and group["name"], group
+        assert isinstance(group.get("rules"), list) and group["rules"], group["name"]
+        for entry in group["rules"]:
+            assert isinstance(entry.get("expr"), str) and entry["expr"].strip(), entry
+            if "record" in entry:
+                continue
+            assert entry.get("alert"), entry
+            assert entry.get("labels", {}).get("severity"), entry["alert"]
+            assert isinstance(entry.get("annotations"), dict), entry["alert"]
+            assert entry["annotations"], entry["alert"]
+
+
+# --- pods -----------------------------------------------------------------------------
+
+
+def test_every_deployment_has_probes_resources_and_a_metrics_port(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    for name, deployment in by_name(rendered, "Deployment").items():
+        spec = deployment["spec"]["template"]["spec"]
+        assert isinstance(spec.get("terminationGracePeriodSeconds"), int), name
+        for container in spec["containers"]:
+            where = f"{name}/{container['name']}"
+            assert container.get("readinessProbe"), f"{where}: no readiness probe"
+            assert container.get("livenessProbe"), f"{where}: no liveness probe"
+            resources = container.get("resources", {})
+            for bound in ("requests", "limits"):
+                for resource in ("cpu", "memory"):
+                    assert resources.get(bound, {}).get(resource), f"{where}: {bound}.{resource}"
+            assert "metrics" in container_ports(container), f"{where}: no port named metrics"
+
+
+def test_probes_use_ports_the_container_declares(rendered: tuple[Manifest, ...]) -> None:
+    for name, template in pod_templates(rendered):
+        for container in containers(template):
+            ports = container_ports(container)
+            for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+                probe = container.get(kind)
+                if not probe:
+                    continue
+                handler = probe.get("httpGet") or probe.get("grpc") or probe.get("tcpSocket")
+                assert handler, f"{name}: {kind} has no httpGet, grpc or tcpSocket"
+                port = handler["port"]
+                assert port in ports or port in ports.values(), f"{name}: {kind} port {port}"
+
+
+def test_every_pod_runs_locked_down(rendered: tuple[Manifest, ...]) -> None:
+    for name, template in pod_templates(rendered):
+        pod = template["spec"].get("securityContext", {})
+        assert template["spec"].get("automountServiceAccountToken") is False, name
+        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        for container in containers(template):
+            where = f"{name}/{container['name']}"
+            own = container.get("securityContext", {})
+            merged = {**pod, **own}
+            assert merged.get("runAsNonRoot") is True, f"{where}: runAsNonRoot"
+            assert merged.get("runAsUser") == RUN_AS_USER, f"{where}: runAsUser"
+            assert own.get("readOnlyRootFilesystem") is True, f"{where}: read-only root"
+            assert own.get("allowPrivilegeEscalation") is False, f"{where}: escalation"
+            assert own.get("privileged") is not True, where
+            assert "ALL" in own.get("capabilities", {}).get("drop", []), f"{where}: caps"
+            assert not own.get("capabilities", {}).get("add"), f"{where}: added caps"
+            seccomp = merged.get("seccompProfile", {}).get("type")
+            assert seccomp == "RuntimeDefault", f"{where}: seccomp {seccomp}"
+            mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+            assert TMP in mounts, f"{where}: /tmp must be writable (read-only root)"
+            assert "emptyDir" in volumes[mounts[TMP]], f"{where}: /tmp is not an emptyDir"
+
+
+def test_credentials_come_only_from_the_secret(rendered: tuple[Manifest, ...]) -> None:
+    for config in of_kind(rendered, "ConfigMap"):
+        leaked = [key for key in config.get("data", {}) if is_sensitive(key)]
+        assert not leaked, f"ConfigMap {config['metadata']['name']} holds {leaked}"
+    for name, template in pod_templates(rendered):
+        for container in containers(template):
+            where = f"{name}/{container['name']}"
+            for source in container.get("envFrom", []):
+                assert "secretRef" not in source, f"{where}: use secretKeyRef per variable"
+            for variable in container.get("env", []):
+                reference = variable.get("valueFrom", {}).get("secretKeyRef")
+                if is_sensitive(variable["name"]):
+                    assert "value" not in variable, f"{where}: literal {variable['name']}"
+                    assert reference, f"{where}: {variable['name']} must use secretKeyRef"
+                if reference:
+                    assert reference["name"] == SECRET_NAME, where
+                    assert reference["key"] in SECRET_KEYS, f"{where}: key {reference['key']}"
+
+
+def secret_keys_of(container: Manifest) -> dict[str, str]:
+    return {
+        v["name"]: v["valueFrom"]["secretKeyRef"]["key"]
+        for v in container.get("env", [])
+        if "secretKeyRef" in v.get("valueFrom", {})
+    }
+
+
+def test_each_service_gets_exactly_the_credentials_it_needs(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    expected = {
+        "api": {"GROVE_DATABASE_URL": "database-url", "GROVE_SECRET_KEY": "secret-key"},
+        "mcp": {"GROVE_DATABASE_URL": "database-url", "GROVE_SECRET_KEY": "secret-key"},
+        "worker": {"GROVE_DATABASE_URL": "database-url"},
+        "ask": {},  # no database access at all
+    }
+    for service, keys in expected.items():
+        assert secret_keys_of(deployment_container(rendered, service)) == keys, service
+    (job,) = of_kind(rendered, "Job")
+    (migrate,) = job["spec"]["template"]["spec"]["containers"]
+    assert secret_keys_of(migrate) == {
+        "GROVE_MIGRATION_DATABASE_URL": "migration-database-url",
+        "GROVE_DATABASE_URL": "database-url",
+    }
+
+
+def test_every_command_is_an_installed_console_script(rendered: tuple[Manifest, ...]) -> None:
+    scripts = console_scripts()
+    for name, template in pod_templates(rendered):
+        for container in containers(template):
+            command = container.get("command")
+            assert command, f"{name}: set the command; the image default is only grove-api"
+            assert command[0] in scripts, f"{name}: {command[0]} is not in [project.scripts]"
+    for service, script in COMMANDS.items():
+        assert deployment_container(rendered, service)["command"] == [script]
+    (job,) = of_kind(rendered, "Job")
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["grove", "migrate"]
+
+
+def test_port_settings_match_the_declared_ports(rendered: tuple[Manifest, ...]) -> None:
+    for service in SERVICES:
+        container = deployment_container(rendered, service)
+        ports = container_ports(container)
+        prefix = f"GROVE_{service.upper()}"
+        assert env_value(container, f"{prefix}_METRICS_PORT") == str(ports["metrics"]), service
+        serving = {name: port for name, port in ports.items() if name != "metrics"}
+        if service != "worker":
+            assert env_value(container, f"{prefix}_HOST") == ALL_INTERFACES, service
+            assert [env_value(container, f"{prefix}_PORT")] == [
+                str(port) for port in serving.values()
+            ], service
+
+
+def test_config_maps_exist_and_point_callers_at_the_ask_service(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    configs = by_name(rendered, "ConfigMap")
+    for name, template in pod_templates(rendered):
+        for container in containers(template):
+            for source in container.get("envFrom", []):
+                ref = source["configMapRef"]["name"]
+                assert ref in configs, f"{name}: no ConfigMap {ref}"
+    (config,) = [c for n, c in configs.items() if n.startswith("grove-config")]
+    data = config["data"]
+    assert data["GROVE_METRICS_HOST"] == ALL_INTERFACES
+    assert data["OTEL_TRACES_EXPORTER"] in {"none", "otlp"}
+    host, _, port = data["GROVE_ASK_ADDRESS"].partition(":")
+    ask = by_name(rendered, "Service")[host]
+    grpc = {p["name"]: p["port"] for p in ask["spec"]["ports"]}["grpc"]
+    assert int(port) == grpc
+
+
+def test_services_select_pods_and_target_their_named_ports(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    deployments = by_name(rendered, "Deployment")
+    for service in of_kind(rendered, "Service"):
+        name = service["metadata"]["name"]
+        matches = [
+            d
+            for d in deployments.values()
+            if selects(
+                {"matchLabels": service["spec"]["selector"]},
+                d["spec"]["template"]["metadata"]["labels"],
+            )
+        ]
+        assert len(matches) == 1, f"Service {name} selects {len(matches)} Deployments"
+        (container,) = matches[0]["spec"]["template"]["spec"]["containers"]
+        for port in service["spec"]["ports"]:
+            assert port["targetPort"] in container_ports(container), f"{name}: {port}"
+
+
+# --- scaling and disruption -----------------------------------------------------------
+
+
+def test_autoscalers_target_existing_deployments(rendered: tuple[Manifest, ...]) -> None:
+    deployments = by_name(rendered, "Deployment")
+    targets = set()
+    for hpa in of_kind(rendered, "HorizontalPodAutoscaler"):
+        assert hpa["apiVersion"] == "autoscaling/v2"
+        target = hpa["spec"]["scaleTargetRef"]
+        assert target["kind"] == "Deployment" and target["name"] in deployments, target
+        assert 1 <= hpa["spec"].get("minReplicas", 1) <= hpa["spec"]["maxReplicas"]
+        deployment = deployments[target["name"]]
+        # kubectl apply would reset an autoscaled replica count on every apply.
+        assert "replicas" not in deployment["spec"], f"{target['name']}: HPA owns replicas"
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["resources"]["requests"]["cpu"]  # utilisation needs a request
+        targets.add(target["name"])
+    assert targets == set(AUTOSCALED)
+
+
+def test_each_disruption_budget_selects_one_deployment(rendered: tuple[Manifest, ...]) -> None:
+    deployments = by_name(rendered, "Deployment")
+    covered = set()
+    for pdb in of_kind(rendered, "PodDisruptionBudget"):
+        matches = [
+            name
+            for name, d in deployments.items()
+            if selects(pdb["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"])
+        ]
+        assert len(matches) == 1, f"PDB {pdb['metadata']['name']} selects {matches}"
+        covered.update(matches)
+    assert covered == set(deployments)
+
+
+# --- network policies -----------------------------------------------------------------
+
+
+def ingress_rules_for(objects: tuple[Manifest, ...], labels: dict[str, str]) -> list[Manifest]:
+    rules: list[Manifest] = []
+    for policy in of_kind(objects, "NetworkPolicy"):
+        spec = policy["spec"]
+        if "Ingress" in spec.get("policyTypes", ["Ingress"]) and selects(
+            spec["podSelector"], labels
+        ):
+            rules.extend(spec.get("ingress", []))
+    return rules
+
+
+def components_matched(objects: tuple[Manifest, ...], selector: Manifest) -> set[str]:
+    return {
+        labels.get(COMPONENT, name)
+        for name, labels in template_labels(objects).items()
+        if selects(selector, labels)
+    }
+
+
+def test_default_deny_isolates_every_grove_pod(rendered: tuple[Manifest, ...]) -> None:
+    deny = [
+        p
+        for p in of_kind(rendered, "NetworkPolicy")
+        if set(p["spec"].get("policyTypes", [])) == {"Ingress", "Egress"}
+        and not p["spec"].get("ingress")
+        and not p["spec"].get("egress")
+    ]
+    assert deny, "no default-deny NetworkPolicy"
+    for name, labels in template_labels(rendered).items():
+        assert any(selects(p["spec"]["podSelector"], labels) for p in deny), name
+
+
+def test_ask_admits_ingress_only_from_api_mcp_and_worker(rendered: tuple[Manifest, ...]) -> None:
+    ask = deployment_container(rendered, "ask")
+    ports = container_ports(ask)
+    metrics = {"metrics", ports["metrics"]}
+    labels = by_name(rendered, "Deployment")["ask"]["spec"]["template"]["metadata"]["labels"]
+    rules = ingress_rules_for(rendered, labels)
+    admitted: set[str] = set()
+    for rule in rules:
+        peers = rule.get("from")
+        assert peers, f"ask admits ingress from anywhere: {rule}"
+        rule_ports = {p.get("port") for p in rule.get("ports", [])}
+        if rule_ports and rule_ports <= metrics:
+            # Scraping only: Prometheus from another namespace.
+            assert all("namespaceSelector" in peer for peer in peers), rule
+            continue
+        for peer in peers:
+            assert set(peer) == {"podSelector"}, f"ask admits a non-Grove peer: {peer}"
+            matched = components_matched(rendered, peer["podSelector"])
+            assert matched and matched <= ASK_CALLERS, f"ask admits {matched}"
+            admitted |= matched
+        assert rule_ports and rule_ports <= {"grpc", ports["grpc"]}, rule
+    assert admitted == ASK_CALLERS
+
+
+@pytest.mark.parametrize("service", PUBLIC_HTTP)
+def test_public_services_accept_ingress_on_their_http_port_only(
+    rendered: tuple[Manifest, ...], service: str
+) -> None:
+    deployment = by_name(rendered, "Deployment")[service]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    open_rules = [r for r in ingress_rules_for(rendered, labels) if not r.get("from")]
+    assert open_rules, f"{service} accepts no ingress from outside"
+    for rule in open_rules:
+        assert [p.get("port") for p in rule.get("ports", [])] == ["http"], rule
+
+
+def test_every_pod_may_reach_dns_and_postgres(rendered: tuple[Manifest, ...]) -> None:
+    policies = [
+        p
+        for p in of_kind(rendered, "NetworkPolicy")
+        if "Egress" in p["spec"].get("policyTypes", [])
+    ]
+    for name, labels in template_labels(rendered).items():
+        allowed = {
+            (port.get("protocol", "TCP"), port.get("port"))
+            for policy in policies
+            if selects(policy["spec"]["podSelector"], labels)
+            for rule in policy["spec"].get("egress", [])
+            for port in rule.get("ports", [])
+        }
+        for needed in (("UDP", 53), ("TCP", 53), ("TCP", 5432)):
+            assert needed in allowed, f"{name} cannot reach {needed}"
+
+
+def test_metrics_ports_admit_prometheus(rendered: tuple[Manifest, ...]) -> None:
+    for service in SERVICES:
+        labels = by_name(rendered, "Deployment")[service]["spec"]["template"]["metadata"]["labels"]
+        scrape = [
+            rule
+            for rule in ingress_rules_for(rendered, labels)
+            if "metrics" in {p.get("port") for p in rule.get("ports", [])}
+        ]
+        assert scrape, f"{service}: Prometheus cannot reach its metrics port"
+
+
+# --- overlays -------------------------------------------------------------------------
+
+
+def test_dev_overlay_runs_one_small_replica_each() -> None:
+    objects = render("dev")
+    for hpa in of_kind(objects, "HorizontalPodAutoscaler"):
+        assert hpa["spec"]["minReplicas"] == 1, hpa["metadata"]["name"]
+    assert by_name(objects, "Deployment")["ask"]["spec"]["replicas"] == 1
+    (config,) = of_kind(objects, "ConfigMap")
+    assert config["data"]["GROVE_ENV"] == "development"
+    base_api = deployment_container(render("base"), "api")["resources"]["requests"]
+    dev_api = deployment_container(objects, "api")["resources"]["requests"]
+    assert dev_api != base_api
+
+
+def test_prod_overlay_pins_images_and_keeps_spare_replicas() -> None:
+    objects = render("prod")
+    for name, template in pod_templates(objects):
+        for container in containers(template):
+            image = container["image"]
+            assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), name
+    for hpa in of_kind(objects, "HorizontalPodAutoscaler"):
+        assert hpa["spec"]["minReplicas"] >= 2, hpa["metadata"]["name"]
+    assert by_name(objects, "Deployment")["ask"]["spec"]["replicas"] >= 2
+    (config,) = of_kind(objects, "ConfigMap")
+    assert config["data"]["GROVE_ENV"] == "production"
+    assert {obj["metadata"].get("namespace") for obj in objects if obj["kind"] != "Namespace"} == {
+        "grove"
+    }

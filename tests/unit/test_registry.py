@@ -6,10 +6,10 @@ import json
 import re
 
 import pytest
-from grove_mcp.results import failure, mcp_tool, success, tool_list
 from pydantic import ValidationError
 
 from grove_contracts.tools import TOOLS, TOOLS_BY_NAME, Tool
+from grove_mcp.results import failure, mcp_tool, success, tool_list
 
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 

@@ -1,0 +1,26 @@
+"""The README's configuration table names every setting every service reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic_settings import BaseSettings
+
+from grove_api.settings import ApiSettings
+from grove_ask.settings import AskSettings
+from grove_mcp.settings import McpSettings
+from grove_worker.settings import WorkerSettings
+
+README = (Path(__file__).parents[2] / "README.md").read_text()
+
+
+@pytest.mark.parametrize("settings", [ApiSettings, McpSettings, AskSettings, WorkerSettings])
+def test_every_setting_is_documented(settings: type[BaseSettings]) -> None:
+    prefix = settings.model_config.get("env_prefix", "")
+    names = [
+        str(field.validation_alias or f"{prefix}{name}").upper()
+        for name, field in settings.model_fields.items()
+    ]
+    missing = [name for name in names if f"`{name}`" not in README]
+    assert not missing, f"{settings.__name__}: not in the README's table: {missing}"

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from tests.integration.conftest import OpenAIStack, data_of, wait_until
+from tests.integration.conftest import OpenAIStack, Running, data_of, scrape, wait_until
 
 # Generous: CPU is shared. Gates are held for a few seconds at most, though: grove-ask
 # gives up on the provider after 10 s (GROVE_OPENAI_TIMEOUT_SECONDS), which would retry.
@@ -261,10 +261,17 @@ def test_a_worker_that_lost_its_lease_writes_nothing_when_it_wakes_up(
     wait_until(lambda: batches(frozen.lines), timeout=WAIT)
     assert [(e["done"], e["lost"], e["stale"]) for e in batches(frozen.lines)] == [(0, 1, 0)]
     assert sum(event["done"] for event in batches(successor.lines)) >= 1
+    assert counter(successor, "grove_job_lease_expirations_reclaimed_total") >= 1
+    assert counter(frozen, "grove_job_stale_completions_total") == 1
     job = the_job(stack, note)
     assert (job["status"], job["attempts"], job["lease_owner"]) == ("done", 2, None)
     assert [row["version"] for row in embeddings_of(stack, note)] == [1]
     assert stack.fake.calls.count(text) == 2
+
+
+def counter(worker: Running, name: str) -> float:
+    """A worker's counter, summed over its label sets (its metrics port)."""
+    return sum(value for _, value in scrape(worker).get(name, []))
 
 
 def test_removing_the_account_during_embedding_makes_the_completion_write_nothing(

@@ -251,6 +251,37 @@ def test_search_ranks_by_reciprocal_rank_fusion_of_both_signals(
     assert fused != semantic
 
 
+def test_search_modes_use_one_signal_or_both(hybrid_tenant: Tenant, tenant: Tenant) -> None:
+    save_indexed(hybrid_tenant, REPLICATION_NOTES)
+    lexical = search(
+        hybrid_tenant.client, REPLICATION_QUERY, mode="lexical", matches=True, limit=50
+    )
+    assert lexical["retrieval"] == {"lexical": True, "semantic": False}
+    assert set(contents(lexical)) == LEXICAL_MATCHES
+    assert all(not item["matches"]["semantic"] for item in lexical["items"])
+
+    semantic = search(hybrid_tenant.client, REPLICATION_QUERY, mode="semantic", matches=True)
+    assert semantic["retrieval"] == {"lexical": False, "semantic": True}
+    assert all(not item["matches"]["lexical"] for item in semantic["items"])
+    distances = [item["matches"]["distance"] for item in semantic["items"]]
+    assert distances == sorted(distances) and len(distances) > len(LEXICAL_MATCHES)
+
+    hybrid = search(hybrid_tenant.client, REPLICATION_QUERY, mode="hybrid", limit=50)
+    assert set(contents(hybrid)) == set(contents(lexical)) | set(contents(semantic))
+    # Without embeddings, semantic mode finds nothing and says why.
+    tenant.client.save(REPLICATION_NOTES[0])
+    unavailable = search(tenant.client, REPLICATION_QUERY, mode="semantic")
+    assert unavailable == {
+        "retrieval": {"lexical": False, "semantic": False, "reason": "disabled"},
+        "items": [],
+        "nextCursor": None,
+    }
+    refused = hybrid_tenant.client.post(
+        "/v1/memories/search", {"query": REPLICATION_QUERY, "mode": "fuzzy"}
+    )
+    assert refused.status_code == 400
+
+
 def test_search_matches_report_the_evidence_of_each_signal(hybrid_tenant: Tenant) -> None:
     save_indexed(hybrid_tenant, REPLICATION_NOTES)
     body = search(hybrid_tenant.client, REPLICATION_QUERY, matches=True)

@@ -101,6 +101,8 @@ class SearchRequest(Strict):
 
     ``sort`` is ``relevance`` (the fused rank) or ``updated_desc``; ``cursor`` comes
     from the previous page and is bound to this query; ``matches`` adds evidence.
+    ``mode`` picks the signals: both fused (``hybrid``), words only (``lexical``) or
+    meaning only (``semantic``; empty, with the reason, when embeddings are unavailable).
     """
 
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
@@ -110,6 +112,7 @@ class SearchRequest(Strict):
     sort: Literal["relevance", "updated_desc"] = "relevance"
     cursor: Annotated[str, Field(max_length=2000)] | None = None
     matches: bool = False
+    mode: Literal["hybrid", "lexical", "semantic"] = "hybrid"
 
 
 class RecallRequest(Strict):

@@ -164,7 +164,8 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         offset, ceiling = int(payload["offset"]), datetime.fromisoformat(payload["ceiling"])
     wanted, excluded = split_exclusions(req.query)
     # Embed before the transaction, so no connection waits on inference.
-    vector = query_vector(store, wanted) if wanted else QueryVector(None, None)
+    embed = wanted and req.mode != "lexical"
+    vector = query_vector(store, wanted) if embed else QueryVector(None, None)
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
@@ -172,7 +173,11 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
             ceiling = _now(conn)
         scope += " AND m.created_at <= %(ceiling)s"
         values.update(ceiling=ceiling, limit=SEARCH_CANDIDATES)
-        lexical = _lexical(conn, principal, SEARCH_QUERY, req.query, scope, values)
+        lexical = (
+            _lexical(conn, principal, SEARCH_QUERY, req.query, scope, values)
+            if req.mode != "semantic"
+            else []
+        )
         if excluded:
             # "-word" excludes notes found by meaning too, not only by words.
             scope += " AND NOT m.content_tsv @@ websearch_to_tsquery('english', %(excluded)s)"
@@ -194,7 +199,7 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         else None
     )
     return {
-        "retrieval": vector.retrieval(),
+        "retrieval": {**vector.retrieval(), "lexical": req.mode != "semantic"},
         "items": [_search_item(c, req.matches) for c in page],
         "nextCursor": next_cursor,
     }

@@ -50,7 +50,7 @@ from grove_memory.errors import ServiceError
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
 from grove_telemetry import metrics
-from grove_telemetry.logs import configure_logging
+from grove_telemetry.logs import REQUEST_ID, configure_logging
 from grove_telemetry.middleware import AsgiTelemetry
 from grove_telemetry.traces import configure_tracing
 
@@ -199,8 +199,9 @@ class RateLimited:
                     f"at most {self.limit.limit} requests per minute for this credential;"
                     f" retry in {wait} s"
                 )
+                request_id = REQUEST_ID.get() or uuid.uuid4().hex
                 response = JSONResponse(
-                    error_envelope("rate_limited", message, uuid.uuid4().hex),
+                    error_envelope("rate_limited", message, request_id),
                     status_code=429,
                     headers={"Retry-After": str(wait)},
                 )

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from types import FrameType
 
@@ -78,18 +78,22 @@ class Worker:
         """
         log("started", owner=self.owner, profile=self.settings.embedding_profile)
         in_flight: Batch | None = None
-        with ThreadPoolExecutor(1, thread_name_prefix="embed") as embedder, self._heartbeat():
-            while True:
-                batch = None if self.stopping.is_set() else self._start_batch(embedder)
-                if in_flight is not None and self.stopping.is_set():
-                    self._settle_or_release(in_flight)
-                elif in_flight is not None:
-                    self._settle(in_flight)
-                in_flight = batch
-                if in_flight is None:
-                    if self.stopping.is_set():
-                        break
-                    self._wait(listener)
+        embedder = ThreadPoolExecutor(1, thread_name_prefix="embed")
+        try:
+            with self._heartbeat():
+                while True:
+                    batch = None if self.stopping.is_set() else self._start_batch(embedder)
+                    if in_flight is not None:
+                        self._finish(in_flight)
+                    in_flight = batch
+                    if in_flight is None:
+                        if self.stopping.is_set():
+                            break
+                        self._wait(listener)
+        finally:
+            # Never wait here for an embedding call still in flight: its jobs are settled
+            # or given back already, and closing the client cancels the call.
+            embedder.shutdown(wait=False, cancel_futures=True)
         log("stopped", owner=self.owner)
 
     def _start_batch(self, embedder: ThreadPoolExecutor) -> Batch | None:
@@ -154,6 +158,16 @@ class Worker:
                 outcome.lost,
             )
             log("batch", jobs=len(batch.jobs), **vars(outcome))
+
+    def _finish(self, batch: Batch) -> None:
+        """Settle a batch once its vectors arrive; if SIGTERM comes first, settle or release."""
+        vectors = batch.vectors
+        while vectors is not None and not vectors.done() and not self.stopping.is_set():
+            wait([vectors], timeout=0.2)
+        if self.stopping.is_set():
+            self._settle_or_release(batch)
+        else:
+            self._settle(batch)
 
     def _settle_or_release(self, batch: Batch) -> None:
         """Shutting down: settle if the vectors arrive within the grace, else give the jobs back."""

@@ -1,0 +1,381 @@
+"""Limits under load: per-credential rate limits (api, mcp), ask's concurrency cap, and
+the worker's graceful shutdown.
+
+Rate-limit windows are fixed minutes aligned to the clock, counted in PostgreSQL and
+shared by every replica; each test counts its own fresh credential's requests, after
+making sure the current window has time left for them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+from uuid import UUID
+
+import grpc
+import psycopg
+import pytest
+import requests
+from psycopg.rows import dict_row
+
+from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
+from grove_db import embedded
+from grove_db.pool import set_tenant
+from tests.integration.conftest import (
+    Client,
+    FakeEmbeddings,
+    OpenAIStack,
+    Running,
+    data_of,
+    error_of,
+    metrics_url,
+    new_tenant,
+    scrape,
+    start_api,
+    start_ask,
+    start_mcp,
+    start_worker,
+    wait_until,
+)
+from tests.integration.test_mcp import MCP_ACCEPT
+
+API_LIMIT = 5
+MCP_LIMIT = 3
+WAIT = 60.0
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "grove-limit-tests", "version": "1.0"},
+    },
+}
+
+
+def unique(text: str) -> str:
+    return f"{text} {uuid.uuid4().hex[:12]}"
+
+
+def fresh_window(needed: float = 10.0) -> None:
+    """Make sure ``needed`` seconds remain in the current clock-aligned minute.
+
+    The counters reset when a minute starts; a test that straddled the boundary would
+    see its earlier requests forgotten.
+    """
+    remaining = 60 - time.time() % 60
+    if remaining < needed:
+        time.sleep(remaining + 0.25)
+
+
+def seconds_left_in_minute() -> float:
+    return 60 - time.time() % 60
+
+
+def refusals(running: Running, service: str) -> float:
+    """The service's ``grove_http_rate_limited_total``."""
+    samples = scrape(running).get("grove_http_rate_limited_total", [])
+    return sum(value for labels, value in samples if labels.get("service") == service)
+
+
+def as_owner(
+    database: embedded.EmbeddedDatabase, account_id: UUID | None, query: str, *args: Any
+) -> list[dict[str, Any]]:
+    """Rows of ``query`` as the migration role, scoped to ``account_id`` if given."""
+    with (
+        psycopg.connect(database.migration_url, row_factory=dict_row) as conn,
+        conn.transaction(),
+    ):
+        if account_id is not None:
+            set_tenant(conn, account_id)
+        return conn.execute(query, args).fetchall()
+
+
+def connection_of(database: embedded.EmbeddedDatabase, account_id: UUID, key_id: UUID) -> UUID:
+    rows = as_owner(
+        database, account_id, "SELECT connection_id FROM api_keys WHERE id = %s", key_id
+    )
+    assert len(rows) == 1
+    return rows[0]["connection_id"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def limited_apis(database: embedded.EmbeddedDatabase) -> Iterator[list[Running]]:
+    """Two grove-api replicas on the same database, limited to API_LIMIT per minute."""
+    env = {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        "GROVE_API_RATE_LIMIT_PER_MINUTE": str(API_LIMIT),
+    }
+    apis: list[Running] = []
+    try:
+        apis.append(start_api(env))
+        apis.append(start_api(env))
+        yield apis
+    finally:
+        for api in apis:
+            api.stop()
+
+
+def test_the_request_over_the_api_limit_is_refused_and_nothing_is_lost(
+    database: embedded.EmbeddedDatabase, limited_apis: list[Running]
+) -> None:
+    api = limited_apis[0]
+    tenant = new_tenant(database, api.url)
+    client = tenant.client
+    second_key = tenant.key("second", personal=True, all_projects=True)
+    stranger = new_tenant(database, api.url).client
+    before = refusals(api, "api")
+    fresh_window()
+
+    kept = [client.save(unique("kept")) for _ in range(3)]
+    assert client.get("/v1/memories").status_code == 200
+    assert client.get(f"/v1/memories/{kept[0]['id']}").status_code == 200  # the 5th
+
+    refused_text = unique("refused")
+    refused = client.post(
+        "/v1/memories",
+        {"content": refused_text, "kind": "fact"},
+        headers={"X-Request-Id": "over-the-limit-6"},
+    )
+    left = seconds_left_in_minute()
+    assert refused.status_code == 429, refused.text
+    error = error_of(refused)
+    assert error["code"] == "rate_limited"
+    assert error["requestId"] == "over-the-limit-6"
+    assert error["message"]
+    retry_after = refused.headers["Retry-After"]
+    assert retry_after.isdigit(), retry_after
+    assert 1 <= int(retry_after) <= 60
+    assert abs(int(retry_after) - left) <= 2  # until the window ends
+
+    # Other credentials have their own counters.
+    listed = data_of(second_key.get("/v1/memories"))
+    assert data_of(stranger.get("/v1/memories"))["items"] == []
+    # Nothing stored was lost, and the refused save stored nothing.
+    contents = sorted(item["content"] for item in listed["items"])
+    assert contents == sorted(note["content"] for note in kept)
+    assert refused_text not in contents
+    rows = as_owner(
+        database,
+        tenant.account_id,
+        "SELECT count(*) AS n FROM memories WHERE account_id = %s",
+        tenant.account_id,
+    )
+    assert rows[0]["n"] == 3
+
+    assert refusals(api, "api") == before + 1
+
+
+def test_the_api_limit_is_shared_by_every_replica(
+    database: embedded.EmbeddedDatabase, limited_apis: list[Running]
+) -> None:
+    first, second = limited_apis
+    tenant = new_tenant(database, first.url)
+    via_first = tenant.client
+    via_second = Client(second.url, tenant.client.key)
+    fresh_window()
+
+    for _ in range(3):
+        assert via_first.get("/v1/memories").status_code == 200
+    for _ in range(2):
+        assert via_second.get("/v1/memories").status_code == 200
+    for client in (via_first, via_second):
+        response = client.get("/v1/memories")
+        assert response.status_code == 429, response.text
+        assert error_of(response)["code"] == "rate_limited"
+        assert 1 <= int(response.headers["Retry-After"]) <= 60
+
+
+def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDatabase) -> None:
+    mcp = start_mcp(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_MCP_RATE_LIMIT_PER_MINUTE": str(MCP_LIMIT),
+        }
+    )
+    try:
+        tenant = new_tenant(database, mcp.url)
+        connection = connection_of(database, tenant.account_id, tenant.key_id)
+
+        def initialize(key: str) -> requests.Response:
+            headers = {
+                **MCP_ACCEPT,
+                "Authorization": f"Bearer {key}",
+                "Content-Type": "application/json",
+            }
+            return requests.post(mcp.url, json=INITIALIZE, headers=headers, timeout=30)
+
+        invalid = "grv_" + "A" * 43
+        fresh_window()
+        for _ in range(2):
+            assert initialize(invalid).status_code == 401  # not counted: no credential
+
+        for _ in range(MCP_LIMIT):
+            accepted = initialize(tenant.client.key or "")
+            assert accepted.status_code == 200, accepted.text
+            assert accepted.json()["result"]["serverInfo"]["name"] == "grove"
+
+        refused = initialize(tenant.client.key or "")
+        left = seconds_left_in_minute()
+        assert refused.status_code == 429, refused.text
+        body = refused.json()
+        assert body["success"] is False
+        assert body["error"]["code"] == "rate_limited"
+        assert body["error"]["message"] and body["error"]["requestId"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        assert abs(int(refused.headers["Retry-After"]) - left) <= 2
+
+        assert initialize(invalid).status_code == 401  # still authentication first
+
+        buckets = as_owner(
+            database,
+            None,
+            "SELECT bucket, hits FROM rate_limits WHERE bucket = %s",
+            f"mcp:{connection}",
+        )
+        assert [row["hits"] for row in buckets] == [MCP_LIMIT + 1]
+        assert refusals(mcp, "mcp") == 1
+    finally:
+        mcp.stop()
+
+
+def embed(stub: Any, text: str, timeout: float = 30.0) -> Any:
+    request = inference_pb2.EmbedRequest(
+        profile="openai", texts=[text], purpose=inference_pb2.QUERY
+    )
+    return stub.Embed(request, timeout=timeout)
+
+
+def test_ask_refuses_calls_beyond_its_concurrency_at_once() -> None:
+    fake = FakeEmbeddings(8)
+    gate = threading.Event()
+    fake.gate = gate
+    ask = start_ask(
+        {
+            "GROVE_EMBEDDING_PROFILE": "openai",
+            "GROVE_OPENAI_BASE_URL": fake.url,
+            "GROVE_OPENAI_MODEL": "fake",
+            "GROVE_OPENAI_DIMENSIONS": "8",
+            "GROVE_ASK_MAX_CONCURRENT_RPCS": "2",
+            "GROVE_ASK_THREADS": "4",
+            "GROVE_EMBED_COALESCE_MS": "0",
+        }
+    )
+    channel = grpc.insecure_channel(ask.url)
+    results: list[Any] = [None, None]
+    threads: list[threading.Thread] = []
+    try:
+        stub = inference_pb2_grpc.InferenceStub(channel)
+        grpc.channel_ready_future(channel).result(timeout=10)
+        texts = [unique("held one"), unique("held two")]
+
+        def call(index: int) -> None:
+            try:
+                results[index] = embed(stub, texts[index])
+            except grpc.RpcError as ex:  # reported in the test's thread
+                results[index] = ex
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+        threads[0].start()
+        wait_until(lambda: texts[0] in fake.calls, timeout=10)
+        threads[1].start()
+        # The model thread is held in the provider: the second call waits its turn in
+        # ask, holding the second slot. Give it a moment to arrive.
+        time.sleep(0.5)
+        assert texts[1] not in fake.calls
+
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as refused:
+            embed(stub, unique("one too many"), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert time.monotonic() - started < 1.0
+    finally:
+        gate.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        channel.close()
+        ask.stop()
+        fake.close()
+
+    for index, result in enumerate(results):
+        assert not isinstance(result, BaseException), result
+        assert result is not None
+        assert result.dimensions == 8
+        assert [list(v.values) for v in result.vectors] == [
+            pytest.approx(fake.vector(texts[index]))
+        ]
+
+
+def test_a_worker_stopped_mid_embedding_gives_its_job_back(
+    database: embedded.EmbeddedDatabase, openai_stack: Callable[..., OpenAIStack]
+) -> None:
+    stack = openai_stack(worker_env={"GROVE_WORKER_SHUTDOWN_GRACE_SECONDS": "1"})
+    gate = threading.Event()
+    stack.fake.gate = gate
+    text = unique("given back on shutdown")
+    note = stack.tenant.client.save(text)
+    worker = stack.workers[0]
+
+    def job() -> dict[str, Any]:
+        rows = as_owner(
+            database,
+            stack.tenant.account_id,
+            "SELECT * FROM jobs WHERE kind = 'embed_revision' AND memory_id = %s",
+            note["id"],
+        )
+        assert len(rows) == 1, rows
+        return rows[0]
+
+    try:
+        wait_until(lambda: text in stack.fake.calls and job()["status"] == "running", timeout=WAIT)
+        assert job()["lease_owner"]
+        started = time.monotonic()
+        worker.stop()
+        stopped_in = time.monotonic() - started
+        events = [line for line in worker.lines if '"logger": "grove.worker"' in line]
+        assert worker.process.returncode == 0, events
+        assert any('"event": "released"' in line for line in events), (stopped_in, events)
+        given_back = job()
+        assert given_back["status"] == "queued", given_back
+        assert given_back["lease_owner"] is None
+        assert given_back["attempts"] == 0
+        # The grace bounds the shutdown: it does not wait out the provider's own timeout
+        # (10 s in grove-ask) nor the worker's embedding timeout.
+        assert stopped_in < 1 + 5, stopped_in
+    finally:
+        stack.fake.gate = None
+        gate.set()
+
+    stack.add_worker()
+    wait_until(
+        lambda: (
+            data_of(stack.tenant.client.get(f"/v1/memories/{note['id']}"))["indexing"] == "ready"
+        ),
+        timeout=WAIT,
+    )
+    assert job()["status"] == "done"
+
+
+def test_the_worker_metrics_port_answers_health_probes(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    # Sweeps only (no embedding profile), so it needs no ask service.
+    worker = start_worker(database, "127.0.0.1:1", GROVE_EMBEDDING_PROFILE="disabled")
+    try:
+        base = metrics_url(worker).removesuffix("/metrics")
+        health = requests.get(f"{base}/healthz", timeout=10)
+        assert health.status_code == 200
+        assert health.json() == {"status": "ok"}
+        ready = requests.get(f"{base}/readyz", timeout=10)
+        assert ready.status_code == 200
+        assert ready.json() == {"status": "ready"}
+        assert requests.get(f"{base}/metrics", timeout=10).status_code == 200
+    finally:
+        worker.stop()
+    assert worker.process.returncode == 0

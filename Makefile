@@ -7,10 +7,10 @@ T      ?= tests
 
 .DEFAULT_GOAL := help
 
-.PHONY: help dev test lint fmt migrate dbshell install proto bench
+.PHONY: help dev test lint fmt migrate dbshell install proto bench bench-quality bench-scale
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -27,7 +27,17 @@ dev: $(STAMP) ## run Grove locally on the embedded PostgreSQL (Ctrl-C stops)
 test: $(STAMP) ## run the whole suite (T=path for one file)
 	$(BIN)/pytest $(T)
 
-bench: $(STAMP) ## print embedding throughput and recall latency (needs ../shared/data)
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,inference,bench]'
+	@touch $(BENCH_STAMP)
+
+bench: bench-quality bench-scale ## every benchmark (needs ../shared/data); results in bench/results/
+
+bench-quality: $(BENCH_STAMP) ## LoCoMo evidence recall@k of lexical, semantic and hybrid search
+	$(BIN)/python -m bench.quality
+
+bench-scale: $(BENCH_STAMP) ## embedding throughput, recall latency, export memory
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.latency
 	$(BIN)/python -m bench.export

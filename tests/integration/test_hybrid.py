@@ -25,8 +25,8 @@ SEARCH = "/v1/memories/search"
 INDEXING_TIMEOUT = 60.0
 #: The API's default semantic distance threshold (GROVE_SEMANTIC_MAX_DISTANCE).
 MAX_DISTANCE = 0.75
-#: The API's default reciprocal-rank-fusion constant (GROVE_RRF_K).
-RRF_K = 60
+#: The API's default weight of BM25 against similarity (GROVE_LEXICAL_WEIGHT).
+LEXICAL_WEIGHT = 0.55
 HYBRID = {"lexical": True, "semantic": True}
 UNAVAILABLE = {"lexical": True, "semantic": False, "reason": "inference_unavailable"}
 DISABLED = {"lexical": True, "semantic": False, "reason": "disabled"}
@@ -81,14 +81,15 @@ LAG_FINE = "The database migration for replication settings is done, lag is fine
 KARAOKE = (
     "Karaoke night song list: database replication lag, database replication lag, and other hits"
 )
-# Close in meaning only: not every query word, so search's lexical signal misses them.
+# Some of the query words, and close in meaning.
 LAG_ALERTS = "Replication lag alerts page the on-call engineer"
+# Close in meaning only: no query word ("replicas" stems apart from "replication").
 REPLICAS_TRAIL = "Postgres replicas trail the leader when disks are slow"
 # Far in meaning (cosine distance above 0.9 with MiniLM), no shared word: never filler.
 UNRELATED = ["The cat sat on the mat", "Buy oat milk and bananas on the way home"]
 REPLICATION_NOTES = [LAG_GREW, LAG_FINE, KARAOKE, LAG_ALERTS, REPLICAS_TRAIL, *UNRELATED]
-LEXICAL_MATCHES = {LAG_GREW, LAG_FINE, KARAOKE}
-ALL_MATCHES = {*LEXICAL_MATCHES, LAG_ALERTS, REPLICAS_TRAIL}
+LEXICAL_MATCHES = {LAG_GREW, LAG_FINE, KARAOKE, LAG_ALERTS}
+ALL_MATCHES = {*LEXICAL_MATCHES, REPLICAS_TRAIL}
 
 
 def indexed(tenant: Tenant, note: dict[str, Any]) -> dict[str, Any]:
@@ -209,46 +210,43 @@ def test_rare_identifier_is_found_first_by_its_exact_words(hybrid_tenant: Tenant
 # --- search on the hybrid API ---------------------------------------------------------
 
 
-def test_search_ranks_by_reciprocal_rank_fusion_of_both_signals(
-    hybrid_tenant: Tenant, tenant: Tenant
-) -> None:
+def test_search_adds_the_normalized_scores_of_both_signals(hybrid_tenant: Tenant) -> None:
     save_indexed(hybrid_tenant, REPLICATION_NOTES)
-    # The same notes, saved in the same order, on the lexical-only API: its order is
-    # the lexical ranking the hybrid search fuses.
-    for content in REPLICATION_NOTES:
-        tenant.client.save(content)
-    lexical_only = search(tenant.client, REPLICATION_QUERY)
-    assert lexical_only["retrieval"] == DISABLED
-    lexical_rank = {c: rank for rank, c in enumerate(contents(lexical_only), start=1)}
-    assert set(lexical_rank) == LEXICAL_MATCHES
-
-    default = search(hybrid_tenant.client, REPLICATION_QUERY, matches=True, limit=50)
-    explicit = search(
-        hybrid_tenant.client, REPLICATION_QUERY, matches=True, limit=50, sort="relevance"
+    client = hybrid_tenant.client
+    lexical = search(client, REPLICATION_QUERY, mode="lexical", limit=50)
+    semantic = search(client, REPLICATION_QUERY, mode="semantic", matches=True, limit=50)
+    default = search(client, REPLICATION_QUERY, matches=True, limit=50)
+    assert default == search(
+        client, REPLICATION_QUERY, matches=True, limit=50, sort="relevance", mode="hybrid"
     )
-    assert default == explicit
     assert default["retrieval"] == HYBRID
     assert default["nextCursor"] is None
-    items = {item["memory"]["content"]: item for item in default["items"]}
-    assert set(items) == ALL_MATCHES
 
-    semantic = sorted(
-        (c for c, item in items.items() if item["matches"]["semantic"]),
-        key=lambda c: items[c]["matches"]["distance"],
-    )
-    semantic_rank = {c: rank for rank, c in enumerate(semantic, start=1)}
-    expected_score = {
-        c: sum(1 / (RRF_K + ranks[c]) for ranks in (lexical_rank, semantic_rank) if c in ranks)
-        for c in items
-    }
+    # Lexical alone: BM25 over the best BM25, so the best word match scores the weight.
+    lexical_score = {i["memory"]["content"]: i["score"] for i in lexical["items"]}
+    assert set(lexical_score) == LEXICAL_MATCHES
+    assert max(lexical_score.values()) == pytest.approx(LEXICAL_WEIGHT, abs=1e-6)
+    # KARAOKE holds every query word twice but is long: BM25 still ranks it first by words.
+    assert contents(lexical)[0] == KARAOKE
+    # Semantic alone: similarity scaled from the worst (0) to the best (the rest).
+    distance = {i["memory"]["content"]: i["matches"]["distance"] for i in semantic["items"]}
+    high, low = 1 - min(distance.values()), 1 - max(distance.values())
+    for item in semantic["items"]:
+        scaled = (1 - item["matches"]["distance"] - low) / (high - low)
+        assert item["score"] == pytest.approx((1 - LEXICAL_WEIGHT) * scaled, abs=2e-6)
+
+    # Hybrid: the two scores added, and the order follows the sum.
+    semantic_score = {i["memory"]["content"]: i["score"] for i in semantic["items"]}
+    items = {item["memory"]["content"]: item for item in default["items"]}
+    assert set(items) == ALL_MATCHES == set(lexical_score) | set(semantic_score)
+    expected = {c: lexical_score.get(c, 0.0) + semantic_score.get(c, 0.0) for c in items}
     for content, item in items.items():
-        assert item["score"] == pytest.approx(expected_score[content], abs=2e-6), content
-        assert item["matches"]["lexical"] is (content in lexical_rank)
-    fused = sorted(items, key=lambda c: -expected_score[c])
-    assert contents(default) == fused
-    # The notes are chosen so that fusion orders them unlike either signal alone.
-    assert fused[: len(lexical_rank)] != list(lexical_rank)
-    assert fused != semantic
+        assert item["score"] == pytest.approx(expected[content], abs=4e-6), content
+        assert item["matches"]["lexical"] is (content in lexical_score)
+    fused = contents(default)
+    assert [expected[c] for c in fused] == sorted(expected.values(), reverse=True)
+    # Meaning reorders the word matches: KARAOKE leads by words, not once fused.
+    assert fused[0] != contents(lexical)[0]
 
 
 def test_search_modes_use_one_signal_or_both(hybrid_tenant: Tenant, tenant: Tenant) -> None:
@@ -290,10 +288,13 @@ def test_search_matches_report_the_evidence_of_each_signal(hybrid_tenant: Tenant
         matches = items[content]["matches"]
         assert matches["lexical"] is True
         assert matches["semantic"] is True
-        assert matches["terms"] == ["databas", "lag", "replic"]  # stemmed lexemes
+        expected_terms = (
+            ["lag", "replic"] if content == LAG_ALERTS else ["databas", "lag", "replic"]
+        )
+        assert matches["terms"] == expected_terms  # stemmed lexemes
         assert isinstance(matches["distance"], float)
         assert 0 <= matches["distance"] <= MAX_DISTANCE
-    for content in (LAG_ALERTS, REPLICAS_TRAIL):
+    for content in (REPLICAS_TRAIL,):
         matches = items[content]["matches"]
         assert matches == {
             "lexical": False,

@@ -236,7 +236,9 @@ def test_other_account_listings_contain_nothing_foreign(world: World) -> None:
     own = {own_personal, own_filed}
     assert listed_ids(client) == own
     assert searched_ids(client) == own
-    assert searched_ids(client, f"{WORD} {OTHER_WORD}") == {own_filed}
+    # Both words: both own notes match (any word), never another account's.
+    assert searched_ids(client, f"{WORD} {OTHER_WORD}") == own
+    assert searched_ids(client, OTHER_WORD) == {own_filed}
     assert not searched_ids(client, "owner") & world.note_ids
     assert not searched_ids(client, "secret") & world.note_ids
     assert recalled_ids(client) == {own_personal}

@@ -174,8 +174,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "search_memories",
         "Search notes",
-        "Search notes by words and meaning; every word must match for a word match (quotes"
-        " for phrases, -word to exclude). `sort` is `relevance` or `updated_desc`; page with"
+        "Search notes by words and meaning; notes with more of the rarer words rank higher"
+        ' (-word or -"a phrase" excludes). `sort` is `relevance` or'
+        " `updated_desc`; page with"
         " `cursor`; `matches: true` explains each result." + SCOPE + " Omit `projectId` to"
         " search every scope you may read.",
         SearchRequest,

@@ -1,18 +1,22 @@
 """Finding notes: hybrid search, and recall (bounded context for an agent).
 
 Two signals, both restricted to the caller's grants inside one tenant transaction:
-full-text ranks from PostgreSQL, and cosine distances from pgvector for the query's
-vector (the ask service's ``Embed``). Semantic candidates beyond the distance
-threshold are dropped, so nothing unrelated fills the answer. Reciprocal rank fusion
-merges the two lists. When the query vector cannot be had (embeddings disabled, or
-the ask service failed or missed its 300 ms budget), the answer is lexical only and
-says why in ``retrieval``; it never fails for that reason.
+Okapi BM25 over the query's words (document frequencies counted over the notes the
+caller may see, so no other tenant weighs in), and cosine distances from pgvector for
+the query's vector (the ask service's ``Embed``). Semantic candidates beyond the
+distance threshold are dropped, so nothing unrelated fills the answer. The fusion adds
+the two normalized scores: BM25 divided by the best BM25, similarity scaled between
+the worst and best candidate, weighted ``lexical_weight`` to ``1 - lexical_weight``
+(tuned on LoCoMo: bench/README.md). When the query vector cannot be had (embeddings
+disabled, or the ask service failed or missed its budget), the answer is lexical only
+and says why in ``retrieval``; it never fails for that reason.
 
-Search matches every query word (``websearch_to_tsquery``: quotes and ``-word``
-work). Recall matches any query word and drops lexical matches under a relevance
-floor. A query with no searchable words (only stop words or punctuation) falls back
-to a case-insensitive substring match. Archived and expired notes never appear;
-recall never searches a notebook the caller did not name.
+A note matches lexically when it has any of the query's words (stemmed, stop words
+dropped); notes with more of the rarer words rank higher. In search, ``-word`` and
+``-"a phrase"`` exclude notes from both signals; other quotes only group words. Recall drops
+lexical matches under a relevance floor. A query with no searchable words (only stop
+words or punctuation) falls back to a case-insensitive substring match. Archived and
+expired notes never appear; recall never searches a notebook the caller did not name.
 """
 
 from __future__ import annotations
@@ -40,21 +44,47 @@ SUBSTRING_SCORE = 0.05
 #: Candidates taken from each signal before fusion, for search pages.
 SEARCH_CANDIDATES = 200
 PROFILE_KINDS = ("preference", "fact", "decision")
+#: BM25's term-frequency saturation and length normalization. Notes are short and of
+#: similar length, so length matters less than in Robertson's default (b = 0.75).
+BM25_K1 = 1.2
+BM25_B = 0.25
 
-SEARCH_QUERY = "websearch_to_tsquery('english', %(query)s)"
-# Any of the query's words: the stemmed lexemes of the query, OR-ed together.
-ANY_WORD_QUERY = """(
-    SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | '))
-    FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
-)"""
+WORDS = "tsvector_to_array(to_tsvector('english', %(query)s))"
 
-RANKED = """
-    WITH q AS (SELECT {tsquery} AS tsq)
-    SELECT {columns}, ts_rank_cd(m.content_tsv, q.tsq, 32) AS score
-    FROM memories m, q
-    WHERE q.tsq IS NOT NULL AND numnode(q.tsq) > 0 AND m.content_tsv @@ q.tsq
-      AND m.archived_at IS NULL AND {visible} AND {scope}
-    ORDER BY score DESC, m.updated_at DESC, m.id
+# Okapi BM25 over the query's distinct stemmed words. ``visible`` is every note the
+# caller may see in this scope: the corpus for document frequencies and average length.
+BM25 = """
+    WITH words AS (
+        SELECT DISTINCT lexeme FROM unnest({words}) AS lexeme
+    ), visible AS (
+        SELECT m.id, m.content_tsv FROM memories m
+        WHERE m.archived_at IS NULL AND {visible} AND {scope}
+    ), corpus AS (
+        SELECT count(*) AS n, greatest(avg(length(content_tsv)), 1) AS avgdl FROM visible
+    ), weights AS (
+        SELECT w.lexeme, ln(1 + (c.n - f.df + 0.5) / (f.df + 0.5)) AS idf
+        FROM words w CROSS JOIN corpus c
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS df FROM visible v
+            WHERE v.content_tsv @@ to_tsquery('simple', quote_literal(w.lexeme))
+        ) f
+        WHERE f.df > 0
+    ), scored AS (
+        SELECT v.id, sum(
+            w.idf * (t.tf * (%(k1)s + 1))
+            / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * length(v.content_tsv) / c.avgdl))
+        ) AS score
+        FROM visible v CROSS JOIN corpus c
+        CROSS JOIN LATERAL (
+            SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+            FROM unnest(v.content_tsv) AS u
+        ) t
+        JOIN weights w ON w.lexeme = t.lexeme
+        GROUP BY v.id
+    )
+    SELECT {columns}, s.score
+    FROM scored s JOIN memories m ON m.id = s.id
+    ORDER BY s.score DESC, m.updated_at DESC, m.id
     LIMIT %(limit)s
 """
 
@@ -67,7 +97,7 @@ SUBSTRING = """
     LIMIT %(limit)s
 """
 
-PARSES_TO_NOTHING = "SELECT numnode({tsquery}) = 0 AS empty"
+HAS_WORDS = f"SELECT cardinality({WORDS}) > 0 AS some"
 
 # Nearest current-revision vectors of the profile; the cast matches the HNSW index.
 SEMANTIC = """
@@ -163,9 +193,10 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         payload = cursors.decode(store.cursor_secret, req.cursor, binding)
         offset, ceiling = int(payload["offset"]), datetime.fromisoformat(payload["ceiling"])
     wanted, excluded = split_exclusions(req.query)
+    words = wanted.replace('"', " ").strip()
     # Embed before the transaction, so no connection waits on inference.
-    embed = wanted and req.mode != "lexical"
-    vector = query_vector(store, wanted) if embed else QueryVector(None, None)
+    embed = bool(words) and req.mode != "lexical"
+    vector = query_vector(store, words) if embed else QueryVector(None, None)
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
@@ -173,17 +204,13 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
             ceiling = _now(conn)
         scope += " AND m.created_at <= %(ceiling)s"
         values.update(ceiling=ceiling, limit=SEARCH_CANDIDATES)
-        lexical = (
-            _lexical(conn, principal, SEARCH_QUERY, req.query, scope, values)
-            if req.mode != "semantic"
-            else []
-        )
+        # -words (and -"phrases") are excluded from both signals alike.
         if excluded:
-            # "-word" excludes notes found by meaning too, not only by words.
             scope += " AND NOT m.content_tsv @@ websearch_to_tsquery('english', %(excluded)s)"
             values["excluded"] = excluded
+        lexical = _lexical(conn, principal, words, scope, values) if req.mode != "semantic" else []
         semantic = _semantic(conn, store, principal, vector, scope, values)
-        fused = fuse(lexical, semantic, store.rrf_k)
+        fused = fuse(lexical, semantic, store.lexical_weight)
         if req.sort == "updated_desc":
             fused.sort(key=lambda c: (c.row["updated_at"], str(c.row["id"])), reverse=True)
         page = fused[offset : offset + req.limit]
@@ -219,9 +246,9 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
         check_project(conn, principal, req.projectId)
         handoff = _handoff(conn, principal, req) if req.taskId else None
         if vector is not None:
-            lexical = _above_floor(_lexical(conn, principal, ANY_WORD_QUERY, query, scope, values))
+            lexical = _above_floor(_lexical(conn, principal, query, scope, values))
             semantic = _semantic(conn, store, principal, vector, scope, values)
-            candidates = fuse(lexical, semantic, store.rrf_k)
+            candidates = fuse(lexical, semantic, store.lexical_weight)
         else:
             candidates = [Candidate(row) for row in _profile(conn, principal, scope, values)]
     packed = _pack(candidates, handoff, req.limit, req.maxChars)
@@ -233,19 +260,26 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
     return {"retrieval": retrieval, **packed}
 
 
-def fuse(lexical: list[dict[str, Any]], semantic: list[dict[str, Any]], k: int) -> list[Candidate]:
-    """Reciprocal rank fusion: each list adds 1 / (k + rank); ties break by best rank,
-    then most recently updated, then ID, so the order is deterministic."""
+def fuse(
+    lexical: list[dict[str, Any]], semantic: list[dict[str, Any]], lexical_weight: float
+) -> list[Candidate]:
+    """Add the normalized scores: ``lexical_weight`` times BM25 / best BM25, plus the rest
+    times similarity scaled from the worst (0) to the best (1) semantic candidate. Ties break
+    by best rank, then most recently updated, then ID, so the order is deterministic."""
     found: dict[Any, Candidate] = {}
+    best = max((float(row["score"]) for row in lexical), default=0.0) or 1.0
     for rank, row in enumerate(lexical, start=1):
         candidate = found.setdefault(row["id"], Candidate(row))
         candidate.lexical_rank = rank
-        candidate.score += 1.0 / (k + rank)
-    for rank, row in enumerate(semantic, start=1):
+        candidate.score += lexical_weight * float(row["score"]) / best
+    similarities = [1.0 - float(row["distance"]) for row in semantic]
+    high, low = max(similarities, default=1.0), min(similarities, default=0.0)
+    for rank, (row, similarity) in enumerate(zip(semantic, similarities, strict=True), 1):
         candidate = found.setdefault(row["id"], Candidate(row))
         candidate.semantic_rank = rank
         candidate.distance = float(row["distance"])
-        candidate.score += 1.0 / (k + rank)
+        scaled = (similarity - low) / (high - low) if high > low else 1.0
+        candidate.score += (1.0 - lexical_weight) * scaled
 
     def order(c: Candidate) -> tuple[float, int, float, str]:
         best = min(r for r in (c.lexical_rank, c.semantic_rank) if r is not None)
@@ -272,17 +306,18 @@ def _search_scope(req: SearchRequest) -> tuple[str, dict[str, Any]]:
 
 
 def _lexical(
-    conn: Conn, principal: Principal, tsquery: str, query: str, scope: str, values: dict[str, Any]
+    conn: Conn, principal: Principal, words: str, scope: str, values: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    values = params(principal, query=query, **values)
-    empty = conn.execute(PARSES_TO_NOTHING.format(tsquery=tsquery), values).fetchone()
-    if empty is None or empty["empty"] is None or empty["empty"]:
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    """BM25 matches of any of the words; a substring match if none is searchable."""
+    values = params(principal, query=words, k1=BM25_K1, b=BM25_B, **values)
+    has_words = conn.execute(HAS_WORDS, values).fetchone()
+    if has_words is None or not has_words["some"]:
+        pattern = "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         statement = SUBSTRING.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
         return conn.execute(
             statement, {**values, "pattern": pattern, "substring_score": SUBSTRING_SCORE}
         ).fetchall()
-    statement = RANKED.format(tsquery=tsquery, columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
+    statement = BM25.format(words=WORDS, columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
     return conn.execute(statement, values).fetchall()
 
 

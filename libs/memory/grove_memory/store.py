@@ -11,7 +11,8 @@ from grove_auth.errors import ConnectionRequired
 from grove_auth.principal import Principal
 from grove_memory.errors import Forbidden
 
-DEFAULT_RRF_K = 60
+#: Search and recall weigh BM25 this much against similarity (tuned on LoCoMo).
+DEFAULT_LEXICAL_WEIGHT = 0.55
 DEFAULT_MAX_DISTANCE = 0.75
 DEFAULT_QUERY_EMBED_SECONDS = 0.3
 
@@ -39,7 +40,7 @@ class Store:
     cursor_secret: bytes
     profile: str | None = None
     embedder: QueryEmbedder | None = None
-    rrf_k: int = DEFAULT_RRF_K
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
     max_distance: float = DEFAULT_MAX_DISTANCE
     query_embed_seconds: float = DEFAULT_QUERY_EMBED_SECONDS
     automatic_capture_paused: bool = False

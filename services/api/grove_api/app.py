@@ -53,7 +53,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
         cursor_secret=deps.cursor_secret,
         profile=deps.embedder.profile if deps.embedder else None,
         embedder=deps.embedder,
-        rrf_k=settings.rrf_k,
+        lexical_weight=settings.lexical_weight,
         max_distance=settings.semantic_max_distance,
         query_embed_seconds=settings.query_embed_timeout_ms / 1000,
         automatic_capture_paused=settings.automatic_capture == "paused",

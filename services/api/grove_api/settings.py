@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from grove_memory.store import DEFAULT_MAX_DISTANCE, DEFAULT_RRF_K
+from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
 
 DEFAULT_PORT = 8080
 DEFAULT_HOST = "127.0.0.1"
@@ -45,7 +45,7 @@ class ApiSettings(BaseSettings):
     automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = DEFAULT_ASK_ADDRESS
     query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = DEFAULT_QUERY_EMBED_MS
-    rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K
+    lexical_weight: Annotated[float, Field(ge=0, le=1)] = DEFAULT_LEXICAL_WEIGHT
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
     env: Literal["development", "production"] = "development"

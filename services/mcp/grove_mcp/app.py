@@ -321,7 +321,7 @@ def store_from(settings: McpSettings) -> Store:
         cursor_secret=derive_secret(secret, "cursor"),
         profile=embedder.profile if embedder else None,
         embedder=embedder,
-        rrf_k=settings.rrf_k,
+        lexical_weight=settings.lexical_weight,
         max_distance=settings.semantic_max_distance,
         query_embed_seconds=settings.query_embed_timeout_ms / 1000,
         automatic_capture_paused=settings.automatic_capture == "paused",

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from grove_memory.store import DEFAULT_MAX_DISTANCE, DEFAULT_RRF_K
+from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
 
 DEFAULT_PORT = 8081
 DEFAULT_METRICS_PORT = 9081
@@ -49,7 +49,7 @@ class McpSettings(BaseSettings):
     automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = "127.0.0.1:50051"
     query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = 300
-    rrf_k: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_RRF_K
+    lexical_weight: Annotated[float, Field(ge=0, le=1)] = DEFAULT_LEXICAL_WEIGHT
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
 
     @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")

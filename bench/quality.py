@@ -1,0 +1,286 @@
+"""Retrieval quality on LoCoMo: turn-level evidence recall@k and MRR, three search modes.
+
+Each sample becomes a fresh account; each dialogue turn one note saved through the
+REST API (``"<speaker>: <text>"``, source ``locomo:<sample>:<dia_id>``, the session's
+date in the provenance), embedded by the real worker with MiniLM. Each question runs
+through ``POST /v1/memories/search`` (relevance, limit 50) lexical-only, semantic-only
+and hybrid; we score the share of gold evidence turns in the top k, overall and per
+category, beside the LoCoMo paper's DRAGON baseline (Table 3).
+
+Data: ../shared/data/locomo-dev.json (CC BY-NC 4.0, evaluation only, never shipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+KS = (5, 10, 25, 50)
+MODES = ("lexical", "semantic", "hybrid")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+#: LoCoMo paper, Table 3, DRAGON retriever, all categories (turn-level evidence recall).
+BASELINE = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}
+RESULTS = Path(__file__).resolve().parent / "results"
+SESSION = re.compile(r"session_(\d+)")
+EVIDENCE_SPLIT = re.compile(r"[;,]")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One dialogue turn, as the note it becomes."""
+
+    dia_id: str
+    content: str
+    date: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question with its usable gold evidence (turn IDs that exist)."""
+
+    text: str
+    category: int
+    evidence: frozenset[str]
+
+
+def turns_of(sample: dict[str, Any], sessions: int | None = None) -> list[Turn]:
+    """The sample's turns in order (the first ``sessions`` sessions if given)."""
+    conversation = sample["conversation"]
+    numbers = sorted(int(m.group(1)) for k in conversation if (m := SESSION.fullmatch(k)))
+    found = []
+    for number in numbers[:sessions] if sessions else numbers:
+        date = conversation.get(f"session_{number}_date_time", "")
+        for turn in conversation[f"session_{number}"]:
+            content = f"{turn['speaker']}: {turn['text']}"
+            found.append(Turn(turn["dia_id"], content, date))
+    return found
+
+
+def questions_of(sample: dict[str, Any], known: Iterable[str]) -> list[Question]:
+    """Questions whose evidence names at least one existing turn (malformed IDs dropped)."""
+    ids = set(known)
+    found = []
+    for qa in sample["qa"]:
+        evidence = {
+            part.strip()
+            for item in qa.get("evidence", [])
+            for part in EVIDENCE_SPLIT.split(item)
+            if part.strip() in ids
+        }
+        if evidence:
+            found.append(Question(qa["question"], int(qa["category"]), frozenset(evidence)))
+    return found
+
+
+def session(local: threading.local, key: str) -> requests.Session:
+    """This thread's HTTP session carrying the API key."""
+    http: requests.Session | None = getattr(local, "http", None)
+    if http is None:
+        http = local.http = requests.Session()
+        http.headers["Authorization"] = f"Bearer {key}"
+    return http
+
+
+def ingest(api_url: str, key: str, sample_id: str, turns: list[Turn], threads: int = 8) -> None:
+    """Save every turn as a note through the REST API."""
+    local = threading.local()
+
+    def save(turn: Turn) -> None:
+        http = session(local, key)
+        body = {
+            "content": turn.content,
+            "kind": "fact",
+            "provenance": {
+                "sourceRef": f"locomo:{sample_id}:{turn.dia_id}",
+                "sourceAgent": f"locomo session of {turn.date}"[:100],
+            },
+        }
+        response = http.post(f"{api_url}/v1/memories", json=body, timeout=60)
+        response.raise_for_status()
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(save, turns))
+
+
+def ranked_turns(http: requests.Session, api_url: str, query: str, mode: str) -> list[str]:
+    """The dia_ids of the top 50 search results, best first."""
+    body = {"query": query, "limit": 50, "sort": "relevance", "mode": mode}
+    response = http.post(f"{api_url}/v1/memories/search", json=body, timeout=60)
+    response.raise_for_status()
+    refs = [item["memory"]["provenance"]["sourceRef"] for item in response.json()["data"]["items"]]
+    return [ref.rsplit(":", 2)[-2] + ":" + ref.rsplit(":", 1)[-1] for ref in refs]
+
+
+def evaluate(
+    api_url: str, key: str, questions: list[Question], modes: Iterable[str] = MODES
+) -> dict[str, list[dict[str, Any]]]:
+    """Per mode, per question: category, recall at each k, reciprocal rank."""
+    local = threading.local()
+
+    def one(args: tuple[str, Question]) -> tuple[str, dict[str, Any]]:
+        mode, question = args
+        http = session(local, key)
+        ranked = ranked_turns(http, api_url, question.text, mode)
+        gold = question.evidence
+        recall = {k: len(gold & set(ranked[:k])) / len(gold) for k in KS}
+        first = next((rank for rank, turn in enumerate(ranked, 1) if turn in gold), None)
+        return mode, {
+            "category": question.category,
+            "recall": recall,
+            "rr": 1 / first if first else 0.0,
+        }
+
+    results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    with ThreadPoolExecutor(4) as pool:
+        for mode, scored in pool.map(one, [(m, q) for m in modes for q in questions]):
+            results[mode].append(scored)
+    return results
+
+
+def summarize(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean recall@k (percent) and MRR, overall and per category."""
+
+    def mean(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        if not rows:
+            return {"questions": 0}
+        return {
+            "questions": len(rows),
+            **{f"recall@{k}": 100 * sum(r["recall"][k] for r in rows) / len(rows) for k in KS},
+            "mrr": sum(r["rr"] for r in rows) / len(rows),
+        }
+
+    return {
+        "all": mean(scored),
+        **{
+            name: mean([r for r in scored if r["category"] == number])
+            for number, name in CATEGORIES.items()
+        },
+    }
+
+
+def table(summary: dict[str, dict[str, Any]]) -> str:
+    """The figures as a fixed-width table, with the published baseline."""
+    head = f"{'mode':<10}{'category':<13}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS)
+    lines = [head + f"{'MRR':>8}", "-" * (len(head) + 8)]
+    for mode, by_category in summary.items():
+        for name, row in by_category.items():
+            if not row["questions"]:
+                continue
+            cells = "".join(f"{row[f'recall@{k}']:>8.1f}" for k in KS)
+            lines.append(f"{mode:<10}{name:<13}{row['questions']:>5}{cells}{row['mrr']:>8.3f}")
+    cells = "".join(f"{BASELINE[k]:>8.1f}" for k in KS)
+    lines.append(f"{'DRAGON':<10}{'all (paper)':<13}{'':>5}{cells}")
+    return "\n".join(lines)
+
+
+def chart(summary: dict[str, dict[str, Any]], path: Path) -> bool:
+    """Recall@k curves of the three modes and the baseline, as a PNG (needs matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for mode, by_category in summary.items():
+        axes.plot(KS, [by_category["all"][f"recall@{k}"] for k in KS], marker="o", label=mode)
+    axes.plot(KS, [BASELINE[k] for k in KS], linestyle="--", marker="x", label="DRAGON (paper)")
+    axes.set(xlabel="k", ylabel="evidence recall@k (%)", title="LoCoMo turn retrieval")
+    axes.set_xticks(list(KS), [str(k) for k in KS])
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return True
+
+
+def run(
+    api_url: str,
+    new_key: Any,
+    wait_ready: Any,
+    samples: list[dict[str, Any]],
+    sessions: int | None = None,
+    modes: Iterable[str] = MODES,
+) -> dict[str, dict[str, Any]]:
+    """Ingest each sample into its own account, wait for embeddings, score every mode.
+
+    ``new_key(sample_id)`` creates an account and returns its API key;
+    ``wait_ready(key, count)`` blocks until that many of its notes are embedded.
+    """
+    modes = list(modes)
+    scored: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    for sample in samples:
+        turns = turns_of(sample, sessions)
+        key = new_key(sample["sample_id"])
+        ingest(api_url, key, sample["sample_id"], turns)
+        wait_ready(key, len(turns))
+        questions = questions_of(sample, (t.dia_id for t in turns))
+        for mode, rows in evaluate(api_url, key, questions, modes).items():
+            scored[mode] += rows
+    return {mode: summarize(rows) for mode, rows in scored.items()}
+
+
+def main() -> None:
+    import psycopg
+
+    from bench.stack import SECRET, locomo, stack
+    from grove_cli import admin
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--samples", nargs="*", help="sample IDs (default: all in the file)")
+    parser.add_argument("--sessions", type=int, help="only the first N sessions of each")
+    args = parser.parse_args()
+    samples = [s for s in locomo() if not args.samples or s["sample_id"] in args.samples]
+    started = time.perf_counter()
+    accounts: dict[str, Any] = {}
+    with stack("minilm") as running:
+        running.start_worker()
+        superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+
+        def new_key(sample_id: str) -> str:
+            account = admin.create_account(running.db.migration_url, f"locomo {sample_id}")
+            issued = admin.create_key(running.db.migration_url, SECRET, account, sample_id)
+            accounts[issued.key] = account
+            return issued.key
+
+        def wait_ready(key: str, count: int) -> None:
+            with psycopg.connect(superuser, autocommit=True) as conn:
+                while True:
+                    row = conn.execute(
+                        "SELECT count(*) FROM memories"
+                        " WHERE account_id = %s AND indexing = 'ready'",
+                        (accounts[key],),
+                    ).fetchone()
+                    if row and row[0] >= count:
+                        return
+                    time.sleep(0.2)
+
+        summary = run(running.api_url, new_key, wait_ready, samples, args.sessions)
+    print(table(summary))
+    RESULTS.mkdir(exist_ok=True)
+    report = {
+        "samples": [s["sample_id"] for s in samples],
+        "sessions": args.sessions,
+        "seconds": round(time.perf_counter() - started, 1),
+        "baseline": BASELINE,
+        "summary": summary,
+    }
+    (RESULTS / "quality.json").write_text(json.dumps(report, indent=2))
+    drawn = chart(summary, RESULTS / "quality.png")
+    print(f"\nwrote {RESULTS / 'quality.json'}" + (" and quality.png" if drawn else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,7 @@ ERROR_STATUS: dict[str, int] = {
     "rate_limited": 429,
     "internal": 500,
     "unavailable": 503,
+    "database_timeout": 503,
 }
 
 

@@ -9,6 +9,18 @@ class DatabaseError(Exception):
     code = "unavailable"
     status = 503
 
+    @property
+    def message(self) -> str:
+        """What the caller is told."""
+        return str(self) or (self.__doc__ or "").strip()
+
+
+class QueryTimeout(DatabaseError):
+    """The database took longer than the statement deadline; try again."""
+
+    code = "database_timeout"
+    status = 503
+
 
 class UnsafeRoleError(DatabaseError):
     """The runtime database role may bypass row-level security."""

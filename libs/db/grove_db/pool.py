@@ -13,7 +13,7 @@ from opentelemetry.trace import SpanKind
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from grove_db.errors import DatabaseError
+from grove_db.errors import DatabaseError, QueryTimeout
 
 Conn = psycopg.Connection[dict[str, Any]]
 tracer = trace.get_tracer("grove.db")
@@ -40,9 +40,21 @@ def _operation(query: Any) -> str:
 
 
 def open_pool(
-    url: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0
+    url: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 4,
+    timeout: float = 5.0,
+    statement_timeout_ms: int | None = None,
 ) -> ConnectionPool:
-    """Open a pool of runtime connections that return rows as dicts."""
+    """Open a pool of runtime connections that return rows as dicts.
+
+    ``statement_timeout_ms`` bounds every statement (PostgreSQL cancels it): a request's
+    database deadline. ``timeout`` is how long to wait for a free connection.
+    """
+    options = "-c TimeZone=UTC"
+    if statement_timeout_ms:
+        options += f" -c statement_timeout={int(statement_timeout_ms)}"
     pool: ConnectionPool = ConnectionPool(
         url,
         min_size=min_size,
@@ -51,7 +63,7 @@ def open_pool(
         kwargs={
             "row_factory": dict_row,
             "autocommit": False,
-            "options": "-c TimeZone=UTC",
+            "options": options,
             "cursor_factory": TracedCursor,
         },
         open=True,
@@ -78,6 +90,8 @@ def transaction(
             yield conn  # type: ignore[misc]  # the pool hands out dict_row connections
     except PoolTimeout as ex:
         raise DatabaseError("the database is busy; try again") from ex
+    except psycopg.errors.QueryCanceled as ex:
+        raise QueryTimeout("the database took too long to answer; try again") from ex
     except psycopg.OperationalError as ex:
         raise DatabaseError("the database is unreachable") from ex
 

@@ -105,7 +105,11 @@ def deps_from(settings: ApiSettings) -> Deps:
     """Open the runtime pool and derive the secrets (one per worker process)."""
     secret = settings.secret_key.get_secret_value()
     return Deps(
-        pool=open_pool(settings.database_url, max_size=settings.db_pool_size),
+        pool=open_pool(
+            settings.database_url,
+            max_size=settings.db_pool_size,
+            statement_timeout_ms=settings.db_statement_timeout_ms,
+        ),
         key_secret=derive_secret(secret, "api-key"),
         cursor_secret=derive_secret(secret, "cursor"),
         embedder=(

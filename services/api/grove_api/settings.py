@@ -35,6 +35,8 @@ class ApiSettings(BaseSettings):
     api_threads: Annotated[int, Field(ge=1, le=64)] = DEFAULT_THREADS
     api_timeout_seconds: Annotated[int, Field(ge=1, le=600)] = DEFAULT_REQUEST_TIMEOUT_SECONDS
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = DEFAULT_POOL_SIZE
+    #: Every statement is cancelled after this long: the database part of a request\'s deadline.
+    db_statement_timeout_ms: Annotated[int, Field(ge=10, le=600_000)] = 10_000
     api_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     metrics_host: str = DEFAULT_HOST
     #: Requests per minute per credential, across all replicas (0: no limit).

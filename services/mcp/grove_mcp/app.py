@@ -317,7 +317,11 @@ def store_from(settings: McpSettings) -> Store:
         else InferenceClient(settings.ask_address, settings.embedding_profile)
     )
     return Store(
-        pool=open_pool(settings.database_url, max_size=settings.db_pool_size),
+        pool=open_pool(
+            settings.database_url,
+            max_size=settings.db_pool_size,
+            statement_timeout_ms=settings.db_statement_timeout_ms,
+        ),
         cursor_secret=derive_secret(secret, "cursor"),
         profile=embedder.profile if embedder else None,
         embedder=embedder,

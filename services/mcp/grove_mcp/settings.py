@@ -41,6 +41,8 @@ class McpSettings(BaseSettings):
     )
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = 4
+    #: Every statement is cancelled after this long: the database part of a request\'s deadline.
+    db_statement_timeout_ms: Annotated[int, Field(ge=10, le=600_000)] = 10_000
     mcp_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     metrics_host: str = "127.0.0.1"
     #: Requests per minute per credential, across all replicas (0: no limit).

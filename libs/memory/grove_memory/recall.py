@@ -51,36 +51,41 @@ BM25_B = 0.25
 
 WORDS = "tsvector_to_array(to_tsvector('english', %(query)s))"
 
-# Okapi BM25 over the query's distinct stemmed words. ``visible`` is every note the
-# caller may see in this scope: the corpus for document frequencies and average length.
+# Okapi BM25 over the query's distinct stemmed words. Candidates are the visible notes
+# in scope with any of the words (found through the GIN index); their count per word is
+# the word's document frequency, and the corpus size is every visible note in scope, so
+# no other tenant's notes ever weigh in. Lengths are normalized by the candidates'
+# average length.
 BM25 = """
     WITH words AS (
         SELECT DISTINCT lexeme FROM unnest({words}) AS lexeme
-    ), visible AS (
+    ), matches AS MATERIALIZED (
         SELECT m.id, m.content_tsv FROM memories m
-        WHERE m.archived_at IS NULL AND {visible} AND {scope}
+        WHERE m.content_tsv @@ (
+                SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | '))
+                FROM words)
+          AND m.archived_at IS NULL AND {visible} AND {scope}
     ), corpus AS (
-        SELECT count(*) AS n, greatest(avg(length(content_tsv)), 1) AS avgdl FROM visible
+        SELECT count(*) AS n FROM memories m
+        WHERE m.archived_at IS NULL AND {visible} AND {scope}
+    ), terms AS (
+        SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf,
+               length(c.content_tsv) AS dl
+        FROM matches c CROSS JOIN LATERAL unnest(c.content_tsv) AS u
+        WHERE u.lexeme IN (SELECT lexeme FROM words)
     ), weights AS (
-        SELECT w.lexeme, ln(1 + (c.n - f.df + 0.5) / (f.df + 0.5)) AS idf
-        FROM words w CROSS JOIN corpus c
-        CROSS JOIN LATERAL (
-            SELECT count(*) AS df FROM visible v
-            WHERE v.content_tsv @@ to_tsquery('simple', quote_literal(w.lexeme))
-        ) f
-        WHERE f.df > 0
+        SELECT t.lexeme, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+        FROM terms t CROSS JOIN corpus c
+        GROUP BY t.lexeme, c.n
+    ), lengths AS (
+        SELECT greatest(avg(length(content_tsv)), 1) AS avgdl FROM matches
     ), scored AS (
-        SELECT v.id, sum(
+        SELECT t.id, sum(
             w.idf * (t.tf * (%(k1)s + 1))
-            / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * length(v.content_tsv) / c.avgdl))
+            / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.dl / l.avgdl))
         ) AS score
-        FROM visible v CROSS JOIN corpus c
-        CROSS JOIN LATERAL (
-            SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-            FROM unnest(v.content_tsv) AS u
-        ) t
-        JOIN weights w ON w.lexeme = t.lexeme
-        GROUP BY v.id
+        FROM terms t JOIN weights w ON w.lexeme = t.lexeme CROSS JOIN lengths l
+        GROUP BY t.id
     )
     SELECT {columns}, s.score
     FROM scored s JOIN memories m ON m.id = s.id

@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,inference]'
+	$(BIN)/pip install --quiet -e '.[dev,inference,bench]'
 	@touch $(STAMP)
 
 install: $(STAMP) ## install everything into .venv
@@ -27,20 +27,16 @@ dev: $(STAMP) ## run Grove locally on the embedded PostgreSQL (Ctrl-C stops)
 test: $(STAMP) ## run the whole suite (T=path for one file)
 	$(BIN)/pytest $(T)
 
-BENCH_STAMP := $(VENV)/.bench-installed
-$(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,inference,bench]'
-	@touch $(BENCH_STAMP)
-
 bench: bench-quality bench-scale ## every benchmark (needs ../shared/data); results in bench/results/
 
-bench-quality: $(BENCH_STAMP) ## LoCoMo evidence recall@k of lexical, semantic and hybrid search
+bench-quality: $(STAMP) ## LoCoMo evidence recall@k of lexical, semantic and hybrid search
 	$(BIN)/python -m bench.quality
 
-bench-scale: $(BENCH_STAMP) ## embedding throughput, recall latency, export memory
+bench-scale: $(STAMP) ## embedding throughput, recall latency, export memory, load (locust)
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.latency
 	$(BIN)/python -m bench.export
+	$(BIN)/python -m bench.load
 
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check .

@@ -79,6 +79,21 @@ class Stack:
         self.processes.append(api)
         return f"http://127.0.0.1:{port}"
 
+    def start_mcp(self, **env: str) -> str:
+        """Start a grove-mcp on the same database; its origin (``/mcp`` is the endpoint)."""
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        mcp, _ = _start(
+            "grove-mcp",
+            {**self.env, "GROVE_MCP_PORT": str(port), "GROVE_MCP_METRICS_PORT": "0", **env},
+            r"Listening at: http://127\.0\.0\.1:(\d+)",
+        )
+        self.processes.append(mcp)
+        return f"http://127.0.0.1:{port}"
+
     def ready_count(self, conn: psycopg.Connection[Any] | None = None) -> int:
         """Notes of the account whose current revision is embedded."""
         if conn is None:

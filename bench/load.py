@@ -60,12 +60,12 @@ def _figures(row: dict[str, str]) -> dict[str, float]:
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     """One line per target and request name."""
-    lines = [f"{'target':<6}{'request':<16}{'requests':>9}{'req/s':>8}{'p50 ms':>8}"
+    lines = [f"{'target':<7}{'request':<16}{'requests':>9}{'req/s':>8}{'p50 ms':>8}"
              f"{'p95 ms':>8}{'errors':>8}"]  # fmt: skip
     for target, rows in results.items():
         for name, row in rows.items():
             lines.append(
-                f"{target:<6}{name:<16}{row['requests']:>9}{row['rps']:>8}"
+                f"{target:<7}{name:<16}{row['requests']:>9}{row['rps']:>8}"
                 f"{row['p50_ms']:>8.0f}{row['p95_ms']:>8.0f}{row['failures']:>8}"
             )
     return "\n".join(lines)

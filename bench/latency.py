@@ -14,7 +14,9 @@ import time
 
 import requests
 
-from bench.stack import Stack, locomo, save_all, stack, turns, wait_ready
+from bench import floor
+from bench.stack import RESULTS, Stack, locomo, save_all, stack, turns, wait_ready
+from grove_memory.inference import InferenceClient
 
 SIZES = (1000, 10000)
 DEFAULT_QUERIES = 200
@@ -55,17 +57,46 @@ def measure(url: str, key: str, queries: list[str], path: str) -> tuple[float, f
     return p50, p95, p99, retrieval
 
 
+def raw_floor(running: Stack, size: int, queries: list[str], service_p50: float) -> None:
+    """The search's own SQL on the same data (no HTTP, no embedding): p50/p95/p99, ratio."""
+    client = InferenceClient(running.env["GROVE_ASK_ADDRESS"], "minilm")
+    vectors = [client.embed_query(query, 30) for query in queries]
+    client.close()
+    batches = [
+        floor.statements(running.account_id, q, v, "minilm")
+        for q, v in zip(queries, vectors, strict=True)
+    ]
+    with floor.connect(running.db.runtime_url) as conn:
+        for batch in batches[:10]:  # warm-up
+            floor.run(conn, running.account_id, batch)
+        timings = [floor.run(conn, running.account_id, batch) for batch in batches]
+        p50, p95, p99 = percentiles(timings)
+        print(
+            f"{size:>6} notes  {'raw SQL (search)':<20} {'hybrid':<8} p50 {p50:6.1f} ms"
+            f"   p95 {p95:6.1f} ms   p99 {p99:6.1f} ms   service/raw p50 {service_p50 / p50:.2f}"
+        )
+        plans = floor.explain(conn, running.account_id, batches[0])
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"explain-search-{size}.txt"
+    path.write_text(f"query: {queries[0]}\n\n-- BM25\n{plans[0]}\n\n-- semantic\n{plans[1]}\n")
+    print(f"{'':>14}EXPLAIN (ANALYZE, BUFFERS) in {path}")
+
+
 def run(running: Stack, size: int, queries: list[str], lexical_url: str) -> None:
     have = running.ready_count()
     save_all(running, notes(size)[have:])
     wait_ready(running, size)
+    search_p50 = 0.0
     for label, url in (("hybrid", running.api_url), ("lexical", lexical_url)):
         for path in ("/v1/recall", "/v1/memories/search"):
             p50, p95, p99, retrieval = measure(url, running.key, queries, path)
+            if label == "hybrid" and path == "/v1/memories/search":
+                search_p50 = p50
             print(
                 f"{size:>6} notes  {path:<20} {label:<8} p50 {p50:6.1f} ms"
                 f"   p95 {p95:6.1f} ms   p99 {p99:6.1f} ms   {retrieval}"
             )
+    raw_floor(running, size, queries, search_p50)
 
 
 def main() -> None:

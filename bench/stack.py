@@ -32,6 +32,7 @@ from grove_db.migrate import migrate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
 SECRET = secrets.token_urlsafe(48)
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def locomo() -> list[dict[str, Any]]:

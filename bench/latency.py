@@ -14,7 +14,7 @@ import time
 
 import requests
 
-from bench import floor
+from bench import bulk, floor
 from bench.stack import RESULTS, Stack, locomo, save_all, stack, turns, wait_ready
 from grove_memory.inference import InferenceClient
 
@@ -82,9 +82,14 @@ def raw_floor(running: Stack, size: int, queries: list[str], service_p50: float)
     print(f"{'':>14}EXPLAIN (ANALYZE, BUFFERS) in {path}")
 
 
-def run(running: Stack, size: int, queries: list[str], lexical_url: str) -> None:
+def run(running: Stack, size: int, queries: list[str], lexical_url: str, bulk_load: bool) -> None:
     have = running.ready_count()
-    save_all(running, notes(size)[have:])
+    if bulk_load:  # varied notes with cached MiniLM vectors, written with COPY
+        texts = bulk.texts(size)
+        superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+        bulk.load(superuser, running.account_id, texts[have:], bulk.vectors(texts)[have:])
+    else:
+        save_all(running, notes(size)[have:])
     wait_ready(running, size)
     search_p50 = 0.0
     for label, url in (("hybrid", running.api_url), ("lexical", lexical_url)):
@@ -103,13 +108,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument(
+        "--bulk", action="store_true", help="bulk-load varied notes (e.g. for --sizes 100000)"
+    )
     args = parser.parse_args()
     queries = questions(args.queries)
     with stack("minilm") as running:
         running.start_worker()
         lexical_url = running.start_api(GROVE_EMBEDDING_PROFILE="disabled")
         for size in sorted(args.sizes):
-            run(running, size, queries, lexical_url)
+            run(running, size, queries, lexical_url, args.bulk)
 
 
 if __name__ == "__main__":

@@ -44,15 +44,16 @@ def main() -> None:
         else None
     )
     server, port = create_server(settings, f"{settings.ask_host}:{settings.ask_port}", batcher)
-    server.start()
-    log(logger, "listening", host=settings.ask_host, port=port, profile=settings.embedding_profile)
     stopped = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
         stopped.set()
 
+    # Before serving: a SIGTERM right after start-up must still be graceful.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    server.start()
+    log(logger, "listening", host=settings.ask_host, port=port, profile=settings.embedding_profile)
     stopped.wait()
     log(logger, "stopping", grace_seconds=GRACE_SECONDS)
     server.stop(GRACE_SECONDS).wait()  # in-flight calls finish; new ones are refused

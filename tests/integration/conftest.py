@@ -414,6 +414,19 @@ class FakeEmbeddings:
         self.thread.join(timeout=10)
 
 
+def start_fake_ask(fake: FakeEmbeddings, dimensions: int | None = None, **env: str) -> Running:
+    """grove-ask on the ``openai`` profile, backed by ``fake`` (expecting ``dimensions``)."""
+    return start_ask(
+        {
+            "GROVE_EMBEDDING_PROFILE": "openai",
+            "GROVE_OPENAI_BASE_URL": fake.url,
+            "GROVE_OPENAI_MODEL": "fake",
+            "GROVE_OPENAI_DIMENSIONS": str(dimensions or fake.dimensions),
+            **env,
+        }
+    )
+
+
 @dataclass
 class OpenAIStack:
     """An api + ask (openai profile, backed by ``fake``) + workers, for queue tests."""
@@ -449,14 +462,7 @@ def openai_stack(database: embedded.EmbeddedDatabase) -> Iterator[Callable[..., 
         worker_env: dict[str, str] | None = None,
     ) -> OpenAIStack:
         fake = FakeEmbeddings(fake_dimensions or dimensions)
-        ask = start_ask(
-            {
-                "GROVE_EMBEDDING_PROFILE": "openai",
-                "GROVE_OPENAI_BASE_URL": fake.url,
-                "GROVE_OPENAI_MODEL": "fake",
-                "GROVE_OPENAI_DIMENSIONS": str(dimensions),
-            }
-        )
+        ask = start_fake_ask(fake, dimensions)
         api = start_api(
             {
                 "GROVE_DATABASE_URL": database.runtime_url,

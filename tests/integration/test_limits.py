@@ -35,7 +35,7 @@ from tests.integration.conftest import (
     new_tenant,
     scrape,
     start_api,
-    start_ask,
+    start_fake_ask,
     start_mcp,
     start_worker,
     wait_until,
@@ -256,16 +256,11 @@ def test_ask_refuses_calls_beyond_its_concurrency_at_once() -> None:
     fake = FakeEmbeddings(8)
     gate = threading.Event()
     fake.gate = gate
-    ask = start_ask(
-        {
-            "GROVE_EMBEDDING_PROFILE": "openai",
-            "GROVE_OPENAI_BASE_URL": fake.url,
-            "GROVE_OPENAI_MODEL": "fake",
-            "GROVE_OPENAI_DIMENSIONS": "8",
-            "GROVE_ASK_MAX_CONCURRENT_RPCS": "2",
-            "GROVE_ASK_THREADS": "4",
-            "GROVE_EMBED_COALESCE_MS": "0",
-        }
+    ask = start_fake_ask(
+        fake,
+        GROVE_ASK_MAX_CONCURRENT_RPCS="2",
+        GROVE_ASK_THREADS="4",
+        GROVE_EMBED_COALESCE_MS="0",
     )
     channel = grpc.insecure_channel(ask.url)
     results: list[Any] = [None, None]

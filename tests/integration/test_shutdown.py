@@ -12,12 +12,13 @@ import grpc
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
 from tests.integration.conftest import (
+    Client,
     FakeEmbeddings,
     OpenAIStack,
     data_of,
     new_tenant,
     start_api,
-    start_ask,
+    start_fake_ask,
     wait_until,
 )
 
@@ -36,7 +37,7 @@ def test_the_api_finishes_a_request_in_flight_before_exiting(
         }
     )
     tenant = new_tenant(database, api.url)
-    tenant.client.save("still answered during shutdown")
+    note = tenant.client.save("still answered during shutdown")
     gate = threading.Event()
     stack.fake.gate = gate  # the recall's query vector waits here
     with ThreadPoolExecutor(1) as pool:
@@ -50,20 +51,17 @@ def test_the_api_finishes_a_request_in_flight_before_exiting(
     assert data_of(response)["items"]
     api.stop()
     assert api.process.returncode == 0, api.lines[-5:]
+    # Leave no embedding job behind for other tests' workers on this profile.
+    stack.add_worker()
+    other_api = Client(stack.api.url, tenant.client.key)
+    wait_until(lambda: data_of(other_api.get(f"/v1/memories/{note['id']}"))["indexing"] == "ready")
 
 
 def test_ask_finishes_calls_in_flight_before_exiting() -> None:
     fake = FakeEmbeddings(8)
     gate = threading.Event()
     fake.gate = gate
-    ask = start_ask(
-        {
-            "GROVE_EMBEDDING_PROFILE": "openai",
-            "GROVE_OPENAI_BASE_URL": fake.url,
-            "GROVE_OPENAI_MODEL": "fake",
-            "GROVE_OPENAI_DIMENSIONS": "8",
-        }
-    )
+    ask = start_fake_ask(fake)
     channel = grpc.insecure_channel(ask.url)
     stub = inference_pb2_grpc.InferenceStub(channel)  # type: ignore[no-untyped-call]
     request = inference_pb2.EmbedRequest(

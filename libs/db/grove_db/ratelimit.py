@@ -46,3 +46,7 @@ class RateLimit:
         if row["hits"] <= self.limit:
             return None
         return max(1, math.ceil(float(row["remaining"])))
+
+    def refusal(self, wait: int) -> str:
+        """What a refused caller is told (every service says the same)."""
+        return f"at most {self.limit} requests per minute for this credential; retry in {wait} s"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from importlib import metadata
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -114,6 +115,6 @@ def watch_pool(pool: ConnectionPool, interval: float = POOL_INTERVAL_SECONDS) ->
             POOL_WAITING.labels(_service).set(stats.get("requests_waiting", 0))
             if pool.closed:
                 return
-            threading.Event().wait(interval)
+            time.sleep(interval)
 
     threading.Thread(target=publish, name="pool-metrics", daemon=True).start()

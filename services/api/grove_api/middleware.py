@@ -71,11 +71,7 @@ class RateLimiter:
         wait = self._limit.hit(self._pool, f"{self._service}:{principal.connection_id}")
         if wait is not None:
             metrics.RATE_LIMITED.labels(metrics.service()).inc()
-            raise falcon.HTTPTooManyRequests(
-                title=f"at most {self._limit.limit} requests per minute for this credential;"
-                f" retry in {wait} s",
-                retry_after=wait,
-            )
+            raise falcon.HTTPTooManyRequests(title=self._limit.refusal(wait), retry_after=wait)
 
 
 def _audience(token: str) -> object:

@@ -195,13 +195,9 @@ class RateLimited:
             wait = await anyio.to_thread.run_sync(self.limit.hit, self.pool, bucket)
             if wait is not None:
                 metrics.RATE_LIMITED.labels(metrics.service()).inc()
-                message = (
-                    f"at most {self.limit.limit} requests per minute for this credential;"
-                    f" retry in {wait} s"
-                )
                 request_id = REQUEST_ID.get() or uuid.uuid4().hex
                 response = JSONResponse(
-                    error_envelope("rate_limited", message, request_id),
+                    error_envelope("rate_limited", self.limit.refusal(wait), request_id),
                     status_code=429,
                     headers={"Retry-After": str(wait)},
                 )

@@ -39,7 +39,7 @@ def run() -> int:
     STATE_DIR.mkdir(exist_ok=True)
     secret = _secret()
     db = embedded.start((STATE_DIR / "pgdata").resolve(), cleanup_mode="stop")
-    migrate(db.migration_url, embedded.RUNTIME_ROLE)
+    migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE)
     key = _demo_key(db.migration_url, secret)
     port = os.environ.get("GROVE_API_PORT", DEFAULT_API_PORT)
     ask_port = os.environ.get("GROVE_ASK_PORT", DEFAULT_ASK_PORT)

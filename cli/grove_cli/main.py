@@ -29,10 +29,15 @@ def cmd_migrate(args: argparse.Namespace) -> None:
     runtime_role = args.runtime_role or os.environ.get("GROVE_RUNTIME_ROLE")
     if not runtime_role and os.environ.get("GROVE_DATABASE_URL"):
         runtime_role = conninfo_to_dict(os.environ["GROVE_DATABASE_URL"]).get("user")
-    applied = migrate(_env("GROVE_MIGRATION_DATABASE_URL"), runtime_role)
+    share_role = args.share_role or os.environ.get("GROVE_SHARE_ROLE")
+    if not share_role and os.environ.get("GROVE_SHARE_DATABASE_URL"):
+        share_role = conninfo_to_dict(os.environ["GROVE_SHARE_DATABASE_URL"]).get("user")
+    applied = migrate(_env("GROVE_MIGRATION_DATABASE_URL"), runtime_role, share_role)
     print(f"applied {len(applied)} migration(s)" + (f": {applied}" if applied else ""))
     if runtime_role:
         print(f"granted runtime privileges to {runtime_role}")
+    if share_role:
+        print(f"granted the public share functions to {share_role}")
 
 
 def cmd_accounts_create(args: argparse.Namespace) -> None:
@@ -133,6 +138,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("migrate", help="apply pending migrations (migration credentials)")
     p.add_argument("--runtime-role", help="role to grant runtime privileges to")
+    p.add_argument("--share-role", help="grove-share's role: may only call the share functions")
     p.set_defaults(func=cmd_migrate)
 
     accounts = commands.add_parser("accounts", help="manage accounts").add_subparsers(

@@ -42,7 +42,7 @@ def database() -> Iterator[embedded.EmbeddedDatabase]:
     # A short path: the server's Unix socket lives in its data directory.
     root = Path(tempfile.mkdtemp(prefix="grove-test-"))
     db = embedded.start(root / "pgdata", cleanup_mode="delete")
-    migrate(db.migration_url, embedded.RUNTIME_ROLE)
+    migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE)
     yield db
     db.server.cleanup()
     shutil.rmtree(root, ignore_errors=True)
@@ -129,6 +129,27 @@ def start_api(env: dict[str, str]) -> Running:
             "GROVE_API_PORT": "0",
             "GROVE_API_METRICS_PORT": "0",
             "GROVE_API_RATE_LIMIT_PER_MINUTE": "0",  # tests of the limit set their own
+            "GROVE_SECRET_KEY": SECRET,
+            **env,
+        },
+        r"Listening at: http://127\.0\.0\.1:(\d+)",
+    )
+    running.url = f"http://127.0.0.1:{running.url}"
+    return running
+
+
+def start_share(database: embedded.EmbeddedDatabase, **env: str) -> Running:
+    """Start grove-share on port 0 as its own role, without limits unless ``env`` sets them."""
+    running = start_service(
+        "grove-share",
+        {
+            "GROVE_SHARE_DATABASE_URL": database.share_url,
+            "GROVE_SHARE_HOST": "127.0.0.1",
+            "GROVE_SHARE_PORT": "0",
+            "GROVE_SHARE_METRICS_PORT": "0",
+            "GROVE_SHARE_WORKERS": "1",
+            "GROVE_SHARE_RATE_LIMIT_PER_IP_PER_MINUTE": "0",
+            "GROVE_SHARE_RATE_LIMIT_PER_LINK_PER_MINUTE": "0",
             "GROVE_SECRET_KEY": SECRET,
             **env,
         },

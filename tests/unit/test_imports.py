@@ -9,7 +9,8 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "module", ["grove_api.app", "grove_api.serve", "grove_worker.run", "grove_cli.main"]
+    "module",
+    ["grove_api.app", "grove_api.serve", "grove_worker.run", "grove_cli.main", "grove_share.app"],
 )
 def test_service_does_not_import_torch(module: str) -> None:
     code = (

@@ -10,12 +10,15 @@ from pydantic_settings import BaseSettings
 from grove_api.settings import ApiSettings
 from grove_ask.settings import AskSettings
 from grove_mcp.settings import McpSettings
+from grove_share.settings import ShareSettings
 from grove_worker.settings import WorkerSettings
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
 
 
-@pytest.mark.parametrize("settings", [ApiSettings, McpSettings, AskSettings, WorkerSettings])
+@pytest.mark.parametrize(
+    "settings", [ApiSettings, McpSettings, AskSettings, WorkerSettings, ShareSettings]
+)
 def test_every_setting_is_documented(settings: type[BaseSettings]) -> None:
     prefix = settings.model_config.get("env_prefix", "")
     names = [

@@ -1,8 +1,9 @@
 """The embedded PostgreSQL used by ``make dev`` and the tests, set up like production.
 
 The embedded server's bootstrap user is a superuser. From it we create a database, a
-migration role that owns the schema, and a runtime role that owns nothing and cannot
-bypass row-level security; services then connect only as the runtime role.
+migration role that owns the schema, a runtime role that owns nothing and cannot
+bypass row-level security, and grove-share's role, which may only call the public share
+functions; services then connect only as the runtime role (grove-share as its own).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from psycopg import sql
 DATABASE = "grove"
 MIGRATION_ROLE = "grove_migrator"
 RUNTIME_ROLE = "grove_app"
+SHARE_ROLE = "grove_share"
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class EmbeddedDatabase:
     superuser_url: str
     migration_url: str
     runtime_url: str
+    share_url: str
 
 
 def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabase:
@@ -47,6 +50,7 @@ def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabas
         superuser_url=superuser_url,
         migration_url=role_url(server.get_uri(DATABASE), MIGRATION_ROLE),
         runtime_url=role_url(server.get_uri(DATABASE), RUNTIME_ROLE),
+        share_url=role_url(server.get_uri(DATABASE), SHARE_ROLE),
     )
 
 
@@ -63,6 +67,7 @@ def bootstrap(superuser_url: str) -> None:
         for role, options in (
             (MIGRATION_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS"),
             (RUNTIME_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
+            (SHARE_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
         ):
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
             if not exists:

@@ -11,3 +11,5 @@ GRANT DELETE ON connection_projects TO {role};
 GRANT UPDATE (deleted_at) ON accounts TO {role};
 GRANT SELECT, INSERT ON identity_tombstones TO {role};
 GRANT SELECT, INSERT, UPDATE ON rate_limits TO {role};
+GRANT SELECT, INSERT ON shares TO {role};
+GRANT UPDATE (revoked_at) ON shares TO {role};

@@ -34,10 +34,11 @@ def available_migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
-def migrate(url: str, runtime_role: str | None = None) -> list[int]:
+def migrate(url: str, runtime_role: str | None = None, share_role: str | None = None) -> list[int]:
     """Apply pending migrations as the migration role; return the versions applied.
 
-    When ``runtime_role`` is given, its privileges are (re)granted afterwards.
+    When ``runtime_role`` is given, its privileges are (re)granted afterwards; likewise
+    ``share_role``'s (grove-share's: only the public share functions).
     """
     applied: list[int] = []
     with psycopg.connect(url, autocommit=True) as conn:
@@ -56,14 +57,16 @@ def migrate(url: str, runtime_role: str | None = None) -> list[int]:
                     )
                 applied.append(version)
             if runtime_role:
-                grant_runtime(conn, runtime_role)
+                grant(conn, "grants.sql", runtime_role)
+            if share_role:
+                grant(conn, "share_grants.sql", share_role)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
     return applied
 
 
-def grant_runtime(conn: psycopg.Connection[Any], role: str) -> None:
-    """Grant the runtime role exactly the privileges in ``grants.sql``."""
-    template = (resources.files("grove_db") / "grants.sql").read_text()
+def grant(conn: psycopg.Connection[Any], grants_file: str, role: str) -> None:
+    """Grant ``role`` the privileges in one of the packaged grants files."""
+    template = (resources.files("grove_db") / grants_file).read_text()
     statement = sql.SQL(template).format(role=sql.Identifier(role))
     conn.execute(statement)

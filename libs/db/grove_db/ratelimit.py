@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from psycopg_pool import ConnectionPool
 
 from grove_db.pool import transaction
 
-HIT = """
-    INSERT INTO rate_limits AS r (bucket, window_start, hits)
-    VALUES (%(bucket)s,
-            to_timestamp(floor(extract(epoch FROM clock_timestamp()) / %(window)s) * %(window)s),
-            1)
-    ON CONFLICT (bucket) DO UPDATE SET
-        hits = CASE WHEN r.window_start = EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
-        window_start = EXCLUDED.window_start
-    RETURNING hits,
-        extract(epoch FROM window_start + make_interval(secs => %(window)s)
-                           - clock_timestamp()) AS remaining
-"""
+#: The window arithmetic lives in SQL (migration 0010): ``grove_rate_hit`` for the runtime
+#: role, ``grove_public_rate_hit`` (buckets prefixed ``share:``) for grove-share's role.
+FUNCTIONS = {
+    "runtime": "SELECT hits, remaining FROM grove_rate_hit(%(bucket)s, %(window)s)",
+    "public": "SELECT hits, remaining FROM grove_public_rate_hit(%(bucket)s, %(window)s)",
+}
 
 
 @dataclass(frozen=True)
@@ -35,18 +30,21 @@ class RateLimit:
 
     limit: int
     window_seconds: int = 60
+    door: Literal["runtime", "public"] = "runtime"
 
     def hit(self, pool: ConnectionPool, bucket: str) -> int | None:
         """Count one request for ``bucket``: None if allowed, else seconds to wait (≥ 1)."""
         if self.limit <= 0:
             return None
         with transaction(pool) as conn:
-            row = conn.execute(HIT, {"bucket": bucket, "window": self.window_seconds}).fetchone()
-        assert row is not None  # an upsert with RETURNING always yields its row
-        if row["hits"] <= self.limit:
+            statement = FUNCTIONS[self.door]
+            row = conn.execute(statement, {"bucket": bucket, "window": self.window_seconds})
+            found = row.fetchone()
+        assert found is not None  # an upsert with RETURNING always yields its row
+        if found["hits"] <= self.limit:
             return None
-        return max(1, math.ceil(float(row["remaining"])))
+        return max(1, math.ceil(float(found["remaining"])))
 
-    def refusal(self, wait: int) -> str:
+    def refusal(self, wait: int, per: str = "this credential") -> str:
         """What a refused caller is told (every service says the same)."""
-        return f"at most {self.limit} requests per minute for this credential; retry in {wait} s"
+        return f"at most {self.limit} requests per minute for {per}; retry in {wait} s"

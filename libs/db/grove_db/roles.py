@@ -1,4 +1,4 @@
-"""Start-up check that the runtime role is subject to row-level security."""
+"""Start-up checks of the database roles services connect as."""
 
 from __future__ import annotations
 
@@ -29,5 +29,63 @@ def check_runtime_role(url: str) -> str:
         raise UnsafeRoleError(
             f"refusing to run: database role {name!r} owns (or may act as the owner of)"
             " Grove's tables"
+        )
+    return str(name)
+
+
+#: The only functions grove-share's role may call that run with other rights.
+SHARE_FUNCTIONS = ("grove_public_share", "grove_public_share_notes", "grove_public_rate_hit")
+
+SHARE_ROLE_CHECK = """
+    SELECT r.rolname, r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolcreatedb,
+           EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
+                     AND n.nspname NOT LIKE 'pg_toast%%'
+                     AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+                     AND (pg_has_role(r.rolname, c.relowner, 'MEMBER')
+                          OR has_table_privilege(r.rolname, c.oid,
+                               'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+                          OR has_any_column_privilege(r.rolname, c.oid,
+                               'SELECT, INSERT, UPDATE, REFERENCES'))) AS tables,
+           ARRAY(SELECT p.proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                 WHERE n.nspname = 'public' AND p.prosecdef
+                   AND has_function_privilege(r.rolname, p.oid, 'EXECUTE')
+                 ORDER BY 1) AS definers
+    FROM pg_roles r WHERE r.rolname = current_user
+"""
+
+
+def check_share_role(url: str) -> str:
+    """Return grove-share's role name, or raise unless it can do nothing but call the
+    public share functions: no superuser or BYPASSRLS, no role or database creation, no
+    privilege on any table or column, no other ``SECURITY DEFINER`` function."""
+    with psycopg.connect(url, connect_timeout=10) as conn:
+        row = conn.execute(SHARE_ROLE_CHECK).fetchone()
+    assert row is not None
+    name, superuser, bypass, createrole, createdb, tables, definers = row
+    wider = [
+        reason
+        for reason, held in (
+            ("is a superuser", superuser),
+            ("has BYPASSRLS", bypass),
+            ("may create roles", createrole),
+            ("may create databases", createdb),
+            ("holds privileges on tables (it must only call the share functions)", tables),
+        )
+        if held
+    ]
+    others = sorted(set(definers) - set(SHARE_FUNCTIONS))
+    if others:
+        wider.append(f"may call other SECURITY DEFINER functions ({', '.join(others)})")
+    if wider:
+        raise UnsafeRoleError(
+            f"refusing to run: database role {name!r} has wider rights than grove-share"
+            f" needs: it {'; it '.join(wider)}"
+        )
+    missing = sorted(set(SHARE_FUNCTIONS) - set(definers))
+    if missing:
+        raise UnsafeRoleError(
+            f"database role {name!r} may not call {', '.join(missing)}: run `grove migrate`"
+            " with GROVE_SHARE_ROLE (or --share-role) naming it"
         )
     return str(name)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_api import errors, owner, resources
+from grove_api import errors, owner, resources, shares
 from grove_api.health import Health, Ready
 from grove_api.middleware import BearerAuth, OwnerSessions, RateLimiter
 from grove_api.settings import ApiSettings
@@ -32,6 +32,7 @@ class Deps:
     pool: ConnectionPool
     key_secret: bytes
     cursor_secret: bytes
+    share_secret: bytes
     embedder: InferenceClient | None
     owners: OwnerSessions | None = None
 
@@ -87,6 +88,15 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/keys", owner.Keys(*owner_args))
     app.add_route("/v1/account", owner.Account(*owner_args))
     app.add_route("/v1/keys/{key_id:uuid}", owner.Key(*owner_args))
+    share_args = (
+        deps.pool,
+        deps.share_secret,
+        deps.cursor_secret,
+        settings.share_public_url,
+        limit,
+    )
+    app.add_route("/v1/shares", shares.Shares(*share_args))
+    app.add_route("/v1/shares/{share_id:uuid}", shares.Share(*share_args))
     app.add_route(
         "/.well-known/openai-apps-challenge", owner.AppsChallenge(settings.openai_apps_challenge)
     )
@@ -112,6 +122,7 @@ def deps_from(settings: ApiSettings) -> Deps:
         ),
         key_secret=derive_secret(secret, "api-key"),
         cursor_secret=derive_secret(secret, "cursor"),
+        share_secret=derive_secret(secret, "share-token"),
         embedder=(
             None
             if settings.embedding_profile == "disabled"

@@ -58,6 +58,8 @@ class ApiSettings(BaseSettings):
     website_origin: str | None = None
     api_origin: str | None = None
     mcp_public_url: str = "http://127.0.0.1:8081/mcp"
+    #: Where grove-share is reached from outside: share links are ``<this>/public/shares/…``.
+    share_public_url: str = "http://127.0.0.1:8082"
     openai_apps_challenge: str | None = Field(
         default=None, validation_alias="OPENAI_APPS_CHALLENGE", max_length=512
     )

@@ -1,0 +1,258 @@
+"""Public share links: the owner's management, and what a reader may see.
+
+A link's token is 32 random bytes (URL-safe base64, 43 characters), shown once; the
+database keeps only HMAC-SHA-256(server secret, token). The owner manages links with an
+owner session (``/v1/shares``, the runtime role, row-level security). grove-share reads
+through ``grove_public_share`` and ``grove_public_share_notes`` only, as a role that can
+do nothing else; both re-check on every request that the link is live (not revoked or
+expired) and so is its target (not archived, deleted or expired), so a revocation or an
+archive takes effect on the very next request and a restore brings the link back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID, uuid4
+
+from psycopg_pool import ConnectionPool
+
+from grove_auth.connections import require_owner
+from grove_auth.principal import Principal
+from grove_contracts.shares import (
+    CreatedShare,
+    CreateShareRequest,
+    PublicPageQuery,
+    Share,
+    ShareListQuery,
+    ShareTarget,
+)
+from grove_db.pool import transaction
+from grove_memory import cursors
+from grove_memory.errors import InvalidRequest, NotFound, ServiceError
+
+TOKEN_BYTES = 32
+
+SHARE_COLUMNS = """
+    s.id, s.target_type, coalesce(s.memory_id, s.project_id) AS target_id, s.title,
+    s.indexable, s.created_at, s.expires_at, s.revoked_at,
+    s.expires_at IS NOT NULL AND s.expires_at <= statement_timestamp() AS expired,
+    CASE s.target_type
+        WHEN 'note' THEN m.deleted_at IS NULL AND m.archived_at IS NULL
+                         AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())
+        ELSE p.deleted_at IS NULL AND p.archived_at IS NULL
+    END AS available
+"""
+SHARE_FROM = """
+    FROM shares s
+    LEFT JOIN memories m ON m.id = s.memory_id
+    LEFT JOIN projects p ON p.id = s.project_id
+"""
+TARGET_STATE = {
+    "note": """
+        SELECT archived_at IS NOT NULL AS archived FROM memories
+        WHERE id = %s AND deleted_at IS NULL
+          AND (expires_at IS NULL OR expires_at > statement_timestamp())
+    """,
+    "notebook": """
+        SELECT archived_at IS NOT NULL AS archived FROM projects
+        WHERE id = %s AND deleted_at IS NULL
+    """,
+}
+INSERT_SHARE = """
+    INSERT INTO shares (account_id, id, token_hash, target_type, memory_id, project_id,
+                        title, indexable, expires_at)
+    VALUES (%(account)s, %(id)s, %(hash)s, %(type)s, %(memory)s, %(project)s,
+            %(title)s, %(indexable)s, %(expires)s)
+"""
+
+
+class TargetArchived(ServiceError):
+    """That note or notebook is archived: restore it before sharing it."""
+
+    code = "target_archived"
+    status = 409
+
+
+def new_token() -> str:
+    """A fresh random link token."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def hash_token(secret: bytes, token: str) -> bytes:
+    """The stored form of a token: HMAC-SHA-256 keyed with the server secret."""
+    return hmac.new(secret, token.encode(), hashlib.sha256).digest()
+
+
+def share_url(public_url: str, token: str) -> str:
+    """The link a reader opens."""
+    return f"{public_url.rstrip('/')}/public/shares/{token}"
+
+
+def create_share(
+    pool: ConnectionPool,
+    token_secret: bytes,
+    public_url: str,
+    principal: Principal,
+    body: CreateShareRequest,
+) -> dict[str, Any]:
+    """Publish a link to a live note or notebook of the owner's account."""
+    require_owner(principal)
+    token = new_token()
+    share_id = uuid4()
+    target = body.target
+    with transaction(pool, principal.account_id) as conn:
+        if body.expiresAt is not None:
+            future = conn.execute(
+                "SELECT %s > statement_timestamp() AS ok", (body.expiresAt,)
+            ).fetchone()
+            if not (future and future["ok"]):
+                raise InvalidRequest("expiresAt", "must be in the future")
+        state = conn.execute(TARGET_STATE[target.type], (target.id,)).fetchone()
+        if state is None:
+            raise NotFound(f"{target.type} not found")
+        if state["archived"]:
+            raise TargetArchived(f"that {target.type} is archived: restore it before sharing it")
+        conn.execute(
+            INSERT_SHARE,
+            {
+                "account": principal.account_id,
+                "id": share_id,
+                "hash": hash_token(token_secret, token),
+                "type": target.type,
+                "memory": target.id if target.type == "note" else None,
+                "project": target.id if target.type == "notebook" else None,
+                "title": body.title,
+                "indexable": body.allowIndexing,
+                "expires": body.expiresAt,
+            },
+        )
+        row = conn.execute(
+            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE s.id = %s", (share_id,)
+        ).fetchone()
+    assert row is not None
+    created = CreatedShare(
+        **_share(row).model_dump(), url=share_url(public_url, token), token=token
+    )
+    return created.model_dump(mode="json")
+
+
+def list_shares(
+    pool: ConnectionPool, cursor_secret: bytes, principal: Principal, query: ShareListQuery
+) -> dict[str, Any]:
+    """The account's links, newest first, every state (revoked ones say so)."""
+    require_owner(principal)
+    binding = {"a": str(principal.account_id), "l": "shares"}
+    where = "true"
+    values: dict[str, Any] = {"limit": query.limit + 1}
+    if query.cursor:
+        payload = cursors.decode(cursor_secret, query.cursor, binding)
+        where = "(s.created_at, s.id) < (%(key_time)s, %(key_id)s)"
+        values.update(key_time=datetime.fromisoformat(payload["key"][0]))
+        values.update(key_id=UUID(payload["key"][1]))
+    with transaction(pool, principal.account_id) as conn:
+        rows = conn.execute(
+            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE {where}"
+            " ORDER BY s.created_at DESC, s.id DESC LIMIT %(limit)s",
+            values,
+        ).fetchall()
+    page = rows[: query.limit]
+    next_cursor = None
+    if len(rows) > query.limit:
+        last = page[-1]
+        key = [last["created_at"].isoformat(), str(last["id"])]
+        next_cursor = cursors.encode(cursor_secret, {"bind": binding, "key": key})
+    return {"items": [_share(r).model_dump(mode="json") for r in page], "nextCursor": next_cursor}
+
+
+def revoke_share(pool: ConnectionPool, principal: Principal, share_id: UUID) -> dict[str, Any]:
+    """Revoke a link for good (revoking it again changes nothing)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        conn.execute(
+            "UPDATE shares SET revoked_at = statement_timestamp()"
+            " WHERE id = %s AND revoked_at IS NULL",
+            (share_id,),
+        )
+        row = conn.execute(
+            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE s.id = %s", (share_id,)
+        ).fetchone()
+    if row is None:
+        raise NotFound("share not found")
+    return _share(row).model_dump(mode="json")
+
+
+def _share(row: dict[str, Any]) -> Share:
+    status: Literal["active", "expired", "revoked"] = "active"
+    if row["revoked_at"]:
+        status = "revoked"
+    elif row["expired"]:
+        status = "expired"
+    return Share(
+        id=row["id"],
+        target=ShareTarget(type=row["target_type"], id=row["target_id"]),
+        title=row["title"],
+        allowIndexing=row["indexable"],
+        status=status,
+        targetAvailable=bool(row["available"]),
+        createdAt=row["created_at"],
+        expiresAt=row["expires_at"],
+        revokedAt=row["revoked_at"],
+    )
+
+
+def public_page(
+    pool: ConnectionPool,
+    token_secret: bytes,
+    cursor_secret: bytes,
+    token: str,
+    query: PublicPageQuery,
+) -> dict[str, Any] | None:
+    """What a reader of ``token`` sees, or None (unknown, revoked, expired, unavailable).
+
+    Returns the share (type, title, last update, whether it may be indexed) and one
+    page of its notes, newest first; ``nextCursor`` is signed and bound to the share.
+    """
+    token_hash = hash_token(token_secret, token)
+    with transaction(pool, snapshot=True) as conn:
+        share = conn.execute("SELECT * FROM grove_public_share(%s)", (token_hash,)).fetchone()
+        before: tuple[datetime | None, UUID | None] = (None, None)
+        if share is not None and query.cursor:
+            payload = cursors.decode(cursor_secret, query.cursor, {"s": str(share["share_id"])})
+            before = (datetime.fromisoformat(payload["key"][0]), UUID(payload["key"][1]))
+        # Asked whether the share exists or not: an unknown token costs what a known one does.
+        rows = conn.execute(
+            "SELECT * FROM grove_public_share_notes(%s, %s, %s, %s)",
+            (token_hash, *before, query.limit + 1),
+        ).fetchall()
+    if share is None:
+        return None
+    page = rows[: query.limit]
+    next_cursor = None
+    if len(rows) > query.limit:
+        last = page[-1]
+        next_cursor = cursors.encode(
+            cursor_secret,
+            {
+                "bind": {"s": str(share["share_id"])},
+                "key": [last["created_at"].isoformat(), str(last["id"])],
+            },
+        )
+    return {
+        "type": share["target_type"],
+        "title": share["title"],
+        "indexable": share["indexable"],
+        "updatedAt": share["updated_at"],
+        "notes": page,
+        "nextCursor": next_cursor,
+    }
+
+
+def note_title(content: str, limit: int = 80) -> str:
+    """A title for a note shared without one: its first line, without Markdown markers."""
+    first = next((line for line in content.splitlines() if line.strip()), "")
+    text = first.strip().lstrip("#>*-+ ").strip() or "Shared note"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import threading
 import time
+from uuid import UUID
 
 import psutil
 import psycopg
 import requests
 
-from bench.stack import stack
+from bench.stack import Stack, stack
 from grove_db.pool import set_tenant
 
 DEFAULT_NOTES = 20_000
@@ -40,42 +41,53 @@ def worker_rss(api_pid: int) -> int:
     return sum(child.memory_info().rss for child in master.children(recursive=True))
 
 
+def run(running: Stack, api_pid: int, notes: int) -> dict[str, float]:
+    """Seed ``notes`` notes into the account, then stream its export, sampling RSS.
+
+    ``api_pid`` is grove-api's master process. Returns ``lines`` and ``bytes`` of the
+    export, its ``seconds``, and the workers' ``idle`` and ``peak`` RSS in bytes.
+    """
+    with psycopg.connect(running.db.migration_url) as conn, conn.transaction():
+        set_tenant(conn, UUID(running.account_id))
+        conn.execute(SEED, {"account": running.account_id, "count": notes})
+    idle = worker_rss(api_pid)
+    peak = idle
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, worker_rss(api_pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    size = lines = 0
+    with requests.get(
+        f"{running.api_url}/v1/export",
+        stream=True,
+        timeout=600,
+        headers={"Authorization": f"Bearer {running.key}"},
+    ) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            size += len(line) + 1
+            lines += 1
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    return {"lines": lines, "bytes": size, "seconds": seconds, "idle": idle, "peak": peak}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--notes", type=int, default=DEFAULT_NOTES)
     args = parser.parse_args()
     with stack("disabled") as running:
-        with psycopg.connect(running.db.migration_url) as conn, conn.transaction():
-            set_tenant(conn, running.account_id)
-            conn.execute(SEED, {"account": running.account_id, "count": args.notes})
-        api = running.processes[-1]
-        idle = worker_rss(api.pid)
-        peak = idle
-        done = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak
-            while not done.is_set():
-                peak = max(peak, worker_rss(api.pid))
-                time.sleep(0.02)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        start = time.perf_counter()
-        size = lines = 0
-        with requests.get(
-            f"{running.api_url}/v1/export",
-            stream=True,
-            timeout=600,
-            headers={"Authorization": f"Bearer {running.key}"},
-        ) as response:
-            response.raise_for_status()
-            for line in response.iter_lines():
-                size += len(line) + 1
-                lines += 1
-        seconds = time.perf_counter() - start
-        done.set()
-        sampler.join()
+        figures = run(running, running.processes[-1].pid, args.notes)
+    lines, size, seconds = int(figures["lines"]), figures["bytes"], figures["seconds"]
+    idle, peak = figures["idle"], figures["peak"]
     mib = 1024 * 1024
     print(f"exported {args.notes} notes: {lines} lines, {size / mib:.1f} MiB in {seconds:.1f} s")
     print(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -57,8 +59,13 @@ def measure(url: str, key: str, queries: list[str], path: str) -> tuple[float, f
     return p50, p95, p99, retrieval
 
 
-def raw_floor(running: Stack, size: int, queries: list[str], service_p50: float) -> None:
-    """The search's own SQL on the same data (no HTTP, no embedding): p50/p95/p99, ratio."""
+def raw_floor(
+    running: Stack, size: int, queries: list[str], service_p50: float, results: Path = RESULTS
+) -> tuple[float, float, float]:
+    """The search's own SQL on the same data (no HTTP, no embedding): p50/p95/p99, ratio.
+
+    ``EXPLAIN (ANALYZE, BUFFERS)`` of the first query goes to ``results``.
+    """
     client = InferenceClient(running.env["GROVE_ASK_ADDRESS"], "minilm")
     vectors = [client.embed_query(query, 30) for query in queries]
     client.close()
@@ -76,32 +83,48 @@ def raw_floor(running: Stack, size: int, queries: list[str], service_p50: float)
             f"   p95 {p95:6.1f} ms   p99 {p99:6.1f} ms   service/raw p50 {service_p50 / p50:.2f}"
         )
         plans = floor.explain(conn, running.account_id, batches[0])
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"explain-search-{size}.txt"
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"explain-search-{size}.txt"
     path.write_text(f"query: {queries[0]}\n\n-- BM25\n{plans[0]}\n\n-- semantic\n{plans[1]}\n")
     print(f"{'':>14}EXPLAIN (ANALYZE, BUFFERS) in {path}")
+    return p50, p95, p99
 
 
-def run(running: Stack, size: int, queries: list[str], lexical_url: str, bulk_load: bool) -> None:
+def run(
+    running: Stack,
+    texts: list[str],
+    queries: list[str],
+    lexical_url: str,
+    vectors: Any = None,
+    results: Path = RESULTS,
+) -> dict[tuple[str, str], tuple[float, float, float, str]]:
+    """Bring the account to ``texts`` and time recall and search on it, then the raw SQL.
+
+    Notes the account lacks (it holds a prefix of ``texts``) are saved over HTTP and
+    embedded by the worker, or, given their ``vectors``, bulk-loaded with COPY. Returns
+    p50, p95, p99 (ms) and the ``retrieval`` member per (mode, path); the floor is
+    ("hybrid", "raw SQL").
+    """
+    size = len(texts)
     have = running.ready_count()
-    if bulk_load:  # varied notes with cached MiniLM vectors, written with COPY
-        texts = bulk.texts(size)
+    if vectors is not None:  # varied notes with cached MiniLM vectors, written with COPY
         superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
-        bulk.load(superuser, running.account_id, texts[have:], bulk.vectors(texts)[have:])
+        bulk.load(superuser, running.account_id, texts[have:], vectors[have:])
     else:
-        save_all(running, notes(size)[have:])
+        save_all(running, texts[have:])
     wait_ready(running, size)
-    search_p50 = 0.0
+    figures: dict[tuple[str, str], tuple[float, float, float, str]] = {}
     for label, url in (("hybrid", running.api_url), ("lexical", lexical_url)):
         for path in ("/v1/recall", "/v1/memories/search"):
             p50, p95, p99, retrieval = measure(url, running.key, queries, path)
-            if label == "hybrid" and path == "/v1/memories/search":
-                search_p50 = p50
+            figures[label, path] = (p50, p95, p99, retrieval)
             print(
                 f"{size:>6} notes  {path:<20} {label:<8} p50 {p50:6.1f} ms"
                 f"   p95 {p95:6.1f} ms   p99 {p99:6.1f} ms   {retrieval}"
             )
-    raw_floor(running, size, queries, search_p50)
+    search_p50 = figures["hybrid", "/v1/memories/search"][0]
+    figures["hybrid", "raw SQL"] = (*raw_floor(running, size, queries, search_p50, results), "")
+    return figures
 
 
 def main() -> None:
@@ -117,7 +140,9 @@ def main() -> None:
         running.start_worker()
         lexical_url = running.start_api(GROVE_EMBEDDING_PROFILE="disabled")
         for size in sorted(args.sizes):
-            run(running, size, queries, lexical_url, args.bulk)
+            texts = bulk.texts(size) if args.bulk else notes(size)
+            vectors = bulk.vectors(texts) if args.bulk else None
+            run(running, texts, queries, lexical_url, vectors)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psycopg
 import requests
@@ -121,9 +121,16 @@ def _start(script: str, env: dict[str, str], ready: str) -> tuple[subprocess.Pop
     for line in stream:
         match = re.search(ready, line)
         if match:
-            threading.Thread(target=stream.read, daemon=True).start()
+            threading.Thread(target=_drain, args=(stream,), daemon=True).start()
             return process, match.group(1) if match.groups() else ""
     sys.exit(f"bench: {script} exited with {process.wait()}")
+
+
+def _drain(stream: IO[str]) -> None:
+    """Read a service's stderr to its end (it never blocks on a full pipe), then close it."""
+    with stream:
+        for _ in stream:
+            pass
 
 
 @contextmanager
@@ -133,7 +140,7 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
     db = embedded.start(root / "pgdata", cleanup_mode="delete")
     processes: list[subprocess.Popen[str]] = []
     try:
-        migrate(db.migration_url, embedded.RUNTIME_ROLE)
+        migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE)
         env = {
             "GROVE_DATABASE_URL": db.runtime_url,
             "GROVE_SECRET_KEY": SECRET,

@@ -1,9 +1,10 @@
 """``grove dev``: the whole stack on this machine, in the foreground.
 
 Starts (or reuses) the embedded PostgreSQL under ``.grove/pgdata``, creates the
-migration and runtime roles, migrates, creates a demo account and key once, starts
-grove-ask, grove-worker and grove-api as the runtime role, writes ``.grove/dev.env``
-when everything answers, and stops it all on Ctrl-C.
+migration, runtime and share roles, migrates, creates a demo account and key once,
+starts grove-ask, grove-worker, grove-api and grove-mcp as the runtime role and
+grove-share as its own role, writes ``.grove/dev.env`` when everything answers, and
+stops it all on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ READY_TIMEOUT_SECONDS = 60
 DEFAULT_API_PORT = "8080"
 DEFAULT_ASK_PORT = "50051"
 DEFAULT_MCP_PORT = "8081"
+DEFAULT_SHARE_PORT = "8082"
 DEV_OWNER = "dev-owner"
 
 
@@ -59,9 +61,16 @@ def run() -> int:
     mcp_port = os.environ.get("GROVE_MCP_PORT", DEFAULT_MCP_PORT)
     env["GROVE_MCP_PORT"] = mcp_port
     mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+    share_port = os.environ.get("GROVE_SHARE_PORT", DEFAULT_SHARE_PORT)
+    share_url = f"http://127.0.0.1:{share_port}"
+    env.update(
+        GROVE_SHARE_PORT=share_port,
+        GROVE_SHARE_PUBLIC_URL=share_url,
+        GROVE_SHARE_DATABASE_URL=db.share_url,
+    )
     identity = dev_identity(api_url, mcp_url)
     env.update(identity)
-    names = ["grove-api", "grove-mcp"]
+    names = ["grove-api", "grove-mcp", "grove-share"]
     if profile != "disabled":
         names = ["grove-ask", "grove-worker", *names]
     processes = {name: subprocess.Popen([_script(name)], env=env) for name in names}
@@ -77,7 +86,11 @@ def run() -> int:
         if "grove-ask" in processes and not _wait_ask(ask_address, processes["grove-ask"]):
             print("grove dev: grove-ask did not become ready", file=sys.stderr)
             return 1
-        for name, url in (("grove-api", api_url), ("grove-mcp", mcp_url.removesuffix("/mcp"))):
+        for name, url in (
+            ("grove-api", api_url),
+            ("grove-mcp", mcp_url.removesuffix("/mcp")),
+            ("grove-share", share_url),
+        ):
             if not _wait_ready(f"{url}/readyz", processes[name]):
                 print(f"grove dev: {name} did not become ready", file=sys.stderr)
                 return 1
@@ -86,13 +99,14 @@ def run() -> int:
                 "GROVE_API_URL": api_url,
                 "GROVE_API_KEY": key,
                 "GROVE_MCP_URL": mcp_url,
+                "GROVE_SHARE_URL": share_url,
                 "GROVE_ASK_ADDRESS": ask_address,
                 "GROVE_DEMO_ACCOUNT": _demo_account(),
                 **identity,
             },
             db,
         )
-        _banner(api_url, mcp_url, key)
+        _banner(api_url, mcp_url, share_url, key)
         while not stopping and all(p.poll() is None for p in processes.values()):
             time.sleep(0.2)
         for name, process in processes.items():
@@ -206,12 +220,13 @@ def _write_env(urls: dict[str, str], db: embedded.EmbeddedDatabase) -> None:
     path.chmod(0o600)
 
 
-def _banner(api_url: str, mcp_url: str, key: str) -> None:
+def _banner(api_url: str, mcp_url: str, share_url: str, key: str) -> None:
     print(
         f"""
 Grove is running.
   REST API   {api_url}/v1        (key: {key})
   MCP        {mcp_url}     (the same key as a Bearer token)
+  shares     {share_url}/public/shares/…   (public links; see README "Public share links")
   settings   .grove/dev.env       (source it: set -a; . .grove/dev.env; set +a)
 
 Try:

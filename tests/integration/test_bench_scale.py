@@ -1,0 +1,183 @@
+"""Small runs of the scale benchmarks (ingest, latency with its floor, bulk, export).
+
+Made-up sentences stand in for LoCoMo (the shared data may be absent); the
+benchmarks' own functions run against the session's real services (PostgreSQL,
+grove-ask with MiniLM, grove-api, grove-worker) on a few dozen notes, so any of them
+breaking fails here. Nothing is written under ``bench/results`` or ``bench/.cache``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import bulk, export, ingest, latency
+from bench.stack import Stack
+from grove_db import embedded
+from tests.integration.conftest import SECRET, Client, Tenant, data_of, start_api
+
+NAMES = ("Ana", "Ben", "Caro", "Dev", "Eli")
+DEEDS = (
+    "baked sourdough bread",
+    "repaired an old bicycle",
+    "hiked up the mountain trail",
+    "painted the garden fence",
+    "practised the cello",
+    "planted tomatoes on the balcony",
+)
+#: Thirty distinct sentences, in the "<speaker>: <text>" shape of LoCoMo turns.
+SENTENCES = [f"{NAMES[i % len(NAMES)]}: I {DEEDS[i % len(DEEDS)]} on day {i}." for i in range(30)]
+QUERIES = ["Who baked bread?", "Where did someone hike?", "What about the cello?"]
+
+
+def sane(*figures: float) -> bool:
+    return all(math.isfinite(x) and x > 0 for x in figures)
+
+
+@pytest.fixture
+def bench_stack(
+    database: embedded.EmbeddedDatabase,
+    minilm_ask: str,
+    hybrid_api_url: str,
+    hybrid_tenant: Tenant,
+) -> Iterator[Stack]:
+    """The session's MiniLM stack as the benchmarks see it, on a fresh account.
+
+    Workers a benchmark starts (``Stack.start_worker``) are stopped after the test.
+    """
+    env = {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_SECRET_KEY": SECRET,
+        "GROVE_EMBEDDING_PROFILE": "minilm",
+        "GROVE_ASK_ADDRESS": minilm_ask,
+        "GROVE_API_METRICS_PORT": "0",
+        "GROVE_WORKER_METRICS_PORT": "0",
+        "GROVE_API_RATE_LIMIT_PER_MINUTE": "0",
+    }
+    key, account = hybrid_tenant.client.key or "", str(hybrid_tenant.account_id)
+    running = Stack(database, hybrid_api_url, key, account, env)
+    yield running
+    for process in running.processes:
+        process.terminate()
+    for process in running.processes:
+        process.wait(timeout=30)
+
+
+@pytest.fixture
+def minilm_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MiniLM in this process sets offline variables; restore them after the test."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+def test_the_ingest_benchmark_runs(bench_stack: Stack, minilm_env: None) -> None:
+    texts = SENTENCES[:12]
+    assert sane(ingest.raw_throughput(texts, batch=4))
+    figures = ingest.run(bench_stack, texts, batch=4)
+    assert set(figures) == {"saves", "one_worker", "one_seconds", "two_workers", "two_seconds"}
+    assert sane(*figures.values())
+    # The first worker was stopped; the two started together are still running.
+    assert len(bench_stack.processes) == 2
+    assert all(process.poll() is None for process in bench_stack.processes)
+    assert bench_stack.ready_count() == 2 * len(texts)
+
+
+def test_the_latency_benchmark_measures_service_and_floor(
+    bench_stack: Stack, api_url: str, tmp_path: Path
+) -> None:
+    texts = SENTENCES[:20]
+    figures = latency.run(bench_stack, texts, QUERIES, api_url, results=tmp_path)
+    modes = [("hybrid", "lexical"), ("/v1/recall", "/v1/memories/search")]
+    expected = {(label, path) for label in modes[0] for path in modes[1]}
+    assert set(figures) == expected | {("hybrid", "raw SQL")}
+    for p50, p95, p99, _ in figures.values():
+        assert sane(p50, p95, p99)
+        assert p50 <= p95 <= p99
+    # Hybrid really embedded the queries; the second api is lexical only.
+    assert "'semantic': True" in figures["hybrid", "/v1/recall"][3]
+    assert "'semantic': False" in figures["lexical", "/v1/memories/search"][3]
+    assert bench_stack.ready_count() == len(texts)
+    plans = (tmp_path / f"explain-search-{len(texts)}.txt").read_text()
+    assert plans.startswith(f"query: {QUERIES[0]}")
+    assert "-- BM25" in plans
+    assert "-- semantic" in plans
+    assert plans.count("Execution Time") == 2  # EXPLAIN ANALYZE of both statements
+
+
+def test_bulk_texts_are_the_same_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bulk, "turns", lambda: SENTENCES)
+    made = bulk.texts(25)
+    assert len(made) == 25
+    assert bulk.texts(25) == made
+    assert bulk.texts(10) == made[:10]  # a larger size extends a smaller one
+    assert bulk.texts(25, seed=7) != made
+    for text in made:
+        assert sum(sentence in text for sentence in SENTENCES) in (2, 3)
+
+
+def test_bulk_loaded_notes_are_searchable_and_measured(
+    bench_stack: Stack,
+    api_url: str,
+    hybrid_tenant: Tenant,
+    minilm_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(bulk, "turns", lambda: SENTENCES)
+    monkeypatch.setattr(bulk, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(bulk, "CHUNK", 8)  # three chunks of 8, 8 and 4 notes
+    texts = bulk.texts(20)
+    vectors = bulk.vectors(texts)
+    assert vectors.shape == (20, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-3)
+    assert len(list((tmp_path / "cache").glob("minilm-*.npy"))) == 3
+
+    def no_model() -> None:
+        raise AssertionError("the cached vectors were computed again")
+
+    monkeypatch.setattr("grove_ask.providers.MiniLM", no_model)
+    assert np.array_equal(bulk.vectors(texts), vectors)
+
+    figures = latency.run(bench_stack, texts, QUERIES, api_url, vectors, results=tmp_path)
+    assert all(sane(*row[:3]) for row in figures.values())
+    assert (tmp_path / "explain-search-20.txt").exists()
+
+    # The notes went in as the service would have written them: listed, ready, and
+    # found by meaning (semantic search uses their stored vectors).
+    client = hybrid_tenant.client
+    items = data_of(client.get("/v1/memories?limit=100"))["items"]
+    assert sorted(item["content"] for item in items) == sorted(texts)
+    assert {item["indexing"] for item in items} == {"ready"}
+    assert {item["version"] for item in items} == {1}
+    body = {"query": texts[3], "limit": 5, "sort": "relevance", "mode": "semantic"}
+    found = data_of(client.post("/v1/memories/search", body))
+    assert found["retrieval"]["semantic"] is True
+    assert found["items"][0]["memory"]["content"] == texts[3]
+
+
+def test_the_export_benchmark_measures_peak_memory(
+    database: embedded.EmbeddedDatabase, tenant: Tenant
+) -> None:
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+        }
+    )
+    try:
+        key, account = tenant.client.key or "", str(tenant.account_id)
+        # One answer first: gunicorn forks its worker after it listens, and the worker
+        # loads the app lazily, so "idle" would otherwise be read before it exists.
+        data_of(Client(api.url, key).get("/v1/memories?limit=1"))
+        running = Stack(database, api.url, key, account, {})
+        figures = export.run(running, api.process.pid, notes=50)
+    finally:
+        api.stop()
+    assert figures["lines"] == 1 + 50  # the header, then one line per note
+    assert sane(figures["bytes"], figures["seconds"], figures["idle"])
+    assert figures["peak"] >= figures["idle"]

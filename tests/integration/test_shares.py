@@ -730,6 +730,10 @@ def test_private_notes_in_a_share_tenant_context_stay_private(stack: Stack) -> N
         set_tenant(conn, note_owner.tenant.account_id)
         count = conn.execute("SELECT count(*) FROM shares").fetchone()
         assert count is not None and count[0] == 1
+        conn.rollback()
+        set_tenant(conn, uuid.uuid4())  # another account sees none of them (RLS)
+        other = conn.execute("SELECT count(*) FROM shares").fetchone()
+        assert other is not None and other[0] == 0
 
 
 def test_the_readme_share_example_runs(

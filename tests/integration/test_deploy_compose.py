@@ -12,6 +12,7 @@ import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -27,17 +28,22 @@ COMMANDS = {
     "mcp": ["grove-mcp"],
     "ask": ["grove-ask"],
     "worker": ["grove-worker"],
+    "share": ["grove-share"],
 }
 TARGETS = {
     "migrate": "runtime",
     "api": "runtime",
     "mcp": "runtime",
     "worker": "runtime",
+    "share": "runtime",
     "ask": "ask",
 }
-SCRAPED = ("api", "mcp", "ask", "worker")
+SCRAPED = ("api", "mcp", "share", "ask", "worker")
 DATABASE_CLIENTS = ("migrate", "api", "mcp", "worker")
 RUNTIME_ROLE = "grove_app"
+# grove-share's own role: no table privileges, only the share functions.
+SHARE_ROLE = "grove_share"
+LOCKED_DOWN = {"LOGIN", "NOSUPERUSER", "NOBYPASSRLS", "NOCREATEDB", "NOCREATEROLE"}
 RULES_IN_CONTAINER = "/etc/prometheus/rules.yml"
 DASHBOARDS_IN_CONTAINER = "/var/lib/grafana/dashboards"
 # In a container a service must listen beyond loopback to be reachable.
@@ -110,6 +116,33 @@ def dockerfile_stages() -> set[str]:
     return set(pattern.findall(DOCKERFILE.read_text(encoding="utf-8")))
 
 
+def url_credentials(url: str) -> tuple[str, str]:
+    """``(user, password)`` of a ``postgresql://user:password@host/db`` URL."""
+    parts = urlsplit(url)
+    assert parts.scheme == "postgresql" and parts.username and parts.password, url
+    return parts.username, parts.password
+
+
+@cache
+def init_sql() -> str:
+    """Every init script mounted into the postgres container, concatenated, without its
+    ``--`` comments (the scripts hold no string with two hyphens in it)."""
+    mounts = bind_mounts(services()["postgres"])
+    scripts = [
+        path for target, path in mounts.items() if target.startswith("/docker-entrypoint-initdb.d/")
+    ]
+    assert scripts, "no init script mounted into /docker-entrypoint-initdb.d"
+    text = " ".join(path.read_text(encoding="utf-8") for path in scripts)
+    return re.sub(r"--[^\n]*", " ", text)
+
+
+def role_statement(role: str) -> str:
+    """The options of ``CREATE ROLE <role> ...;`` in the init script."""
+    statement = re.search(rf"CREATE ROLE {role}\b([^;]*);", init_sql(), re.IGNORECASE)
+    assert statement, f"the init script does not create {role}"
+    return statement.group(1)
+
+
 def prometheus_config() -> dict[str, Any]:
     mounts = bind_mounts(services()["prometheus"])
     path = mounts["/etc/prometheus/prometheus.yml"]
@@ -153,7 +186,8 @@ def test_published_host_ports_do_not_collide() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "variable"), [("api", "GROVE_API_PORT"), ("mcp", "GROVE_MCP_PORT")]
+    ("name", "variable"),
+    [("api", "GROVE_API_PORT"), ("mcp", "GROVE_MCP_PORT"), ("share", "GROVE_SHARE_PORT")],
 )
 def test_http_services_publish_the_port_they_listen_on(name: str, variable: str) -> None:
     service = services()[name]
@@ -168,11 +202,14 @@ def test_start_up_order_waits_for_the_database_and_the_migration() -> None:
     assert every["postgres"].get("healthcheck"), "postgres needs a healthcheck to wait on"
     assert every["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert every["migrate"].get("restart") == "no"
-    for name in ("api", "mcp", "worker"):
+    for name in ("api", "mcp", "worker", "share"):
         condition = every[name]["depends_on"]["migrate"]["condition"]
         assert condition == "service_completed_successfully", name
     assert every["ask"].get("healthcheck"), "the worker waits for ask to be healthy"
     assert every["worker"]["depends_on"]["ask"]["condition"] == "service_healthy"
+    # share reads PostgreSQL only; it must not wait for (or depend on) the model.
+    assert set(every["share"]["depends_on"]) == {"migrate"}
+    assert every["share"].get("healthcheck"), "share needs a healthcheck like api and mcp"
 
 
 def test_services_use_the_runtime_role_and_migrate_uses_the_owner() -> None:
@@ -187,18 +224,58 @@ def test_services_use_the_runtime_role_and_migrate_uses_the_owner() -> None:
     assert "GROVE_DATABASE_URL" not in environment(services()["ask"])
 
 
+def test_share_uses_its_own_role_and_never_the_runtime_roles_url() -> None:
+    env = environment(services()["share"])
+    user, _ = url_credentials(env["GROVE_SHARE_DATABASE_URL"])
+    assert user == SHARE_ROLE
+    assert "GROVE_DATABASE_URL" not in env
+    leaked = [key for key, value in env.items() if RUNTIME_ROLE in value]
+    assert not leaked, f"share is given the runtime role in {leaked}"
+    # Share links are hashed with a key derived from the secret: api makes them, share
+    # checks them, so both need the same one.
+    assert env["GROVE_SECRET_KEY"] == environment(services()["api"])["GROVE_SECRET_KEY"]
+    assert len(env["GROVE_SECRET_KEY"]) >= 32
+    # The migration grants the share functions to that role.
+    assert environment(services()["migrate"])["GROVE_SHARE_ROLE"] == SHARE_ROLE
+
+
+def test_api_links_to_the_published_share_port() -> None:
+    base = urlsplit(environment(services()["api"])["GROVE_SHARE_PUBLIC_URL"])
+    assert base.scheme == "http" and base.hostname in {"localhost", "127.0.0.1"}, base
+    assert base.path in {"", "/"}, "share links are <base>/public/shares/<token>"
+    share = services()["share"]
+    assert (base.port, int(environment(share)["GROVE_SHARE_PORT"])) in published_ports(share)
+
+
 def test_postgres_init_script_creates_a_runtime_role_that_cannot_bypass_rls() -> None:
-    mounts = bind_mounts(services()["postgres"])
-    scripts = [
-        path for target, path in mounts.items() if target.startswith("/docker-entrypoint-initdb.d/")
-    ]
-    assert scripts, "no init script mounted into /docker-entrypoint-initdb.d"
-    sql = " ".join(path.read_text(encoding="utf-8") for path in scripts)
-    statement = re.search(rf"CREATE ROLE {RUNTIME_ROLE}\b([^;]*);", sql, re.IGNORECASE)
-    assert statement, f"the init script does not create {RUNTIME_ROLE}"
-    options = statement.group(1).upper().split()
+    options = role_statement(RUNTIME_ROLE).upper().split()
     assert {"LOGIN", "NOSUPERUSER", "NOBYPASSRLS"} <= set(options)
-    assert re.search(r"CREATE EXTENSION (IF NOT EXISTS )?vector", sql, re.IGNORECASE)
+    assert re.search(r"CREATE EXTENSION (IF NOT EXISTS )?vector", init_sql(), re.IGNORECASE)
+
+
+def test_postgres_init_script_creates_a_share_role_with_no_rights() -> None:
+    options = set(role_statement(SHARE_ROLE).upper().split())
+    assert options >= LOCKED_DOWN
+    assert not options & {"SUPERUSER", "BYPASSRLS", "CREATEDB", "CREATEROLE"}
+    # No membership either: IN ROLE grove_app would hand it the runtime role's privileges.
+    assert not options & {"IN", "ROLE", "GROUP", "ADMIN", "USER"}
+    # `grove migrate` grants it the share functions; nothing else may.
+    assert not re.search(rf"\bGRANT\b[^;]*\bTO\s+{SHARE_ROLE}\b", init_sql(), re.IGNORECASE)
+    assert not re.search(rf"\bGRANT\s+{SHARE_ROLE}\b", init_sql(), re.IGNORECASE)
+
+
+@pytest.mark.parametrize(
+    ("name", "variable"),
+    [
+        ("api", "GROVE_DATABASE_URL"),
+        ("migrate", "GROVE_MIGRATION_DATABASE_URL"),
+        ("share", "GROVE_SHARE_DATABASE_URL"),
+    ],
+)
+def test_database_urls_use_the_passwords_the_init_script_sets(name: str, variable: str) -> None:
+    user, password = url_credentials(environment(services()[name])[variable])
+    options = role_statement(user)
+    assert re.search(rf"PASSWORD\s+'{re.escape(password)}'", options, re.IGNORECASE), user
 
 
 def test_every_bind_mounted_file_exists() -> None:

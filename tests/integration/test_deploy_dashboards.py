@@ -40,7 +40,7 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_db_pool_size": "gauge",
     "grove_db_pool_in_use": "gauge",
     "grove_db_pool_waiting": "gauge",
-    # HTTP services (api, mcp)
+    # HTTP services (api, mcp, share)
     "grove_http_requests_total": "counter",
     "grove_http_request_duration_seconds": "histogram",
     "grove_http_requests_in_flight": "gauge",
@@ -64,6 +64,10 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_ask_model_latency_seconds": "histogram",
     "grove_ask_queue_wait_seconds": "histogram",
     "grove_ask_model_loaded": "gauge",
+    # share (no `service` label of their own: the scrape target's applies)
+    "grove_share_views_total": "counter",
+    "grove_share_not_found_total": "counter",
+    "grove_share_rate_limited_total": "counter",
 }
 
 
@@ -79,7 +83,7 @@ def _series_types() -> dict[str, str]:
 
 
 KNOWN_SERIES = _series_types()
-DASHBOARD_FILES = {"overview.json", "api.json", "mcp.json", "ask.json", "worker.json"}
+DASHBOARD_FILES = {"overview.json", "api.json", "mcp.json", "share.json", "ask.json", "worker.json"}
 ALERTS = {
     "GroveHighErrorRatio",
     "GroveHighLatencyP95",
@@ -87,6 +91,8 @@ ALERTS = {
     "GroveFailedJobs",
     "GroveInferenceUnavailable",
     "GroveDatabasePoolSaturation",
+    "GroveShareNotFoundSurge",
+    "GroveShareRateLimited",
 }
 DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 RANGE_FUNCTION = re.compile(r"\b(rate|irate|increase|delta|idelta|deriv)\s*\(\s*([A-Za-z_:][\w:]*)")
@@ -301,6 +307,8 @@ def _alert_cases() -> list[dict[str, Any]]:
     fast = {"0.5": "0+10x40", "1": "0+10x40", "2.5": "0+10x40", "+Inf": "0+10x40"}
     duration = "grove_http_request_duration_seconds"
     inference = "grove_inference_client_requests_total"
+    not_found = "grove_share_not_found_total"
+    limited = "grove_share_rate_limited_total"
     return [
         {
             "input_series": [
@@ -459,6 +467,47 @@ def _alert_cases() -> list[dict[str, Any]]:
                                 "severity": "warning",
                             }
                         },
+                    ],
+                },
+            ],
+        },
+        {
+            # 2 a second from one replica and 0.5 from another: 2.5/s in all, above 1/s.
+            # A 10-minute rate of a series born at 0 reaches its value only after about
+            # 10 minutes, so the alert fires after 15 more.
+            "input_series": [
+                _series(not_found, "0+120x40", service="share", instance="s1"),
+                _series(not_found, "0+30x40", service="share", instance="s2"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GroveShareNotFoundSurge", "exp_alerts": []},
+                {
+                    "eval_time": "25m",
+                    "alertname": "GroveShareNotFoundSurge",
+                    "exp_alerts": [{"exp_labels": {"service": "share", "severity": "warning"}}],
+                },
+            ],
+        },
+        {
+            # Background noise: half a 404 a second never fires.
+            "input_series": [_series(not_found, "0+30x40", service="share", instance="s1")],
+            "alert_rule_test": [
+                {"eval_time": "30m", "alertname": "GroveShareNotFoundSurge", "exp_alerts": []},
+            ],
+        },
+        {
+            # One refusal a second by the per-address limit, one every ten by the per-link.
+            "input_series": [
+                _series(limited, "0+60x40", service="share", instance="s1", limit="ip"),
+                _series(limited, "0+6x40", service="share", instance="s1", limit="link"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GroveShareRateLimited", "exp_alerts": []},
+                {
+                    "eval_time": "25m",
+                    "alertname": "GroveShareRateLimited",
+                    "exp_alerts": [
+                        {"exp_labels": {"service": "share", "limit": "ip", "severity": "warning"}}
                     ],
                 },
             ],

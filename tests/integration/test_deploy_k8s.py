@@ -6,7 +6,7 @@ The Prometheus Operator's custom resources have no bundled schema, so their shap
 checked here. The rest are the rules a reviewer would otherwise check by eye: probes,
 resources and a locked-down security context on every pod, credentials only from the
 Secret, commands that exist, selectors that select something, and network policies that
-keep ask private.
+keep ask private and the public share service confined to PostgreSQL.
 """
 
 from __future__ import annotations
@@ -34,16 +34,27 @@ KUBERNETES_VERSION = "1.37"
 CUSTOM_KINDS = {"ServiceMonitor", "PrometheusRule"}
 MONITORING_API = "monitoring.coreos.com/v1"
 
-SERVICES = ("api", "mcp", "ask", "worker")
-COMMANDS = {"api": "grove-api", "mcp": "grove-mcp", "ask": "grove-ask", "worker": "grove-worker"}
-AUTOSCALED = ("api", "mcp", "worker")
-PUBLIC_HTTP = ("api", "mcp")
+SERVICES = ("api", "mcp", "share", "ask", "worker")
+COMMANDS = {
+    "api": "grove-api",
+    "mcp": "grove-mcp",
+    "share": "grove-share",
+    "ask": "grove-ask",
+    "worker": "grove-worker",
+}
+AUTOSCALED = ("api", "mcp", "share", "worker")
+PUBLIC_HTTP = ("api", "mcp", "share")
 ASK_CALLERS = frozenset({"api", "mcp", "worker"})
+# grove-share faces the internet: DNS and PostgreSQL are all it may reach.
+SHARE_EGRESS = frozenset({("UDP", 53), ("TCP", 53), ("TCP", 5432)})
+SHARE_ROLE = "grove_share"
 COMPONENT = "app.kubernetes.io/component"
 NAME = "app.kubernetes.io/name"
 
 SECRET_NAME = "grove-secrets"
-SECRET_KEYS = frozenset({"database-url", "migration-database-url", "secret-key"})
+SECRET_KEYS = frozenset(
+    {"database-url", "migration-database-url", "share-database-url", "secret-key"}
+)
 SENSITIVE_WORDS = ("SECRET", "PASSWORD", "DATABASE_URL", "TOKEN", "API_KEY")
 RUN_AS_USER = 10001
 # In a container a service must listen beyond loopback to be reachable.
@@ -321,6 +332,11 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
         "api": {"GROVE_DATABASE_URL": "database-url", "GROVE_SECRET_KEY": "secret-key"},
         "mcp": {"GROVE_DATABASE_URL": "database-url", "GROVE_SECRET_KEY": "secret-key"},
         "worker": {"GROVE_DATABASE_URL": "database-url"},
+        # Its own role, never the runtime role's URL; the api's secret checks its links.
+        "share": {
+            "GROVE_SHARE_DATABASE_URL": "share-database-url",
+            "GROVE_SECRET_KEY": "secret-key",
+        },
         "ask": {},  # no database access at all
     }
     for service, keys in expected.items():
@@ -331,6 +347,21 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
         "GROVE_MIGRATION_DATABASE_URL": "migration-database-url",
         "GROVE_DATABASE_URL": "database-url",
     }
+
+
+def test_the_migration_grants_the_share_role_and_share_never_sees_the_runtime_role(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    (job,) = of_kind(rendered, "Job")
+    (migrate,) = job["spec"]["template"]["spec"]["containers"]
+    assert env_value(migrate, "GROVE_SHARE_ROLE") == SHARE_ROLE
+    share = deployment_container(rendered, "share")
+    names = {variable["name"] for variable in share.get("env", [])}
+    assert "GROVE_DATABASE_URL" not in names
+    assert "database-url" not in secret_keys_of(share).values()
+    for source in share.get("envFrom", []):
+        config = by_name(rendered, "ConfigMap")[source["configMapRef"]["name"]]
+        assert "GROVE_DATABASE_URL" not in config.get("data", {})
 
 
 def test_every_command_is_an_installed_console_script(rendered: tuple[Manifest, ...]) -> None:
@@ -377,6 +408,13 @@ def test_config_maps_exist_and_point_callers_at_the_ask_service(
     ask = by_name(rendered, "Service")[host]
     grpc = {p["name"]: p["port"] for p in ask["spec"]["ports"]}["grpc"]
     assert int(port) == grpc
+    # api builds share links from it: <base>/public/shares/<token>.
+    share_url = data["GROVE_SHARE_PUBLIC_URL"]
+    assert share_url.startswith(("https://", "http://")), share_url
+    assert not share_url.rstrip("/").endswith("/public/shares"), share_url
+    for service in ("api", "share"):
+        sources = deployment_container(rendered, service).get("envFrom", [])
+        assert any(s["configMapRef"]["name"] == config["metadata"]["name"] for s in sources)
 
 
 def test_services_select_pods_and_target_their_named_ports(
@@ -520,6 +558,26 @@ def test_every_pod_may_reach_dns_and_postgres(rendered: tuple[Manifest, ...]) ->
         }
         for needed in (("UDP", 53), ("TCP", 53), ("TCP", 5432)):
             assert needed in allowed, f"{name} cannot reach {needed}"
+
+
+def test_share_may_reach_only_dns_and_postgres(rendered: tuple[Manifest, ...]) -> None:
+    labels = by_name(rendered, "Deployment")["share"]["spec"]["template"]["metadata"]["labels"]
+    allowed: set[tuple[str, object]] = set()
+    for policy in of_kind(rendered, "NetworkPolicy"):
+        spec = policy["spec"]
+        if "Egress" not in spec.get("policyTypes", []) or not selects(spec["podSelector"], labels):
+            continue
+        for rule in spec.get("egress", []):
+            ports = rule.get("ports")
+            assert ports, f"{policy['metadata']['name']}: share may reach every port"
+            allowed |= {(port.get("protocol", "TCP"), port.get("port")) for port in ports}
+    assert allowed == SHARE_EGRESS
+
+
+def test_share_trusts_the_forwarded_hops_of_one_ingress(rendered: tuple[Manifest, ...]) -> None:
+    hops = env_value(deployment_container(rendered, "share"), "GROVE_SHARE_FORWARDED_HOPS")
+    # The manifests expose share through an Ingress: one proxy appends X-Forwarded-For.
+    assert hops == "1"
 
 
 def test_metrics_ports_admit_prometheus(rendered: tuple[Manifest, ...]) -> None:

@@ -26,6 +26,8 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 K8S_BASE = ROOT / "deploy" / "k8s" / "base"
 
 FINAL_STAGES = {"runtime": "grove-api", "ask": "grove-ask"}
+# The image name the Kubernetes manifests give each final stage.
+IMAGES = {"runtime": "grove", "ask": "grove-ask"}
 COMPILERS = re.compile(r"(?<![\w.-])(gcc|g\+\+|cc|clang|build-essential|cmake|make)(?![\w.-])")
 VENV = "/opt/venv"
 INFERENCE = re.compile(r"""["']?\.\[inference\]["']?""")
@@ -158,6 +160,28 @@ def k8s_run_as_users() -> set[int]:
     return found
 
 
+def k8s_container_ports() -> dict[str, set[int]]:
+    """Container ports of the base Deployments, by image (``grove``, ``grove-ask``)."""
+    ports: dict[str, set[int]] = {}
+    for path in sorted(K8S_BASE.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if not document or document.get("kind") != "Deployment":
+                continue
+            for container in document["spec"]["template"]["spec"]["containers"]:
+                found = {port["containerPort"] for port in container.get("ports", [])}
+                ports.setdefault(container["image"], set()).update(found)
+    return ports
+
+
+def exposed_ports(name: str) -> set[int]:
+    return {
+        int(word.split("/")[0])
+        for stage in chain(name)
+        for arguments in stage.all("EXPOSE")
+        for word in arguments.split()
+    }
+
+
 # --- tests ----------------------------------------------------------------------------
 
 
@@ -228,6 +252,13 @@ def test_default_command_is_a_console_script(name: str, script: str) -> None:
     command = default_command(name)
     assert command == [script]
     assert command[0] in console_scripts()
+
+
+@pytest.mark.parametrize(("name", "image"), sorted(IMAGES.items()))
+def test_final_stage_exposes_the_ports_of_the_services_it_runs(name: str, image: str) -> None:
+    # Service and metrics ports of every Deployment on this image (runtime: api, mcp,
+    # share and worker), so `docker run -P` and the manifests agree.
+    assert exposed_ports(name) == k8s_container_ports()[image]
 
 
 def ignore_patterns() -> list[str]:

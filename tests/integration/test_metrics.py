@@ -26,6 +26,7 @@ from tests.integration.conftest import (
     scrape,
     start_api,
     start_mcp,
+    start_share,
     wait_until,
 )
 from tests.integration.deploy_names import deploy_metric_names
@@ -105,6 +106,7 @@ def test_every_metric_in_dashboards_and_alerts_is_exported(
     openai_stack: Callable[..., OpenAIStack], database: embedded.EmbeddedDatabase
 ) -> None:
     stack = openai_stack(worker_env={"GROVE_WORKER_METRICS_INTERVAL_SECONDS": "0.5"})
+    share = start_share(database)
     mcp = start_mcp(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
@@ -130,6 +132,7 @@ def test_every_metric_in_dashboards_and_alerts_is_exported(
             "mcp": mcp,
             "ask": stack.ask,
             "worker": stack.workers[0],
+            "share": share,
         }
         wait_until(lambda: value(scrape(stack.workers[0]), "grove_job_attempts_count") >= 1)
         scraped = {name: scrape(running) for name, running in services.items()}
@@ -157,6 +160,7 @@ def test_every_metric_in_dashboards_and_alerts_is_exported(
         assert not [route for route in routes if UUID_PATTERN.search(route)]
     finally:
         mcp.stop()
+        share.stop()
 
 
 def test_worker_gauges_count_failed_jobs_and_the_oldest_wait(

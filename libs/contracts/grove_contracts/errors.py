@@ -34,6 +34,8 @@ ERROR_STATUS: dict[str, int] = {
     "internal": 500,
     "unavailable": 503,
     "database_timeout": 503,
+    "inference_unavailable": 503,
+    "inference_timeout": 504,
 }
 
 

@@ -1,6 +1,10 @@
-"""The gRPC client of the ask service's ``Embed``, shared by the api and the worker."""
+"""The gRPC client of the ask service (``Embed``, ``Answer``), shared by the api and the worker."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from opentelemetry import propagate, trace
@@ -10,6 +14,7 @@ from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_telemetry import metrics
 
 UNAVAILABLE = "inference_unavailable"
+TIMEOUT = "inference_timeout"
 tracer = trace.get_tracer("grove.inference")
 
 
@@ -19,6 +24,36 @@ class InferenceError(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class EvidenceText:
+    """One note revision sent to ``Answer`` as evidence."""
+
+    note_id: str
+    version: int
+    content: str
+
+
+@dataclass(frozen=True)
+class QuotedSpan:
+    """A citation as ``Answer`` returned it: not yet verified against the evidence."""
+
+    note_id: str
+    version: int
+    quote: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Generated:
+    """``Answer``'s reply: text (empty: the evidence does not answer), generator, citations."""
+
+    text: str
+    markdown: bool
+    generator: str
+    citations: list[QuotedSpan]
 
 
 class InferenceClient:
@@ -33,20 +68,7 @@ class InferenceClient:
         """One vector per text, each checked against the response's dimensions."""
         purpose = inference_pb2.QUERY if query else inference_pb2.DOCUMENT
         request = inference_pb2.EmbedRequest(profile=self.profile, texts=texts, purpose=purpose)
-        with tracer.start_as_current_span("Inference/Embed", kind=SpanKind.CLIENT) as span:
-            span.set_attribute("rpc.system", "grpc")
-            span.set_attribute("rpc.method", "Embed")
-            carrier: dict[str, str] = {}
-            propagate.inject(carrier)  # W3C traceparent, so ask's span joins this trace
-            try:
-                response = self._stub.Embed(
-                    request, timeout=timeout, metadata=list(carrier.items())
-                )
-            except grpc.RpcError as ex:
-                span.set_status(Status(StatusCode.ERROR, ex.code().name))
-                metrics.INFERENCE_CLIENT.labels(metrics.service(), "Embed", _outcome(ex)).inc()
-                raise _translate(ex) from ex
-        metrics.INFERENCE_CLIENT.labels(metrics.service(), "Embed", "ok").inc()
+        response = self._call("Embed", self._stub.Embed, request, timeout, UNAVAILABLE)
         vectors = [list(v.values) for v in response.vectors]
         if len(vectors) != len(texts) or any(len(v) != response.dimensions for v in vectors):
             raise InferenceError("dimension_mismatch", "vectors do not match the declared size")
@@ -55,6 +77,60 @@ class InferenceClient:
     def embed_query(self, text: str, timeout: float) -> list[float]:
         """The vector of one search query."""
         return self.embed([text], query=True, timeout=timeout)[0]
+
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[EvidenceText],
+        *,
+        markdown: bool,
+        timeout: float,
+    ) -> Generated:
+        """Call ``Answer``; a missed deadline raises ``InferenceError("inference_timeout")``."""
+        request = inference_pb2.AnswerRequest(
+            question=question,
+            previous_questions=list(previous),
+            evidence=[
+                inference_pb2.Evidence(note_id=e.note_id, version=e.version, content=e.content)
+                for e in evidence
+            ],
+            format=inference_pb2.MARKDOWN if markdown else inference_pb2.PLAIN,
+        )
+        response = self._call("Answer", self._stub.Answer, request, timeout, TIMEOUT)
+        return Generated(
+            text=response.text,
+            markdown=response.format == inference_pb2.MARKDOWN,
+            generator=response.generator,
+            citations=[
+                QuotedSpan(c.note_id, c.version, c.quote, c.start, c.end)
+                for c in response.citations
+            ],
+        )
+
+    def _call(
+        self, method: str, stub_method: Any, request: Any, timeout: float, timeout_reason: str
+    ) -> Any:
+        """One traced, counted call; gRPC errors become ``InferenceError``.
+
+        A missed deadline gets ``timeout_reason``: recall and the worker treat it as
+        ``inference_unavailable``, ask tells it apart as ``inference_timeout``.
+        """
+        with tracer.start_as_current_span(f"Inference/{method}", kind=SpanKind.CLIENT) as span:
+            span.set_attribute("rpc.system", "grpc")
+            span.set_attribute("rpc.method", method)
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)  # W3C traceparent, so ask's span joins this trace
+            try:
+                response = stub_method(request, timeout=timeout, metadata=list(carrier.items()))
+            except grpc.RpcError as ex:
+                span.set_status(Status(StatusCode.ERROR, ex.code().name))
+                metrics.INFERENCE_CLIENT.labels(metrics.service(), method, _outcome(ex)).inc()
+                if ex.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise InferenceError(timeout_reason, ex.details() or ex.code().name) from ex
+                raise _translate(ex) from ex
+        metrics.INFERENCE_CLIENT.labels(metrics.service(), method, "ok").inc()
+        return response
 
     def close(self) -> None:
         """Close the channel."""

@@ -213,8 +213,12 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         if excluded:
             scope += " AND NOT m.content_tsv @@ websearch_to_tsquery('english', %(excluded)s)"
             values["excluded"] = excluded
-        lexical = _lexical(conn, principal, words, scope, values) if req.mode != "semantic" else []
-        semantic = _semantic(conn, store, principal, vector, scope, values)
+        lexical = (
+            lexical_candidates(conn, principal, words, scope, values)
+            if req.mode != "semantic"
+            else []
+        )
+        semantic = semantic_candidates(conn, store, principal, vector, scope, values)
         fused = fuse(lexical, semantic, store.lexical_weight)
         if req.sort == "updated_desc":
             fused.sort(key=lambda c: (c.row["updated_at"], str(c.row["id"])), reverse=True)
@@ -251,8 +255,8 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
         check_project(conn, principal, req.projectId)
         handoff = _handoff(conn, principal, req) if req.taskId else None
         if vector is not None:
-            lexical = _above_floor(_lexical(conn, principal, query, scope, values))
-            semantic = _semantic(conn, store, principal, vector, scope, values)
+            lexical = above_floor(lexical_candidates(conn, principal, query, scope, values))
+            semantic = semantic_candidates(conn, store, principal, vector, scope, values)
             candidates = fuse(lexical, semantic, store.lexical_weight)
         else:
             candidates = [Candidate(row) for row in _profile(conn, principal, scope, values)]
@@ -310,7 +314,7 @@ def _search_scope(req: SearchRequest) -> tuple[str, dict[str, Any]]:
     return scope, values
 
 
-def _lexical(
+def lexical_candidates(
     conn: Conn, principal: Principal, words: str, scope: str, values: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """BM25 matches of any of the words; a substring match if none is searchable."""
@@ -326,7 +330,7 @@ def _lexical(
     return conn.execute(statement, values).fetchall()
 
 
-def _semantic(
+def semantic_candidates(
     conn: Conn,
     store: Store,
     principal: Principal,
@@ -350,7 +354,7 @@ def _semantic(
     return sorted(kept, key=lambda r: (r["distance"], str(r["id"])))
 
 
-def _above_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def above_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not rows:
         return rows
     floor = rows[0]["score"] * RELATIVE_FLOOR

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_api import errors, owner, resources, shares
+from grove_api import ask, errors, owner, resources, shares
 from grove_api.health import Health, Ready
 from grove_api.middleware import BearerAuth, OwnerSessions, RateLimiter
 from grove_api.settings import ApiSettings
@@ -35,6 +35,8 @@ class Deps:
     share_secret: bytes
     embedder: InferenceClient | None
     owners: OwnerSessions | None = None
+    #: The ask service's ``Answer`` for ``/v1/ask`` (None: the embedder's client).
+    answerer: InferenceClient | None = None
 
 
 def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
@@ -69,6 +71,8 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/memories/{memory_id:uuid}/revisions", resources.Revisions(store, limit))
     app.add_route("/v1/memories/{memory_id:uuid}/restore", resources.RestoreExpired(store, limit))
     app.add_route("/v1/recall", resources.Recall(store, limit))
+    answerer = deps.answerer or deps.embedder
+    app.add_route("/v1/ask", ask.Ask(store, answerer, settings.answer_timeout_ms / 1000, limit))
     app.add_route("/v1/export", resources.Export(store, limit))
     app.add_route("/v1/notebooks", resources.Notebooks(store, limit))
     app.add_route("/v1/notebooks/archived", resources.ArchivedNotebooks(store, limit))
@@ -114,6 +118,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
 def deps_from(settings: ApiSettings) -> Deps:
     """Open the runtime pool and derive the secrets (one per worker process)."""
     secret = settings.secret_key.get_secret_value()
+    inference = InferenceClient(settings.ask_address, settings.embedding_profile)
     return Deps(
         pool=open_pool(
             settings.database_url,
@@ -123,12 +128,9 @@ def deps_from(settings: ApiSettings) -> Deps:
         key_secret=derive_secret(secret, "api-key"),
         cursor_secret=derive_secret(secret, "cursor"),
         share_secret=derive_secret(secret, "share-token"),
-        embedder=(
-            None
-            if settings.embedding_profile == "disabled"
-            else InferenceClient(settings.ask_address, settings.embedding_profile)
-        ),
+        embedder=None if settings.embedding_profile == "disabled" else inference,
         owners=_owner_sessions(settings),
+        answerer=inference,
     )
 
 

@@ -18,6 +18,7 @@ MAX_BODY_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 30
 DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
 DEFAULT_QUERY_EMBED_MS = 300
+DEFAULT_ANSWER_TIMEOUT_MS = 10_000
 DEFAULT_METRICS_PORT = 9080
 DEFAULT_RATE_LIMIT_PER_MINUTE = 600
 
@@ -47,6 +48,8 @@ class ApiSettings(BaseSettings):
     automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = DEFAULT_ASK_ADDRESS
     query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = DEFAULT_QUERY_EMBED_MS
+    #: The deadline of one ``Answer`` call to grove-ask (504 ``inference_timeout`` after).
+    answer_timeout_ms: Annotated[int, Field(ge=100, le=120_000)] = DEFAULT_ANSWER_TIMEOUT_MS
     lexical_weight: Annotated[float, Field(ge=0, le=1)] = DEFAULT_LEXICAL_WEIGHT
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES

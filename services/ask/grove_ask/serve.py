@@ -53,7 +53,14 @@ def main() -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     server.start()
-    log(logger, "listening", host=settings.ask_host, port=port, profile=settings.embedding_profile)
+    log(
+        logger,
+        "listening",
+        host=settings.ask_host,
+        port=port,
+        profile=settings.embedding_profile,
+        generator=settings.answer_generator,
+    )
     stopped.wait()
     log(logger, "stopping", grace_seconds=GRACE_SECONDS)
     server.stop(GRACE_SECONDS).wait()  # in-flight calls finish; new ones are refused

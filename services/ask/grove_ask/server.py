@@ -1,4 +1,4 @@
-"""The gRPC server: ``Inference.Embed`` plus the standard health service."""
+"""The gRPC server: ``Inference.Embed`` and ``Answer`` plus the standard health service."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from grove_ask.answer import Evidence, Extractive
 from grove_ask.batcher import Batcher
 from grove_ask.providers import ProviderError
 from grove_ask.settings import AskSettings
@@ -17,15 +18,22 @@ from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 MAX_TEXTS = 256
 MAX_TEXT_CHARS = 6000
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+MAX_QUESTION_CHARS = 6000
+MAX_PREVIOUS_QUESTIONS = 4
+MAX_EVIDENCE = 24
+MAX_EVIDENCE_CHARS = 6000
 SERVICE_NAME = "grove.inference.v1.Inference"
 
 
 class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[misc]
-    """Embeds texts with the one configured profile."""
+    """Embeds texts with the one configured profile; answers with the configured generator."""
 
-    def __init__(self, batcher: Batcher | None, profile: str) -> None:
+    def __init__(
+        self, batcher: Batcher | None, profile: str, generator: Extractive | None = None
+    ) -> None:
         self._batcher = batcher
         self._profile = profile
+        self._generator = generator
 
     def Embed(self, request: Any, context: grpc.ServicerContext) -> Any:  # gRPC method name
         problem = _invalid(request)
@@ -57,6 +65,70 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
             vectors=[inference_pb2.Vector(values=v) for v in vectors],
         )
 
+    def Answer(self, request: Any, context: grpc.ServicerContext) -> Any:  # gRPC method name
+        problem = _invalid_answer(request)
+        if problem:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        if self._generator is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "disabled: answering is disabled")
+        evidence = [Evidence(e.note_id, e.version, e.content) for e in request.evidence]
+        markdown = request.format == inference_pb2.MARKDOWN
+        try:
+            answer = self._generator.answer(
+                request.question,
+                list(request.previous_questions),
+                evidence,
+                markdown,
+                context.time_remaining(),
+            )
+        except concurrent.futures.TimeoutError:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "timeout: answering took too long")
+        except ProviderError as ex:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(ex))
+        return inference_pb2.AnswerResponse(
+            text=answer.text,
+            format=inference_pb2.MARKDOWN if markdown else inference_pb2.PLAIN,
+            generator=self._generator.name,
+            citations=[
+                inference_pb2.Citation(
+                    note_id=c.note_id, version=c.version, quote=c.quote, start=c.start, end=c.end
+                )
+                for c in answer.citations
+            ],
+        )
+
+
+def _invalid_answer(request: Any) -> str | None:
+    """What is wrong with an ``AnswerRequest`` (limits in the .proto), or None."""
+    if not request.question.strip():
+        return "question: must not be empty"
+    if len(request.question) > MAX_QUESTION_CHARS:
+        return f"question: at most {MAX_QUESTION_CHARS} characters"
+    if len(request.previous_questions) > MAX_PREVIOUS_QUESTIONS:
+        return f"previous_questions: at most {MAX_PREVIOUS_QUESTIONS}"
+    for index, text in enumerate(request.previous_questions):
+        if len(text) > MAX_QUESTION_CHARS:
+            return f"previous_questions[{index}]: at most {MAX_QUESTION_CHARS} characters"
+    if len(request.evidence) > MAX_EVIDENCE:
+        return f"evidence: at most {MAX_EVIDENCE} items"
+    for index, item in enumerate(request.evidence):
+        problem = _invalid_evidence(item)
+        if problem:
+            return f"evidence[{index}].{problem}"
+    return None
+
+
+def _invalid_evidence(item: Any) -> str | None:
+    if not item.note_id:
+        return "note_id: required"
+    if item.version < 1:
+        return "version: at least 1"
+    if not item.content.strip():
+        return "content: must not be empty"
+    if len(item.content) > MAX_EVIDENCE_CHARS:
+        return f"content: at most {MAX_EVIDENCE_CHARS} characters"
+    return None
+
 
 def _invalid(request: Any) -> str | None:
     if not request.texts:
@@ -87,7 +159,8 @@ def create_server(
         ],
     )
     inference_pb2_grpc.add_InferenceServicer_to_server(
-        InferenceService(batcher, settings.embedding_profile), server
+        InferenceService(batcher, settings.embedding_profile, _generator(settings, batcher)),
+        server,
     )
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -95,3 +168,10 @@ def create_server(
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     port = server.add_insecure_port(address)
     return server, port
+
+
+def _generator(settings: AskSettings, batcher: Batcher | None) -> Extractive | None:
+    """The configured answer generator; it uses MiniLM similarity only with that model."""
+    if settings.answer_generator == "disabled":
+        return None
+    return Extractive(batcher if settings.embedding_profile == "minilm" else None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_PORT = 50051
@@ -36,6 +36,16 @@ class AskSettings(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_dimensions: Annotated[int, Field(ge=1, le=16000)] | None = None
     openai_timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 10.0
+    #: How ``Answer`` writes answers: ``extractive`` (cited evidence sentences) or
+    #: ``disabled`` (``Answer`` refuses). ``openai`` is named so it can be refused clearly.
+    answer_generator: Literal["extractive", "disabled", "openai"] = "extractive"
+
+    @field_validator("answer_generator")
+    @classmethod
+    def _generator_built(cls, value: str) -> str:
+        if value == "openai":
+            raise ValueError("the openai generator is not built yet; use extractive or disabled")
+        return value
 
     @model_validator(mode="after")
     def _openai_complete(self) -> AskSettings:

@@ -12,9 +12,18 @@ class Purpose(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PURPOSE_UNSPECIFIED: _ClassVar[Purpose]
     DOCUMENT: _ClassVar[Purpose]
     QUERY: _ClassVar[Purpose]
+
+class Format(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FORMAT_UNSPECIFIED: _ClassVar[Format]
+    PLAIN: _ClassVar[Format]
+    MARKDOWN: _ClassVar[Format]
 PURPOSE_UNSPECIFIED: Purpose
 DOCUMENT: Purpose
 QUERY: Purpose
+FORMAT_UNSPECIFIED: Format
+PLAIN: Format
+MARKDOWN: Format
 
 class EmbedRequest(_message.Message):
     __slots__ = ("profile", "texts", "purpose")
@@ -41,3 +50,51 @@ class EmbedResponse(_message.Message):
     dimensions: int
     vectors: _containers.RepeatedCompositeFieldContainer[Vector]
     def __init__(self, profile: _Optional[str] = ..., dimensions: _Optional[int] = ..., vectors: _Optional[_Iterable[_Union[Vector, _Mapping]]] = ...) -> None: ...
+
+class Evidence(_message.Message):
+    __slots__ = ("note_id", "version", "content")
+    NOTE_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    note_id: str
+    version: int
+    content: str
+    def __init__(self, note_id: _Optional[str] = ..., version: _Optional[int] = ..., content: _Optional[str] = ...) -> None: ...
+
+class AnswerRequest(_message.Message):
+    __slots__ = ("question", "previous_questions", "evidence", "format")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_QUESTIONS_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    previous_questions: _containers.RepeatedScalarFieldContainer[str]
+    evidence: _containers.RepeatedCompositeFieldContainer[Evidence]
+    format: Format
+    def __init__(self, question: _Optional[str] = ..., previous_questions: _Optional[_Iterable[str]] = ..., evidence: _Optional[_Iterable[_Union[Evidence, _Mapping]]] = ..., format: _Optional[_Union[Format, str]] = ...) -> None: ...
+
+class Citation(_message.Message):
+    __slots__ = ("note_id", "version", "quote", "start", "end")
+    NOTE_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    QUOTE_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    note_id: str
+    version: int
+    quote: str
+    start: int
+    end: int
+    def __init__(self, note_id: _Optional[str] = ..., version: _Optional[int] = ..., quote: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class AnswerResponse(_message.Message):
+    __slots__ = ("text", "format", "generator", "citations")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    GENERATOR_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    format: Format
+    generator: str
+    citations: _containers.RepeatedCompositeFieldContainer[Citation]
+    def __init__(self, text: _Optional[str] = ..., format: _Optional[_Union[Format, str]] = ..., generator: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ...) -> None: ...

@@ -39,6 +39,11 @@ class InferenceStub:
                 request_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.EmbedRequest.SerializeToString,
                 response_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.EmbedResponse.FromString,
                 _registered_method=True)
+        self.Answer = channel.unary_unary(
+                '/grove.inference.v1.Inference/Answer',
+                request_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerRequest.SerializeToString,
+                response_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerResponse.FromString,
+                _registered_method=True)
 
 
 class InferenceServicer:
@@ -52,6 +57,18 @@ class InferenceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Answer(self, request, context):
+        """Answer a question from the evidence given, citing it exactly. Limits: the question
+        1-6,000 characters (not blank), at most 4 previous questions of at most 6,000
+        characters each, at most 24 evidence items of 1-6,000 characters each with a
+        note_id and a version >= 1; violations answer INVALID_ARGUMENT. With the generator
+        switched off it answers FAILED_PRECONDITION ("disabled: ..."). When nothing in the
+        evidence answers the question, the response has empty text and no citations.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InferenceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -59,6 +76,11 @@ def add_InferenceServicer_to_server(servicer, server):
                     servicer.Embed,
                     request_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.EmbedRequest.FromString,
                     response_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.EmbedResponse.SerializeToString,
+            ),
+            'Answer': grpc.unary_unary_rpc_method_handler(
+                    servicer.Answer,
+                    request_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerRequest.FromString,
+                    response_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -88,6 +110,33 @@ class Inference:
             '/grove.inference.v1.Inference/Embed',
             grove__contracts_dot_inference_dot_v1_dot_inference__pb2.EmbedRequest.SerializeToString,
             grove__contracts_dot_inference_dot_v1_dot_inference__pb2.EmbedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Answer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/grove.inference.v1.Inference/Answer',
+            grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerRequest.SerializeToString,
+            grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerResponse.FromString,
             options,
             channel_credentials,
             insecure,

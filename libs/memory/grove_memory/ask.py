@@ -1,0 +1,215 @@
+"""Ask: answer a question from the caller's notes, every citation checked exactly.
+
+Evidence is the caller's hybrid retrieval (BM25 fused with MiniLM similarity, as in
+recall) within the requested scope: the best ``EVIDENCE_NOTES`` notes, each at its
+current version, read in one short tenant transaction. The answer is generated after
+that transaction has ended, by the ask service's ``Answer``. Before replying, every
+citation is verified: the cited (note, version) must be one the evidence held, and its
+quote must be exactly ``content[start:end]`` of that revision; any other citation is
+dropped and counted. An answer left with no citation is not given (``no_evidence``).
+Neither the question nor the answer is ever stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from prometheus_client import Counter
+
+from grove_auth.principal import Principal
+from grove_contracts.ask import AskRequest
+from grove_db.pool import Conn, transaction
+from grove_memory.errors import ServiceError
+from grove_memory.inference import TIMEOUT, EvidenceText, Generated, InferenceError, QuotedSpan
+from grove_memory.recall import (
+    Candidate,
+    QueryVector,
+    above_floor,
+    fuse,
+    lexical_candidates,
+    query_vector,
+    semantic_candidates,
+)
+from grove_memory.scope import check_project
+from grove_memory.store import Store, require
+from grove_telemetry import metrics
+
+#: Notes given to the generator as evidence, best first.
+EVIDENCE_NOTES = 8
+#: Candidates taken from each retrieval signal before fusion.
+CANDIDATES = EVIDENCE_NOTES * 4
+
+CITATIONS_DROPPED = Counter(
+    "grove_ask_citations_dropped",
+    "Citations of a generated answer dropped because they failed verification, by reason.",
+    ["service", "reason"],
+)
+
+
+class InferenceUnavailable(ServiceError):
+    """The answering service cannot be reached right now; try again shortly."""
+
+    code = "inference_unavailable"
+    status = 503
+
+
+class InferenceTimeout(ServiceError):
+    """The answering service did not answer in time; try again shortly."""
+
+    code = "inference_timeout"
+    status = 504
+
+
+class Answerer(Protocol):
+    """Writes a cited answer from evidence (the ask service's ``Answer``)."""
+
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[EvidenceText],
+        *,
+        markdown: bool,
+        timeout: float,
+    ) -> Generated:
+        """The answer, or ``InferenceError`` (``disabled``, ``inference_timeout``, ...)."""
+        ...
+
+
+def ask(
+    store: Store, answerer: Answerer, principal: Principal, req: AskRequest, timeout: float
+) -> dict[str, Any]:
+    """Retrieve evidence in scope, then (outside any transaction) answer from it."""
+    require(principal, "read")
+    found = _evidence(store, principal, req)
+    sources = [_source(candidate) for candidate in found]
+    if not found:
+        return _reply("no_evidence", None, sources)
+    if req.mode == "search":
+        return _reply("searched", None, sources)
+    evidence = [EvidenceText(str(c.row["id"]), c.row["version"], c.row["content"]) for c in found]
+    generated = _generate(answerer, req, evidence, timeout)
+    if generated is None:
+        return _reply("disabled", None, sources)
+    citations = verify_citations(generated.citations, evidence)
+    if not generated.text or not citations:
+        return _reply("no_evidence", None, sources)
+    answer = {
+        "text": generated.text,
+        "format": "markdown" if generated.markdown else "plain",
+        "generator": generated.generator,
+        "citations": citations,
+    }
+    return _reply("answered", answer, sources)
+
+
+def verify_citations(
+    citations: Sequence[QuotedSpan], evidence: Sequence[EvidenceText]
+) -> list[dict[str, Any]]:
+    """The citations that quote a revision in ``evidence`` exactly, as wire objects.
+
+    Each failing citation is dropped and counted in ``grove_ask_citations_dropped_total``
+    (``reason``: ``unknown_revision`` or ``quote_mismatch``).
+    """
+    contents = {(e.note_id, e.version): e.content for e in evidence}
+    kept = []
+    for citation in citations:
+        reason = _citation_problem(citation, contents.get((citation.note_id, citation.version)))
+        if reason:
+            CITATIONS_DROPPED.labels(metrics.service(), reason).inc()
+            continue
+        kept.append(
+            {
+                "noteId": citation.note_id,
+                "revisionId": f"{citation.note_id}:{citation.version}",
+                "version": citation.version,
+                "quote": citation.quote,
+                "start": citation.start,
+                "end": citation.end,
+            }
+        )
+    return kept
+
+
+def _citation_problem(citation: QuotedSpan, content: str | None) -> str | None:
+    if content is None:
+        return "unknown_revision"
+    in_bounds = 0 <= citation.start < citation.end <= len(content)
+    if not in_bounds or content[citation.start : citation.end] != citation.quote:
+        return "quote_mismatch"
+    return None
+
+
+def _generate(
+    answerer: Answerer, req: AskRequest, evidence: list[EvidenceText], timeout: float
+) -> Generated | None:
+    """``Answer``'s reply, or None when answering is disabled in the ask service."""
+    try:
+        return answerer.answer(
+            req.query,
+            req.previousQuestions,
+            evidence,
+            markdown=req.format == "markdown",
+            timeout=timeout,
+        )
+    except InferenceError as ex:
+        if ex.reason == "disabled":
+            return None
+        if ex.reason == TIMEOUT:
+            raise InferenceTimeout() from ex
+        raise InferenceUnavailable() from ex
+
+
+def _evidence(store: Store, principal: Principal, req: AskRequest) -> list[Candidate]:
+    """The best notes in scope, fused from BM25 and MiniLM similarity, in one transaction."""
+    scope, values = _scope(req)
+    vector = query_vector(store, req.query)  # before the transaction: no connection waits
+    with transaction(store.pool, principal.account_id) as conn:
+        if "projectId" in req.model_fields_set:
+            check_project(conn, principal, req.projectId)
+        return _ranked(conn, store, principal, req.query, vector, scope, values)
+
+
+def _ranked(
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    query: str,
+    vector: QueryVector,
+    scope: str,
+    values: dict[str, Any],
+) -> list[Candidate]:
+    lexical = above_floor(lexical_candidates(conn, principal, query, scope, values))
+    semantic = semantic_candidates(conn, store, principal, vector, scope, values)
+    return fuse(lexical, semantic, store.lexical_weight)[:EVIDENCE_NOTES]
+
+
+def _scope(req: AskRequest) -> tuple[str, dict[str, Any]]:
+    """The scope predicate: omitted ``projectId`` is every granted scope, null personal."""
+    values: dict[str, Any] = {"limit": CANDIDATES}
+    if "projectId" not in req.model_fields_set:
+        personal = req.includePersonal is not False
+        return ("true" if personal else "m.project_id IS NOT NULL"), values
+    values["project_id"] = req.projectId
+    if req.projectId is not None and req.includePersonal:
+        return "(m.project_id = %(project_id)s OR m.project_id IS NULL)", values
+    return "m.project_id IS NOT DISTINCT FROM %(project_id)s", values
+
+
+def _source(candidate: Candidate) -> dict[str, Any]:
+    row = candidate.row
+    return {
+        "noteId": str(row["id"]),
+        "version": row["version"],
+        "content": row["content"],
+        "kind": row["kind"],
+        "projectId": None if row["project_id"] is None else str(row["project_id"]),
+        "score": round(candidate.score, 6),
+    }
+
+
+def _reply(
+    status: str, answer: dict[str, Any] | None, sources: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {"status": status, "answer": answer, "sources": sources}

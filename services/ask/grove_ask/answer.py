@@ -1,0 +1,228 @@
+"""The ``extractive`` answer generator: the evidence's own best sentences, cited exactly.
+
+No text is written: the answer is at most ``MAX_ANSWER_SENTENCES`` sentences taken
+verbatim from the evidence, each cited with its note, version and character offsets
+(``quote == content[start:end]``, Python string indices). A sentence is scored against
+the question by MiniLM cosine similarity (when the model is loaded) plus the share of
+the question's content words it contains (lowercase, stop words dropped, light suffix
+stemming). Sentences under ``SCORE_FLOOR`` or far below the best one never answer; when
+none is left the answer is empty, and the caller reports that there is no evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+#: At most this many sentences make an answer.
+MAX_ANSWER_SENTENCES = 3
+#: Sentences considered per call (in evidence order); the rest are not scored.
+MAX_CANDIDATE_SENTENCES = 256
+#: The absolute relevance floor (scores run from 0 to 1).
+SCORE_FLOOR = 0.3
+#: A sentence must also score at least this share of the best sentence's score.
+RELATIVE_FLOOR = 0.6
+#: Weight of semantic similarity against term overlap when the model is loaded.
+SEMANTIC_WEIGHT = 0.6
+#: Without the model, overlap alone must reach this share of the question's words.
+OVERLAP_ONLY_FLOOR = 0.5
+
+WORD = re.compile(r"\w+", re.UNICODE)
+# A sentence ends at . ! ? (with any closing quotes or brackets) before white space.
+SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
+LINE = re.compile(r"[^\n]+")
+# Markdown list and heading markers are left out of the quote.
+LEADING_MARKUP = re.compile(r"(?:[-*+>#]+|\d+[.)])\s+")
+SUFFIXES = ("ing", "ied", "ies", "ed", "es", "ly", "s")
+STOP_WORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only
+    or other our ours ourselves out over own same she should so some such than that the
+    their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would
+    you your yours yourself yourselves tell know""".split()
+)
+
+
+class Embedder(Protocol):
+    """Unit vectors for texts within ``timeout`` seconds (the service's ``Batcher``)."""
+
+    def embed(self, texts: list[str], timeout: float | None) -> list[list[float]]:
+        """One normalized vector per text, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One revision of a note offered as evidence."""
+
+    note_id: str
+    version: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A verbatim span of one evidence revision: ``content[start:end] == quote``."""
+
+    note_id: str
+    version: int
+    quote: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Answer text (empty when the evidence does not answer) and its citations."""
+
+    text: str
+    citations: list[Citation]
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    rank: int  # the evidence item's position: best evidence first
+    start: int
+    end: int
+    text: str
+
+
+def stem(word: str) -> str:
+    """A crude English stem: enough to match ``deploys``/``deployed``/``deploying``."""
+    for suffix in SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """The stems of the text's content words (lowercase, stop words dropped)."""
+    words = (w for w in WORD.findall(text.lower()) if w not in STOP_WORDS)
+    return {stem(w) for w in words}
+
+
+def sentence_spans(content: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence: lines split after . ! ?, trimmed, markup left out."""
+    spans = []
+    for line in LINE.finditer(content):
+        start = _after_markup(content, line.start(), line.end())
+        for boundary in [*SENTENCE_END.finditer(content, start, line.end()), None]:
+            end = boundary.end() if boundary else line.end()
+            span = _trimmed(content, start, end)
+            if span:
+                spans.append(span)
+            if boundary:
+                start = boundary.end()
+    return spans
+
+
+def _after_markup(content: str, start: int, end: int) -> int:
+    """Where a line's text begins after indentation and a list or heading marker."""
+    while start < end and content[start].isspace():
+        start += 1
+    markup = LEADING_MARKUP.match(content, start, end)
+    return markup.end() if markup else start
+
+
+def _trimmed(content: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span without surrounding white space; None if it holds no word."""
+    text = content[start:end]
+    start += len(text) - len(text.lstrip())
+    end -= len(text) - len(text.rstrip())
+    return (start, end) if WORD.search(content, start, end) else None
+
+
+class Extractive:
+    """Picks the evidence sentences that best answer the question and cites them."""
+
+    name = "extractive"
+
+    def __init__(self, embedder: Embedder | None) -> None:
+        self._embedder = embedder
+
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[Evidence],
+        markdown: bool,
+        timeout: float | None,
+    ) -> Answer:
+        """The answer; raises ``TimeoutError`` if the model misses ``timeout``."""
+        candidates = self._sentences(evidence)
+        if not candidates:
+            return Answer("", [])
+        scores = self._scores(question, previous, candidates, timeout)
+        chosen = _choose(candidates, scores)
+        texts = [s.text for s in chosen]
+        text = "\n".join(f"- {t}" for t in texts) if markdown else " ".join(texts)
+        citations = [
+            Citation(evidence[s.rank].note_id, evidence[s.rank].version, s.text, s.start, s.end)
+            for s in chosen
+        ]
+        return Answer(text, citations)
+
+    def _sentences(self, evidence: Sequence[Evidence]) -> list[_Sentence]:
+        found: list[_Sentence] = []
+        for rank, item in enumerate(evidence):
+            for start, end in sentence_spans(item.content):
+                found.append(_Sentence(rank, start, end, item.content[start:end]))
+        return found[:MAX_CANDIDATE_SENTENCES]
+
+    def _scores(
+        self,
+        question: str,
+        previous: Sequence[str],
+        candidates: list[_Sentence],
+        timeout: float | None,
+    ) -> list[float]:
+        wanted = terms(question)
+        if len(wanted) < 2 and previous:
+            # "and the second one?": borrow the words of the latest earlier question.
+            wanted |= terms(previous[-1])
+        overlap = [_overlap(wanted, s.text) for s in candidates]
+        if self._embedder is None:
+            return [o if o >= OVERLAP_ONLY_FLOOR else 0.0 for o in overlap]
+        vectors = self._embedder.embed([question, *(s.text for s in candidates)], timeout)
+        query = vectors[0]
+        similarity = [sum(a * b for a, b in zip(query, v, strict=True)) for v in vectors[1:]]
+        return [
+            SEMANTIC_WEIGHT * max(sim, 0.0) + (1 - SEMANTIC_WEIGHT) * over
+            for sim, over in zip(similarity, overlap, strict=True)
+        ]
+
+
+def _overlap(wanted: set[str], sentence: str) -> float:
+    """The share of the question's content words the sentence contains."""
+    if not wanted:
+        return 0.0
+    return len(wanted & terms(sentence)) / len(wanted)
+
+
+def _choose(candidates: list[_Sentence], scores: list[float]) -> list[_Sentence]:
+    """The best few above both floors, without repeats, in reading order.
+
+    Reading order: evidence rank (best note first), then position within the note.
+    """
+    best = max(scores, default=0.0)
+    floor = max(SCORE_FLOOR, best * RELATIVE_FLOOR)
+    ranked = sorted(
+        (i for i, score in enumerate(scores) if score >= floor and score > 0),
+        key=lambda i: -scores[i],
+    )
+    chosen: list[_Sentence] = []
+    seen: set[str] = set()
+    for index in ranked:
+        sentence = candidates[index]
+        if sentence.text.casefold() in seen:
+            continue
+        seen.add(sentence.text.casefold())
+        chosen.append(sentence)
+        if len(chosen) == MAX_ANSWER_SENTENCES:
+            break
+    return sorted(chosen, key=lambda s: (s.rank, s.start))

@@ -13,6 +13,7 @@ TENANT_TABLES = {
     "accounts",
     "projects",
     "memories",
+    "shares",
     "memory_revisions",
     "operations",
     "connections",

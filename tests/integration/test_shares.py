@@ -354,7 +354,7 @@ def test_a_notebook_share_shows_live_direct_membership(owner: Owner) -> None:
     owner.key.save("personal, elsewhere")
     url = owner.share("notebook", notebook)["url"]
     assert contents(url) == ["second", "first"]  # newest first, direct members only
-    owner.key.save("third", projectId=notebook)
+    third = owner.key.save("third", projectId=notebook)
     assert contents(url) == ["third", "second", "first"]
     owner.tool("move_memories", ids=[second["id"]], projectId=None)
     assert contents(url) == ["third", "first"]
@@ -362,6 +362,16 @@ def test_a_notebook_share_shows_live_direct_membership(owner: Owner) -> None:
     assert contents(url) == ["third"]
     owner.tool("move_memories", ids=[second["id"]], projectId=notebook)
     assert contents(url) == ["third", "second"]
+    with superuser(owner.stack) as conn:
+        conn.execute(
+            "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+            (second["id"],),
+        )
+    assert contents(url) == ["third"]
+    forgotten = owner.key.post("/v1/memories/forget", {"ids": [third["id"]]})
+    assert forgotten.status_code == 200
+    assert contents(url) == []
+    assert "No notes here yet." in read(url).text
 
 
 def test_pages_of_a_notebook_with_signed_cursors(owner: Owner, stack: Stack) -> None:

@@ -283,14 +283,14 @@ def test_grpc_answer_limits_at_their_boundaries(minilm_ask: str) -> None:
     fine = answer_call(
         minilm_ask,
         question="q" * 6000,
-        previous_questions=["p"] * 4,
+        previous_questions=["p"] * 8,
         evidence=evidence(24, chars=6000),
     )
     assert fine.generator == "extractive"
     refused = [
         {"question": "q" * 6001},
         {"question": "   "},
-        {"question": "q", "previous_questions": ["p"] * 5},
+        {"question": "q", "previous_questions": ["p"] * 9},
         {"question": "q", "evidence": evidence(25)},
         {"question": "q", "evidence": evidence(1, chars=6001)},
         {

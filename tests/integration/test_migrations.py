@@ -22,6 +22,8 @@ TENANT_TABLES = {
     "jobs",
     "embeddings",
     "account_owners",
+    "conversations",
+    "conversation_turns",
 }
 
 

@@ -13,3 +13,8 @@ GRANT SELECT, INSERT ON identity_tombstones TO {role};
 GRANT SELECT, INSERT, UPDATE ON rate_limits TO {role};
 GRANT SELECT, INSERT ON shares TO {role};
 GRANT UPDATE (revoked_at) ON shares TO {role};
+GRANT SELECT, INSERT ON conversations, conversation_turns TO {role};
+GRANT UPDATE (title, version, updated_at, deleted_at) ON conversations TO {role};
+GRANT UPDATE (status, attempts, lease_expires_at, outcome, answer_text, answer_format,
+    generator, citations, sources, context_coverage, error, completed_at)
+    ON conversation_turns TO {role};

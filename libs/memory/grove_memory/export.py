@@ -2,9 +2,10 @@
 
 Lines, in order: a header ``{"type": "export", "version": 1, "exportedAt": …}``;
 one ``notebook`` line per granted notebook; for an owner session, one ``connection``
-line per connection (grants and status, never secrets); then one ``memory`` line per
-note carrying all of its revisions. One REPEATABLE READ snapshot and server-side
-cursors keep memory flat however large the account.
+line per connection (grants and status, never secrets) and one ``conversation`` line per
+live conversation carrying all of its turns (questions, selectors, answers, citations);
+then one ``memory`` line per note carrying all of its revisions. One REPEATABLE READ
+snapshot and server-side cursors keep memory flat however large the account.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from grove_auth.connections import SELECT_CONNECTIONS, connection_json
 from grove_auth.principal import Principal
 from grove_db.pool import Conn, transaction
+from grove_memory.conversations import conversation_json, exported_conversations, turn_json
 from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
 from grove_memory.scope import VISIBLE, params
@@ -66,7 +68,19 @@ def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
                 conn, SELECT_CONNECTIONS + " GROUP BY c.id ORDER BY c.created_at", {}
             ):
                 yield _line({"type": "connection", "connection": connection_json(row)})
+            yield from _conversations(conn)
         yield from _notes(conn, principal)
+
+
+def _conversations(conn: Conn) -> Iterator[bytes]:
+    for conversation, turns in exported_conversations(conn):
+        yield _line(
+            {
+                "type": "conversation",
+                "conversation": conversation_json(conversation),
+                "turns": [turn_json(turn) for turn in turns],
+            }
+        )
 
 
 def _notes(conn: Conn, principal: Principal) -> Iterator[bytes]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_api import ask, errors, owner, resources, shares
+from grove_api import ask, conversations, errors, owner, resources, shares
 from grove_api.health import Health, Ready
 from grove_api.middleware import BearerAuth, OwnerSessions, RateLimiter
 from grove_api.settings import ApiSettings
@@ -47,6 +47,11 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
             FalconTelemetry(),
             BearerAuth(deps.pool, deps.key_secret, deps.owners),
             RateLimiter(deps.pool, RateLimit(settings.api_rate_limit_per_minute), "api"),
+            ask.AskLimiter(
+                deps.pool,
+                settings.ask_rate_limit_per_minute,
+                settings.ask_max_concurrent_per_account,
+            ),
         ]
     )
     app.req_options.strip_url_path_trailing_slash = True
@@ -74,6 +79,11 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     answerer = deps.answerer or deps.embedder
     app.add_route("/v1/ask", ask.Ask(store, answerer, settings.answer_timeout_ms / 1000, limit))
     app.add_route("/v1/export", resources.Export(store, limit))
+    talk = (store, answerer, settings.answer_timeout_ms / 1000, limit)
+    app.add_route("/v1/conversations", conversations.Conversations(*talk))
+    app.add_route("/v1/conversations/search", conversations.Search(*talk))
+    app.add_route("/v1/conversations/{conversation_id:uuid}", conversations.Conversation(*talk))
+    app.add_route("/v1/conversations/{conversation_id:uuid}/turns", conversations.Turns(*talk))
     app.add_route("/v1/notebooks", resources.Notebooks(store, limit))
     app.add_route("/v1/notebooks/archived", resources.ArchivedNotebooks(store, limit))
     app.add_route(

@@ -1,18 +1,36 @@
-"""``POST /v1/ask``: a question answered from the caller's notes, with verified citations."""
+"""``POST /v1/ask``: a question answered from the caller's notes, with verified citations.
+
+Asks are the expensive requests (a model call each), so besides the per-credential limit
+of every request they have per-account limits, enforced by ``AskLimiter`` on every
+resource with ``ask_limited = True``: a rate per minute counted in PostgreSQL (so it
+holds across replicas) and a number in progress at once, counted per api process.
+"""
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+from uuid import UUID
+
 import falcon
+from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
 from grove_contracts.ask import AskRequest, AskResponse
 from grove_contracts.errors import success_envelope
+from grove_db.ratelimit import RateLimit
 from grove_memory import ask
 from grove_memory.store import Store
+from grove_telemetry import metrics
+
+#: What a caller refused for concurrency is told to wait (the asks in progress end soon).
+CONCURRENCY_RETRY_SECONDS = 1
 
 
 class Ask:
     """Retrieve evidence, call the ask service's ``Answer``, verify, reply (never stored)."""
+
+    ask_limited = True
 
     def __init__(
         self, store: Store, answerer: ask.Answerer | None, timeout_seconds: float, max_body: int
@@ -28,3 +46,70 @@ class Ask:
             raise ask.InferenceUnavailable("no answering service is configured")
         reply = ask.ask(self.store, self.answerer, req.context.principal, body, self.timeout)
         resp.media = success_envelope(AskResponse.model_validate(reply).model_dump(mode="json"))
+
+
+class AccountSlots:
+    """At most ``limit`` asks of one account in progress at once in this process."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._busy: dict[UUID, int] = {}
+
+    def take(self, account_id: UUID) -> bool:
+        """Take a slot; False if the account already holds ``limit`` (0: never)."""
+        with self._lock:
+            busy = self._busy.get(account_id, 0)
+            if self.limit and busy >= self.limit:
+                return False
+            self._busy[account_id] = busy + 1
+            return True
+
+    def give_back(self, account_id: UUID) -> None:
+        """Release a slot taken with ``take``."""
+        with self._lock:
+            left = self._busy.pop(account_id) - 1
+            if left:
+                self._busy[account_id] = left
+
+
+class AskLimiter:
+    """Per-account rate and concurrency limits on ask resources: 429 ``rate_limited``.
+
+    Runs after ``BearerAuth`` and the per-credential ``RateLimiter``. The rate counts
+    every ask of the account (bucket ``ask:<account id>``) per clock minute across all
+    replicas; the concurrency slot is held until the response is ready.
+    """
+
+    def __init__(self, pool: ConnectionPool, per_minute: int, concurrent: int) -> None:
+        self._pool = pool
+        self._rate = RateLimit(per_minute)
+        self._slots = AccountSlots(concurrent)
+
+    def process_resource(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict[str, Any]
+    ) -> None:
+        principal = req.context.get("principal")
+        if principal is None or not getattr(resource, "ask_limited", False):
+            return
+        wait = self._rate.hit(self._pool, f"ask:{principal.account_id}")
+        if wait is not None:
+            self._refuse(self._rate.refusal(wait, "this account"), wait)
+        if not self._slots.take(principal.account_id):
+            self._refuse(
+                f"at most {self._slots.limit} asks of this account at a time; retry shortly",
+                CONCURRENCY_RETRY_SECONDS,
+            )
+        req.context.ask_slot = principal.account_id
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
+    ) -> None:
+        account_id = req.context.get("ask_slot")
+        if account_id is not None:
+            req.context.ask_slot = None
+            self._slots.give_back(account_id)
+
+    def _refuse(self, message: str, wait: int) -> None:
+        metrics.RATE_LIMITED.labels(metrics.service()).inc()
+        raise falcon.HTTPTooManyRequests(title=message, retry_after=wait)

@@ -21,6 +21,8 @@ DEFAULT_QUERY_EMBED_MS = 300
 DEFAULT_ANSWER_TIMEOUT_MS = 10_000
 DEFAULT_METRICS_PORT = 9080
 DEFAULT_RATE_LIMIT_PER_MINUTE = 600
+DEFAULT_ASK_RATE_LIMIT_PER_MINUTE = 60
+DEFAULT_ASK_MAX_CONCURRENT_PER_ACCOUNT = 4
 
 
 class ApiSettings(BaseSettings):
@@ -50,6 +52,15 @@ class ApiSettings(BaseSettings):
     query_embed_timeout_ms: Annotated[int, Field(ge=10, le=10_000)] = DEFAULT_QUERY_EMBED_MS
     #: The deadline of one ``Answer`` call to grove-ask (504 ``inference_timeout`` after).
     answer_timeout_ms: Annotated[int, Field(ge=100, le=120_000)] = DEFAULT_ANSWER_TIMEOUT_MS
+    #: ``POST /v1/ask`` requests per account per minute, across all replicas (0: no limit).
+    ask_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = (
+        DEFAULT_ASK_RATE_LIMIT_PER_MINUTE
+    )
+    #: ``POST /v1/ask`` requests of one account in progress at once, per api process
+    #: (0: no limit); one more is refused at once with 429.
+    ask_max_concurrent_per_account: Annotated[int, Field(ge=0, le=10_000)] = (
+        DEFAULT_ASK_MAX_CONCURRENT_PER_ACCOUNT
+    )
     lexical_weight: Annotated[float, Field(ge=0, le=1)] = DEFAULT_LEXICAL_WEIGHT
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES

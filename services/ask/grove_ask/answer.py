@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from grove_ask.cancel import Cancellation
+
 #: At most this many sentences make an answer.
 MAX_ANSWER_SENTENCES = 3
 #: Sentences considered per call (in evidence order); the rest are not scored.
@@ -78,10 +80,27 @@ class Citation:
 
 @dataclass(frozen=True)
 class Answer:
-    """Answer text (empty when the evidence does not answer) and its citations."""
+    """Answer text (empty when the evidence does not answer), its citations, its writer."""
 
     text: str
     citations: list[Citation]
+    generator: str = "extractive"
+
+
+class Generator(Protocol):
+    """Writes an answer from evidence, every citation a verbatim span of it."""
+
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[Evidence],
+        markdown: bool,
+        timeout: float | None,
+        cancellation: Cancellation | None = None,
+    ) -> Answer:
+        """The answer; ``TimeoutError`` past ``timeout``; ``cancellation`` stops it early."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -152,8 +171,12 @@ class Extractive:
         evidence: Sequence[Evidence],
         markdown: bool,
         timeout: float | None,
+        cancellation: Cancellation | None = None,
     ) -> Answer:
-        """The answer; raises ``TimeoutError`` if the model misses ``timeout``."""
+        """The answer; raises ``TimeoutError`` if the model misses ``timeout``.
+
+        It runs on the CPU for milliseconds, so ``cancellation`` is not consulted.
+        """
         candidates = self._sentences(evidence)
         if not candidates:
             return Answer("", [])

@@ -8,8 +8,10 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from grove_ask.answer import Evidence, Extractive
+from grove_ask.answer import Evidence, Extractive, Generator
 from grove_ask.batcher import Batcher
+from grove_ask.cancel import Cancellation, Cancelled
+from grove_ask.chat import OpenAIChat
 from grove_ask.providers import ProviderError
 from grove_ask.settings import AskSettings
 from grove_ask.telemetry import ServerTelemetry
@@ -19,7 +21,7 @@ MAX_TEXTS = 256
 MAX_TEXT_CHARS = 6000
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 MAX_QUESTION_CHARS = 6000
-MAX_PREVIOUS_QUESTIONS = 4
+MAX_PREVIOUS_QUESTIONS = 8
 MAX_EVIDENCE = 24
 MAX_EVIDENCE_CHARS = 6000
 SERVICE_NAME = "grove.inference.v1.Inference"
@@ -29,7 +31,7 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
     """Embeds texts with the one configured profile; answers with the configured generator."""
 
     def __init__(
-        self, batcher: Batcher | None, profile: str, generator: Extractive | None = None
+        self, batcher: Batcher | None, profile: str, generator: Generator | None = None
     ) -> None:
         self._batcher = batcher
         self._profile = profile
@@ -73,6 +75,11 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "disabled: answering is disabled")
         evidence = [Evidence(e.note_id, e.version, e.content) for e in request.evidence]
         markdown = request.format == inference_pb2.MARKDOWN
+        # gRPC runs the callback when the call ends: cancelled, past its deadline or done;
+        # it shuts a provider request still in flight.
+        cancellation = Cancellation()
+        if not context.add_callback(cancellation.cancel):
+            cancellation.cancel()  # the call has already ended
         try:
             answer = self._generator.answer(
                 request.question,
@@ -80,15 +87,18 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
                 evidence,
                 markdown,
                 context.time_remaining(),
+                cancellation,
             )
         except concurrent.futures.TimeoutError:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "timeout: answering took too long")
+        except Cancelled:
+            context.abort(grpc.StatusCode.CANCELLED, "cancelled: the call ended")
         except ProviderError as ex:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(ex))
         return inference_pb2.AnswerResponse(
             text=answer.text,
             format=inference_pb2.MARKDOWN if markdown else inference_pb2.PLAIN,
-            generator=self._generator.name,
+            generator=answer.generator,
             citations=[
                 inference_pb2.Citation(
                     note_id=c.note_id, version=c.version, quote=c.quote, start=c.start, end=c.end
@@ -170,8 +180,11 @@ def create_server(
     return server, port
 
 
-def _generator(settings: AskSettings, batcher: Batcher | None) -> Extractive | None:
-    """The configured answer generator; it uses MiniLM similarity only with that model."""
+def _generator(settings: AskSettings, batcher: Batcher | None) -> Generator | None:
+    """The configured answer generator; extractive uses MiniLM similarity only with MiniLM."""
     if settings.answer_generator == "disabled":
         return None
-    return Extractive(batcher if settings.embedding_profile == "minilm" else None)
+    extractive = Extractive(batcher if settings.embedding_profile == "minilm" else None)
+    if settings.answer_generator == "openai":
+        return OpenAIChat(settings, extractive)
+    return extractive

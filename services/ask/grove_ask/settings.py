@@ -13,6 +13,7 @@ DEFAULT_MODEL_BATCH = 64
 DEFAULT_COALESCE_MS = 5
 DEFAULT_MAX_CONCURRENT_RPCS = 64
 DEFAULT_METRICS_PORT = 9051
+DEFAULT_ANSWER_OPENAI_TIMEOUT_SECONDS = 20.0
 
 
 class AskSettings(BaseSettings):
@@ -36,15 +37,25 @@ class AskSettings(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_dimensions: Annotated[int, Field(ge=1, le=16000)] | None = None
     openai_timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 10.0
-    #: How ``Answer`` writes answers: ``extractive`` (cited evidence sentences) or
-    #: ``disabled`` (``Answer`` refuses). ``openai`` is named so it can be refused clearly.
+    #: How ``Answer`` writes answers: ``extractive`` (cited evidence sentences), ``openai``
+    #: (a chat-completions model, falling back to ``extractive``) or ``disabled``.
     answer_generator: Literal["extractive", "disabled", "openai"] = "extractive"
+    #: The ``openai`` generator's endpoint (``…/v1``; ``/chat/completions`` is appended).
+    answer_openai_base_url: str | None = None
+    answer_openai_model: str | None = None
+    answer_openai_api_key: SecretStr | None = None
+    #: Connect and read timeout of one chat-completions request (504 after it).
+    answer_openai_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = (
+        DEFAULT_ANSWER_OPENAI_TIMEOUT_SECONDS
+    )
+    #: Ask for ``response_format: {"type": "json_object"}`` (off for servers that reject it).
+    answer_openai_json_mode: bool = True
 
-    @field_validator("answer_generator")
+    @field_validator("answer_openai_base_url")
     @classmethod
-    def _generator_built(cls, value: str) -> str:
-        if value == "openai":
-            raise ValueError("the openai generator is not built yet; use extractive or disabled")
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
         return value
 
     @model_validator(mode="after")
@@ -57,4 +68,12 @@ class AskSettings(BaseSettings):
             ]
             if missing:
                 raise ValueError(f"the openai profile needs {', '.join(missing)}")
+        if self.answer_generator == "openai":
+            missing = [
+                f"GROVE_{name.upper()}"
+                for name in ("answer_openai_base_url", "answer_openai_model")
+                if not getattr(self, name)
+            ]
+            if missing:
+                raise ValueError(f"the openai answer generator needs {', '.join(missing)}")
         return self

@@ -53,6 +53,16 @@ MODEL_LOADED = Gauge(
     ["service"],
     multiprocess_mode="livemax",
 )
+ANSWER_INVALID_REPLIES = Counter(
+    "grove_ask_answer_invalid_replies",
+    "Answer-model replies refused (not JSON, no citations, an inexact citation), by reason.",
+    ["service", "reason"],
+)
+ANSWER_FALLBACKS = Counter(
+    "grove_ask_answer_fallbacks",
+    "Answers written by the extractive generator after two unusable model replies.",
+    ["service"],
+)
 tracer = trace.get_tracer("grove.ask")
 
 

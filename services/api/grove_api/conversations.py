@@ -1,0 +1,100 @@
+"""``/v1/conversations``: an owner's durable conversations with cited answers."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import falcon
+
+from grove_api.body import read_json, read_query
+from grove_contracts.conversations import (
+    Conversation as ConversationSummary,
+)
+from grove_contracts.conversations import (
+    ConversationDetail,
+    ConversationList,
+    ConversationListQuery,
+    ConversationSearchPage,
+    ConversationSearchRequest,
+    CreateConversationRequest,
+    TurnReply,
+    TurnRequest,
+)
+from grove_contracts.errors import success_envelope
+from grove_memory import ask, conversations
+from grove_memory.store import Store
+
+
+class ConversationResource:
+    """Base of the conversation routes: the store, ``Answer``, its deadline, the body limit."""
+
+    def __init__(
+        self, store: Store, answerer: ask.Answerer | None, timeout_seconds: float, max_body: int
+    ) -> None:
+        self.store = store
+        self.answerer = answerer
+        self.timeout = timeout_seconds
+        self.max_body = max_body
+
+
+class Conversations(ConversationResource):
+    """``POST /v1/conversations`` (201, or 200 for a retry) and ``GET`` (30 a page)."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, CreateConversationRequest, self.max_body)
+        created, fresh = conversations.create_conversation(self.store, req.context.principal, body)
+        resp.status = 201 if fresh else 200
+        resp.media = success_envelope(
+            ConversationSummary.model_validate(created).model_dump(mode="json")
+        )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, ConversationListQuery)
+        page = conversations.list_conversations(self.store, req.context.principal, query.after)
+        resp.media = success_envelope(ConversationList.model_validate(page).model_dump(mode="json"))
+
+
+class Search(ConversationResource):
+    """``POST /v1/conversations/search``: titles and questions, the query in the body."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, ConversationSearchRequest, self.max_body)
+        page = conversations.search_conversations(self.store, req.context.principal, body)
+        resp.media = success_envelope(
+            ConversationSearchPage.model_validate(page).model_dump(mode="json")
+        )
+
+
+class Conversation(ConversationResource):
+    """``GET /v1/conversations/{id}`` (with its turns) and ``DELETE`` (hidden, retained)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
+        found = conversations.get_conversation(self.store, req.context.principal, conversation_id)
+        resp.media = success_envelope(
+            ConversationDetail.model_validate(found).model_dump(mode="json")
+        )
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
+        deleted = conversations.delete_conversation(
+            self.store, req.context.principal, conversation_id
+        )
+        resp.media = success_envelope(deleted)
+
+
+class Turns(ConversationResource):
+    """``POST /v1/conversations/{id}/turns``: 201 when answered now, 200 for a replay.
+
+    Turns count against the account's ask limits (``grove_api.ask.AskLimiter``).
+    """
+
+    ask_limited = True
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
+        body = read_json(req, TurnRequest, self.max_body)
+        if self.answerer is None:
+            raise ask.InferenceUnavailable("no answering service is configured")
+        reply, fresh = conversations.add_turn(
+            self.store, self.answerer, req.context.principal, conversation_id, body, self.timeout
+        )
+        resp.status = 201 if fresh else 200
+        resp.media = success_envelope(TurnReply.model_validate(reply).model_dump(mode="json"))

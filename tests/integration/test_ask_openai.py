@@ -1,0 +1,474 @@
+"""The ``openai`` answer generator against a fake chat endpoint, and the ask limits.
+
+Real grove-ask and grove-api processes (embeddings disabled, so evidence is lexical) over
+real HTTP and gRPC; the one stand-in is the chat-completions provider, a local HTTP
+server this module starts and scripts per test.
+"""
+
+from __future__ import annotations
+
+import http.server as http_server
+import json
+import re
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import pytest
+import requests
+
+from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
+from grove_db import embedded
+from tests.integration.conftest import (
+    Client,
+    Running,
+    Tenant,
+    error_of,
+    new_tenant,
+    scrape,
+    start_api,
+    start_ask,
+    wait_until,
+)
+from tests.integration.test_limits import fresh_window
+
+DEPLOY = "We deploy with Argo CD every Tuesday. The office plant needs water on Fridays."
+TEA = "Alice prefers green tea in the morning."
+MODEL = "fake-chat"
+KEY = "sk-test-answer-key"
+PROVIDER_TIMEOUT = 3.0  # seconds: GROVE_ANSWER_OPENAI_TIMEOUT_SECONDS of grove-ask
+HOLD_SECONDS = 15.0  # how long a held request waits for the client to give up
+ASK_RATE = 4
+ASK_CONCURRENT = 2
+
+
+@dataclass
+class Hold:
+    """Keep the request open, answering nothing, until the client closes the connection."""
+
+
+@dataclass
+class Drop:
+    """Close the connection without answering (a provider that fell over)."""
+
+
+@dataclass
+class Gated:
+    """Answer ``content`` once the test releases the fake's gate."""
+
+    content: str
+
+
+Step = str | int | Hold | Drop | Gated | Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class Seen:
+    """One request the fake received."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def prompt(self) -> str:
+        return str(self.body["messages"][1]["content"])
+
+
+@dataclass
+class FakeChat:
+    """A stand-in for an outside OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Each request takes the next step of the script (the last one repeats): a string is
+    the model's reply text (HTTP 200), an int an HTTP status, ``Hold`` keeps the request
+    open and records in ``closed`` when the client closes the connection, ``Drop``
+    closes it at once, ``Gated`` waits for ``gate``, a callable computes the reply text
+    from the request body.
+    """
+
+    script: list[Step] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list)
+    closed: list[float] = field(default_factory=list)
+    gate: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self, *steps: Step) -> None:
+        with self.lock:
+            self.script, self.seen, self.closed = list(steps), [], []
+            self.gate = threading.Event()
+
+    def next_step(self, seen: Seen) -> Step:
+        with self.lock:
+            self.seen.append(seen)
+            return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+
+    def hold(self, connection: socket.socket) -> bool:
+        """Wait until the client closes the connection (True) or ``HOLD_SECONDS`` pass."""
+        deadline = time.monotonic() + HOLD_SECONDS
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([connection], [], [], 0.02)
+            if readable:
+                try:
+                    ended = connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    ended = True
+                if ended:
+                    self.closed.append(time.monotonic())
+                    return True
+        return False
+
+
+def serve(fake: FakeChat) -> tuple[http_server.ThreadingHTTPServer, threading.Thread]:
+    class Handler(http_server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # http.server's method name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            step = fake.next_step(Seen(self.path, dict(self.headers), body))
+            if callable(step):
+                step = step(body)
+            if isinstance(step, Hold) and fake.hold(self.connection):
+                return
+            if isinstance(step, Drop):
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if isinstance(step, Gated):
+                fake.gate.wait(timeout=30)
+                step = step.content
+            if isinstance(step, int):
+                self.send_response(step)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.reply(step if isinstance(step, str) else "held too long")
+
+        def reply(self, content: str) -> None:
+            message = {"role": "assistant", "content": content}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            payload = json.dumps({"object": "chat.completion", "choices": [choice]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server, thread
+
+
+@dataclass
+class Stack:
+    """The fake provider, grove-ask on the openai generator, and two apis using it."""
+
+    fake: FakeChat
+    ask: Running
+    api: Running
+    limited: Running
+    database: embedded.EmbeddedDatabase
+
+    def tenant(self, limited: bool = False) -> Tenant:
+        return new_tenant(self.database, (self.limited if limited else self.api).url)
+
+
+def api_env(database: embedded.EmbeddedDatabase, ask: Running, **extra: str) -> dict[str, str]:
+    return {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_API_WORKERS": "1",  # the concurrency limit is per process
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        "GROVE_ASK_ADDRESS": ask.url,
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+    fake = FakeChat()
+    server, thread = serve(fake)
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    running: list[Running] = []
+    try:
+        ask = start_ask(
+            {
+                "GROVE_EMBEDDING_PROFILE": "disabled",
+                "GROVE_ANSWER_GENERATOR": "openai",
+                "GROVE_ANSWER_OPENAI_BASE_URL": base,
+                "GROVE_ANSWER_OPENAI_MODEL": MODEL,
+                "GROVE_ANSWER_OPENAI_API_KEY": KEY,
+                "GROVE_ANSWER_OPENAI_TIMEOUT_SECONDS": str(PROVIDER_TIMEOUT),
+            }
+        )
+        running.append(ask)
+        running.append(start_api(api_env(database, ask, GROVE_ASK_RATE_LIMIT_PER_MINUTE="0")))
+        limits = {
+            "GROVE_ASK_RATE_LIMIT_PER_MINUTE": str(ASK_RATE),
+            "GROVE_ASK_MAX_CONCURRENT_PER_ACCOUNT": str(ASK_CONCURRENT),
+        }
+        running.append(start_api(api_env(database, ask, **limits)))
+        yield Stack(fake, ask, running[1], running[2], database)
+    finally:
+        fake.gate.set()
+        for service in reversed(running):
+            service.stop()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def reply(answer: str, *citations: tuple[int, str]) -> str:
+    """A model reply in the format the prompt asks for."""
+    cited = [{"evidence": number, "quote": quote} for number, quote in citations]
+    return json.dumps({"answer": answer, "citations": cited})
+
+
+def number_of(body: dict[str, Any], content: str) -> int:
+    """The number the prompt gave the evidence item with ``content``."""
+    found = re.search(r"\[(\d+)\] " + re.escape(content), body["messages"][1]["content"])
+    assert found, "the evidence is not in the prompt"
+    return int(found.group(1))
+
+
+VALID = reply("We deploy on Tuesdays, with Argo CD.", (1, "We deploy with Argo CD every Tuesday."))
+QUESTION = {"query": "When do we deploy?"}
+
+
+def ask(client: Client, body: dict[str, Any], status: int = 200) -> requests.Response:
+    response = client.post("/v1/ask", body)
+    assert response.status_code == status, response.text
+    return response
+
+
+def answer_of(client: Client, body: dict[str, Any] = QUESTION) -> dict[str, Any]:
+    data = ask(client, body).json()["data"]
+    assert data["status"] == "answered", data
+    return data["answer"]  # type: ignore[no-any-return]
+
+
+def assert_exact(answer: dict[str, Any], contents: dict[str, str]) -> None:
+    assert answer["citations"]
+    for citation in answer["citations"]:
+        content = contents[citation["noteId"]]
+        assert content[citation["start"] : citation["end"]] == citation["quote"]
+        assert citation["revisionId"] == f"{citation['noteId']}:{citation['version']}"
+
+
+def test_the_model_answer_is_used_with_exact_citations_mapped_to_its_evidence(
+    stack: Stack,
+) -> None:
+    client = stack.tenant().client
+    deploy, tea = client.save(DEPLOY), client.save(TEA, "preference")
+    stack.fake.reset(
+        lambda body: reply(
+            "Tuesdays; Alice likes green tea.",
+            (number_of(body, DEPLOY), "every Tuesday"),
+            (number_of(body, TEA), "green tea"),
+        )
+    )
+    answer = answer_of(client, {"query": "When do we deploy with Argo, and does Alice like tea?"})
+    assert answer["generator"] == "openai"
+    assert answer["text"] == "Tuesdays; Alice likes green tea."
+    assert [(c["noteId"], c["quote"]) for c in answer["citations"]] == [
+        (deploy["id"], "every Tuesday"),
+        (tea["id"], "green tea"),
+    ]
+    assert_exact(answer, {deploy["id"]: DEPLOY, tea["id"]: TEA})
+    [seen] = stack.fake.seen
+    assert seen.path == "/v1/chat/completions"
+    assert seen.headers["Authorization"] == f"Bearer {KEY}"
+    assert seen.body["model"] == MODEL
+    assert seen.body["response_format"] == {"type": "json_object"}
+    assert f"] {DEPLOY}" in seen.prompt and f"] {TEA}" in seen.prompt
+    assert {number_of(seen.body, DEPLOY), number_of(seen.body, TEA)} == {1, 2}
+    assert '"evidence": <number>' in seen.body["messages"][0]["content"]
+
+
+def test_invalid_citations_are_sent_back_once_and_the_corrected_answer_is_used(
+    stack: Stack,
+) -> None:
+    client = stack.tenant().client
+    note = client.save(DEPLOY)
+    invented = reply("Mondays.", (1, "We deploy every Monday."), (7, "every Tuesday"))
+    stack.fake.reset(invented, VALID)
+    answer = answer_of(client)
+    assert answer["generator"] == "openai"
+    assert answer["citations"][0]["quote"] == "We deploy with Argo CD every Tuesday."
+    assert_exact(answer, {note["id"]: DEPLOY})
+    first, retry = stack.fake.seen
+    assert retry.body["messages"][:2] == first.body["messages"]
+    assert retry.body["messages"][2] == {"role": "assistant", "content": invented}
+    told = retry.body["messages"][3]["content"]
+    assert 'the quote "We deploy every Monday." does not occur in evidence 1' in told
+    assert "there is no evidence 7 (1 to 1)" in told
+
+
+UNUSABLE = {
+    "quote_not_in_evidence": reply("Mondays.", (1, "We deploy every Monday.")),
+    "evidence_out_of_range": reply("Tuesdays.", (2, "every Tuesday")),
+    "missing_citations": reply("We deploy on Tuesdays."),
+    "not_json": "We deploy on Tuesdays, I believe.",
+}
+
+
+@pytest.mark.parametrize("unusable", UNUSABLE.values(), ids=UNUSABLE.keys())
+@pytest.mark.parametrize("retry_works", [True, False], ids=["then-valid", "twice"])
+def test_an_unusable_reply_is_retried_once_then_answered_extractively(
+    stack: Stack, unusable: str, retry_works: bool
+) -> None:
+    client = stack.tenant().client
+    note = client.save(DEPLOY)
+    fallbacks = sum(v for _, v in scrape(stack.ask).get("grove_ask_answer_fallbacks_total", []))
+    stack.fake.reset(unusable, VALID if retry_works else unusable)
+    answer = answer_of(client)
+    assert len(stack.fake.seen) == 2
+    assert_exact(answer, {note["id"]: DEPLOY})
+    after = sum(v for _, v in scrape(stack.ask).get("grove_ask_answer_fallbacks_total", []))
+    if retry_works:
+        assert answer["generator"] == "openai" and after == fallbacks
+    else:
+        assert answer["generator"] == "extractive" and after == fallbacks + 1
+        assert answer["text"] == "We deploy with Argo CD every Tuesday."
+
+
+def test_an_empty_model_answer_means_no_evidence_without_a_retry(stack: Stack) -> None:
+    client = stack.tenant().client
+    client.save(DEPLOY)
+    stack.fake.reset(reply(""))
+    data = ask(client, QUESTION).json()["data"]
+    assert data["status"] == "no_evidence" and data["answer"] is None
+    assert len(stack.fake.seen) == 1
+
+
+def test_a_slow_model_answers_504_inference_timeout_and_its_request_is_closed(
+    stack: Stack,
+) -> None:
+    client = stack.tenant().client
+    client.save(DEPLOY)
+    stack.fake.reset(Hold())
+    started = time.monotonic()
+    error = error_of(ask(client, QUESTION, status=504))
+    assert error["code"] == "inference_timeout"
+    assert PROVIDER_TIMEOUT - 0.5 <= time.monotonic() - started < PROVIDER_TIMEOUT + 5
+    wait_until(lambda: stack.fake.closed, timeout=5)
+    assert len(stack.fake.seen) == 1  # a timeout is not retried
+
+
+@pytest.mark.parametrize("failure", [500, 503, Drop()], ids=["500", "503", "dropped"])
+def test_a_failing_provider_answers_503_inference_unavailable(stack: Stack, failure: Step) -> None:
+    client = stack.tenant().client
+    client.save(DEPLOY)
+    stack.fake.reset(failure)
+    error = error_of(ask(client, QUESTION, status=503))
+    assert error["code"] == "inference_unavailable"
+    assert len(stack.fake.seen) == 1  # an outage is neither retried nor papered over
+    # search mode needs no model
+    assert ask(client, {**QUESTION, "mode": "search"}).json()["data"]["status"] == "searched"
+
+
+def answer_request() -> Any:
+    return inference_pb2.AnswerRequest(
+        question="When do we deploy?",
+        evidence=[inference_pb2.Evidence(note_id="n1", version=1, content=DEPLOY)],
+    )
+
+
+def test_cancelling_the_grpc_call_closes_the_provider_request_at_once(stack: Stack) -> None:
+    stack.fake.reset(Hold())
+    with grpc.insecure_channel(stack.ask.url) as channel:
+        call = inference_pb2_grpc.InferenceStub(channel).Answer.future(answer_request(), timeout=30)
+        wait_until(lambda: stack.fake.seen, timeout=10)
+        cancelled = time.monotonic()
+        assert call.cancel()
+        closed = wait_until(lambda: stack.fake.closed and stack.fake.closed[0], timeout=5)
+    # Well before the provider timeout (3 s) would have closed it.
+    assert closed - cancelled < 1.0
+    assert len(stack.fake.seen) == 1
+
+
+def test_a_passed_grpc_deadline_closes_the_provider_request(stack: Stack) -> None:
+    stack.fake.reset(Hold())
+    with grpc.insecure_channel(stack.ask.url) as channel:
+        stub = inference_pb2_grpc.InferenceStub(channel)
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Answer(answer_request(), timeout=0.5)
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        closed = wait_until(lambda: stack.fake.closed and stack.fake.closed[0], timeout=5)
+    assert closed - started < 1.5
+
+
+def test_the_api_deadline_answers_504_and_closes_the_provider_request(stack: Stack) -> None:
+    impatient = start_api(api_env(stack.database, stack.ask, GROVE_ANSWER_TIMEOUT_MS="500"))
+    try:
+        client = new_tenant(stack.database, impatient.url).client
+        client.save(DEPLOY)
+        stack.fake.reset(Hold())
+        started = time.monotonic()
+        assert error_of(ask(client, QUESTION, status=504))["code"] == "inference_timeout"
+        closed = wait_until(lambda: stack.fake.closed and stack.fake.closed[0], timeout=5)
+        assert closed - started < 2.0  # the api's deadline, not the provider timeout (3 s)
+    finally:
+        impatient.stop()
+
+
+def test_the_ask_rate_limit_is_per_account_at_its_boundary(stack: Stack) -> None:
+    fresh_window(needed=10)
+    tenant = stack.tenant(limited=True)
+    search = {**QUESTION, "mode": "search"}
+    for _ in range(ASK_RATE):
+        ask(tenant.client, search)
+    refused = ask(tenant.client, search, status=429)
+    error = error_of(refused)
+    assert error["code"] == "rate_limited"
+    assert f"at most {ASK_RATE} requests per minute for this account" in error["message"]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    # Counted per account: another key of the account is refused too, another account not.
+    other_key = tenant.key("second", personal=True, all_projects=True)
+    assert error_of(ask(other_key, search, status=429))["code"] == "rate_limited"
+    ask(stack.tenant(limited=True).client, search)
+
+
+def test_asks_in_progress_are_limited_per_account_at_the_boundary(stack: Stack) -> None:
+    # Within the rate limit (4 asks) even without a fresh window: a new minute only resets.
+    tenant = stack.tenant(limited=True)
+    tenant.client.save(DEPLOY)
+    stack.fake.reset(Gated(VALID))
+    results: list[requests.Response] = []
+
+    def ask_in_thread() -> None:
+        with requests.Session() as session:
+            results.append(
+                session.post(
+                    f"{stack.limited.url}/v1/ask",
+                    json=QUESTION,
+                    headers=tenant.client.headers(),
+                    timeout=30,
+                )
+            )
+
+    threads = [threading.Thread(target=ask_in_thread) for _ in range(ASK_CONCURRENT)]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_until(lambda: len(stack.fake.seen) == ASK_CONCURRENT, timeout=10)
+        refused = ask(tenant.client, QUESTION, status=429)
+        assert error_of(refused)["code"] == "rate_limited"
+        assert f"at most {ASK_CONCURRENT} asks of this account at a time" in refused.text
+        assert refused.headers["Retry-After"] == "1"
+        assert len(stack.fake.seen) == ASK_CONCURRENT  # refused before any model call
+        # Another account is not held up by this one's asks.
+        other = stack.tenant(limited=True).client
+        assert ask(other, {**QUESTION, "mode": "search"}).json()["data"]["status"] == "no_evidence"
+    finally:
+        stack.fake.gate.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert [r.status_code for r in results] == [200] * ASK_CONCURRENT
+    # The slots are given back when the asks end.
+    assert answer_of(tenant.client)["generator"] == "openai"

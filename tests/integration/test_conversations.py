@@ -1,0 +1,684 @@
+"""Conversations over real HTTP, real PostgreSQL and a real grove-ask (extractive, lexical
+only), with owner sessions signed by a test identity provider. Lease expiry, crashes and
+a source deleted during generation drive ``grove_memory.conversations`` in-process
+against the same database and grove-ask, with an injected clock."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+import requests
+
+from grove_auth.principal import Principal
+from grove_cli import admin
+from grove_contracts.conversations import TurnRequest
+from grove_db import embedded
+from grove_db.pool import open_pool
+from grove_memory import conversations
+from grove_memory.ask import InferenceUnavailable
+from grove_memory.inference import EvidenceText, Generated, InferenceClient, InferenceError
+from grove_memory.store import Store
+from tests.integration.conftest import (
+    Client,
+    Running,
+    Tenant,
+    data_of,
+    error_of,
+    new_tenant,
+    race,
+    start_api,
+    start_ask,
+)
+from tests.integration.test_owner import ISSUER, WEBSITE, Provider
+
+DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
+OWNER_NOTE = "Priya maintains the billing service."
+
+
+@dataclass
+class Stack:
+    provider: Provider
+    ask: Running
+    api: Running
+    database: embedded.EmbeddedDatabase
+
+
+@pytest.fixture(scope="module")
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+    provider = Provider()
+    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ASK_ADDRESS": ask.url,
+            "GROVE_API_WORKERS": "2",
+            "GROVE_OIDC_ISSUER": ISSUER,
+            "GROVE_OIDC_JWKS_URL": provider.url,
+            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+        }
+    )
+    yield Stack(provider, ask, api, database)
+    api.stop()
+    ask.stop()
+    provider.close()
+
+
+@dataclass
+class Owner:
+    """One account: its owner's session, a full-access key, and conversation helpers."""
+
+    stack: Stack
+    tenant: Tenant
+    subject: str
+
+    @property
+    def session(self) -> Client:
+        return Client(self.stack.api.url, self.stack.provider.token(self.subject))
+
+    @property
+    def key(self) -> Client:
+        return self.tenant.client
+
+    def create(self, **fields: Any) -> dict[str, Any]:
+        body = {"id": str(uuid.uuid4()), **fields}
+        response = self.session.post("/v1/conversations", body)
+        assert response.status_code == 201, response.text
+        return data_of(response)  # type: ignore[no-any-return]
+
+    def turn(self, conversation: str, query: str, version: int, **fields: Any) -> requests.Response:
+        body = {"id": str(uuid.uuid4()), "query": query, "expectedVersion": version, **fields}
+        return self.session.post(f"/v1/conversations/{conversation}/turns", body)
+
+    def answered(self, conversation: str, query: str, version: int, **fields: Any) -> Any:
+        response = self.turn(conversation, query, version, **fields)
+        assert response.status_code == 201, response.text
+        return data_of(response)
+
+    def get(self, conversation: str) -> requests.Response:
+        return self.session.get(f"/v1/conversations/{conversation}")
+
+    def delete(self, path: str, client: Client | None = None) -> requests.Response:
+        caller = client or self.session
+        return caller.session.delete(caller.base + path, headers=caller.headers(), timeout=30)
+
+    def principal(self) -> Principal:
+        return Principal(
+            account_id=self.tenant.account_id,
+            connection_id=uuid.uuid4(),
+            personal=True,
+            all_projects=True,
+            can_read=True,
+            can_write=True,
+            can_delete=True,
+            kind="owner",
+        )
+
+
+def new_owner(stack: Stack) -> Owner:
+    tenant = new_tenant(stack.database, stack.api.url)
+    subject = f"user-{uuid.uuid4().hex[:8]}"
+    admin.add_owner(stack.database.migration_url, tenant.account_id, ISSUER, subject)
+    return Owner(stack, tenant, subject)
+
+
+@pytest.fixture
+def owner(stack: Stack) -> Owner:
+    return new_owner(stack)
+
+
+def superuser(stack: Stack) -> psycopg.Connection[Any]:
+    return psycopg.connect(stack.database.superuser_url.replace("/postgres?", "/grove?"))
+
+
+def revision_content(client: Client, note_id: str, version: int) -> str:
+    revisions = data_of(client.get(f"/v1/memories/{note_id}/revisions"))["items"]
+    return next(r["content"] for r in revisions if r["version"] == version)  # type: ignore[no-any-return]
+
+
+def assert_cited_exactly(client: Client, answer: dict[str, Any]) -> None:
+    assert answer["citations"]
+    for citation in answer["citations"]:
+        content = revision_content(client, citation["noteId"], citation["version"])
+        assert content[citation["start"] : citation["end"]] == citation["quote"]
+
+
+def cited(turn: dict[str, Any]) -> set[str]:
+    return {c["noteId"] for c in (turn["answer"] or {"citations": []})["citations"]}
+
+
+def sourced(turn: dict[str, Any]) -> set[str]:
+    return {s["noteId"] for s in turn["sources"]}
+
+
+# --- conversations --------------------------------------------------------------------
+
+
+def test_create_is_idempotent_by_client_id_and_other_bodies_conflict(owner: Owner) -> None:
+    notebook = owner.tenant.notebook("billing")
+    body = {"id": str(uuid.uuid4()), "projectId": notebook, "title": "Billing questions"}
+    first = owner.session.post("/v1/conversations", body)
+    assert first.status_code == 201, first.text
+    created = data_of(first)
+    assert created["projectId"] == notebook and created["allScopes"] is False
+    assert (created["includePersonal"], created["version"], created["turnCount"]) == (False, 1, 0)
+    again = owner.session.post("/v1/conversations", body)
+    assert again.status_code == 200 and data_of(again) == created
+    other = owner.session.post("/v1/conversations", {**body, "title": "Something else"})
+    assert other.status_code == 409
+    assert error_of(other)["code"] == "idempotency_conflict"
+    everywhere = owner.create()
+    assert (everywhere["allScopes"], everywhere["projectId"], everywhere["includePersonal"]) == (
+        True,
+        None,
+        True,
+    )
+    unknown = owner.session.post(
+        "/v1/conversations", {"id": str(uuid.uuid4()), "projectId": str(uuid.uuid4())}
+    )
+    assert unknown.status_code == 404
+
+
+def test_keys_and_agents_get_owner_session_required_on_every_route(owner: Owner) -> None:
+    conversation = owner.create()["id"]
+    key = owner.key
+    path = f"/v1/conversations/{conversation}"
+    body = {"id": str(uuid.uuid4()), "query": "anything", "expectedVersion": 1}
+    calls = [
+        key.post("/v1/conversations", {"id": str(uuid.uuid4())}),
+        key.get("/v1/conversations"),
+        key.get(path),
+        owner.delete(path, key),
+        key.post(f"{path}/turns", body),
+        key.post("/v1/conversations/search", {}),
+    ]
+    for response in calls:
+        assert response.status_code == 403, response.text
+        assert error_of(response)["code"] == "owner_session_required"
+    assert owner.get(conversation).status_code == 200  # the delete above did nothing
+
+
+def test_a_turn_answers_with_verified_citations_and_is_stored(owner: Owner) -> None:
+    note = owner.key.save(DEPLOY)
+    owner.key.save("The office plant needs water on Fridays.")
+    conversation = owner.create()
+    reply = owner.answered(conversation["id"], "When do we deploy the billing service?", 1)
+    turn = reply["turn"]
+    assert (turn["status"], turn["outcome"], turn["ordinal"]) == ("completed", "answered", 1)
+    assert turn["answer"]["generator"] == "extractive" and turn["answer"]["format"] == "plain"
+    assert DEPLOY in turn["answer"]["text"] and "plant" not in turn["answer"]["text"]
+    assert cited(turn) == {note["id"]}
+    assert_cited_exactly(owner.key, turn["answer"])
+    assert note["id"] in sourced(turn) and turn["contextCoverage"] is None
+    assert reply["conversation"]["version"] == 2 and reply["conversation"]["turnCount"] == 1
+    assert reply["conversation"]["title"] == "When do we deploy the billing service?"
+    stored = data_of(owner.get(conversation["id"]))
+    assert stored["turns"] == [turn] and stored["version"] == 2
+    # Questions and answers never become notes.
+    listed = data_of(owner.key.get("/v1/memories"))["items"]
+    assert len(listed) == 2
+
+
+def test_a_retried_turn_returns_the_same_turn_and_another_body_conflicts(owner: Owner) -> None:
+    owner.key.save(DEPLOY)
+    conversation = owner.create()["id"]
+    body = {"id": str(uuid.uuid4()), "query": "When do we deploy?", "expectedVersion": 1}
+    path = f"/v1/conversations/{conversation}/turns"
+    first = owner.session.post(path, body)
+    assert first.status_code == 201, first.text
+    again = owner.session.post(path, body)
+    assert again.status_code == 200
+    assert data_of(again) == data_of(first)  # same attempt, same completion time
+    assert data_of(again)["turn"]["attempts"] == 1
+    other = owner.session.post(path, {**body, "query": "When do we deploy to staging?"})
+    assert other.status_code == 409 and error_of(other)["code"] == "idempotency_conflict"
+    assert data_of(owner.get(conversation))["version"] == 2
+
+
+def test_a_stale_expected_version_conflicts_without_advancing(owner: Owner) -> None:
+    owner.key.save(DEPLOY)
+    conversation = owner.create()["id"]
+    owner.answered(conversation, "When do we deploy?", 1)
+    stale = owner.turn(conversation, "Who deploys?", 1)
+    assert stale.status_code == 409 and error_of(stale)["code"] == "version_conflict"
+    ahead = owner.turn(conversation, "Who deploys?", 3)
+    assert ahead.status_code == 409
+    after = data_of(owner.get(conversation))
+    assert (after["version"], after["turnCount"]) == (2, 1)
+    owner.answered(conversation, "Who deploys?", 2)
+
+
+def test_unavailable_selectors_answer_context_unavailable_before_advancing(
+    stack: Stack, owner: Owner
+) -> None:
+    stranger = new_owner(stack)
+    foreign_note = stranger.key.save("someone else's note")["id"]
+    foreign_notebook = stranger.tenant.notebook("theirs")
+    deleted = owner.key.save("forgotten soon")["id"]
+    owner.key.post("/v1/memories/forget", {"ids": [deleted]})
+    archived = owner.key.save("archived soon")["id"]
+    assert owner.key.post("/v1/tools/archive_memories", {"ids": [archived]}).ok
+    gone_notebook = owner.tenant.notebook("gone")
+    preview = data_of(owner.session.get(f"/v1/notebooks/{gone_notebook}/subtree"))
+    removed = owner.session.post(
+        f"/v1/notebooks/{gone_notebook}/delete", {"fingerprint": preview["fingerprint"]}
+    )
+    assert removed.status_code == 200, removed.text
+    good = owner.key.save(DEPLOY)["id"]
+    conversation = owner.create()["id"]
+    for context in (
+        {"notes": [str(uuid.uuid4())]},
+        {"notes": [good, foreign_note]},
+        {"notes": [deleted]},
+        {"notes": [archived], "only": True},
+        {"notebooks": [foreign_notebook]},
+        {"notes": [good], "notebooks": [gone_notebook]},
+    ):
+        refused = owner.turn(conversation, "When do we deploy?", 1, context=context)
+        assert refused.status_code == 409, (context, refused.text)
+        assert error_of(refused)["code"] == "context_unavailable"
+    after = data_of(owner.get(conversation))
+    assert (after["version"], after["turnCount"], after["turns"]) == (1, 0, [])
+
+
+def test_selector_limits_hold_at_their_boundaries(owner: Owner) -> None:
+    notes = [owner.key.save(f"Fact {i}: the deploy window is Tuesday.")["id"] for i in range(13)]
+    notebooks = [owner.tenant.notebook(f"notebook {i}") for i in range(7)]
+    conversation = owner.create()["id"]
+    for context in (
+        {"notes": notes},  # 13
+        {"notebooks": notebooks},  # 7
+        {"notes": [notes[0], notes[0]]},
+        {"notebooks": [notebooks[0], notebooks[0]]},
+        {"notes": [], "notebooks": []},
+        {"only": True},
+        {"notes": ["not-a-uuid"]},
+    ):
+        refused = owner.turn(conversation, "When is the deploy window?", 1, context=context)
+        assert refused.status_code == 400, (context, refused.text)
+        assert error_of(refused)["code"] == "validation_error"
+    too_long = owner.turn(conversation, "x" * 6001, 1)
+    assert too_long.status_code == 400
+    reply = owner.answered(
+        conversation, "When is the deploy window?", 1, context={"notes": notes[:12]}
+    )
+    assert reply["turn"]["contextCoverage"] == {"considered": 12, "available": 12}
+    assert reply["turn"]["context"] == {"notes": notes[:12], "notebooks": [], "only": False}
+    reply = owner.answered(conversation, "When?", 2, context={"notebooks": notebooks[:6]})
+    assert reply["turn"]["contextCoverage"] == {"considered": 0, "available": 0}
+    longest = owner.answered(conversation, "y" * 6000, 3, format="markdown")
+    assert longest["turn"]["outcome"] == "no_evidence" and longest["turn"]["answer"] is None
+
+
+def test_strict_context_uses_only_the_selection_with_bounded_notebook_retrieval(
+    owner: Owner,
+) -> None:
+    big = owner.tenant.notebook("planets")
+    for i in range(14):
+        owner.key.save(f"Planet report {i}: the planet has rings.", projectId=big)
+    zorblax = owner.key.save("The planet Zorblax is teal.", projectId=big)["id"]
+    elsewhere = owner.key.save("The planet Zorblax is red, says the old almanac.")["id"]
+    chosen = owner.key.save("Zorblax orbits a small star.")["id"]
+    conversation = owner.create()["id"]
+    strict = owner.answered(
+        conversation,
+        "Which colour is the planet Zorblax?",
+        1,
+        context={"notes": [chosen], "notebooks": [big], "only": True},
+    )["turn"]
+    assert strict["contextCoverage"] == {"considered": 12, "available": 16}
+    assert elsewhere not in sourced(strict) and chosen in sourced(strict)
+    assert zorblax in sourced(strict) and len(strict["sources"]) == 12
+    assert strict["outcome"] == "answered" and elsewhere not in cited(strict)
+    assert "teal" in strict["answer"]["text"]
+    # Without strict mode, scoped retrieval adds the rest of the account's evidence.
+    loose = owner.answered(
+        conversation,
+        "Which colour is the planet Zorblax really?",
+        2,
+        context={"notes": [chosen]},
+    )["turn"]
+    assert {chosen, elsewhere} <= sourced(loose)
+    assert loose["contextCoverage"] == {"considered": 1, "available": 1}
+
+
+def test_references_resolve_against_earlier_questions(owner: Owner) -> None:
+    note = owner.key.save(OWNER_NOTE)["id"]
+    conversation = owner.create()["id"]
+    first = owner.answered(conversation, "Who maintains the billing service?", 1)["turn"]
+    assert cited(first) == {note}
+    follow_up = owner.answered(conversation, "What about it?", 2)["turn"]
+    assert follow_up["outcome"] == "answered" and cited(follow_up) == {note}
+    # Strict mode leaves earlier questions out: the same words select nothing in the note.
+    strict = owner.answered(
+        conversation, "What about it?", 3, context={"notes": [note], "only": True}
+    )["turn"]
+    assert strict["outcome"] == "no_evidence" and sourced(strict) == {note}
+    # The same words with no history find nothing to answer from.
+    alone = owner.answered(owner.create()["id"], "What about it?", 1)["turn"]
+    assert alone["outcome"] == "no_evidence" and alone["answer"] is None
+
+
+def test_a_conversation_holds_one_hundred_turns(stack: Stack, owner: Owner) -> None:
+    owner.key.save(DEPLOY)
+    conversation = owner.create()["id"]
+    with superuser(stack) as conn:
+        conn.execute(
+            "INSERT INTO conversation_turns (account_id, conversation_id, id, ordinal, query,"
+            " format, request_hash, status, outcome, completed_at)"
+            " SELECT %s, %s, gen_random_uuid(), n, 'question ' || n, 'plain', 'x',"
+            " 'completed', 'no_evidence', now() FROM generate_series(1, 99) AS n",
+            (owner.tenant.account_id, conversation),
+        )
+        conn.execute("UPDATE conversations SET version = 100 WHERE id = %s", (conversation,))
+    hundredth = owner.answered(conversation, "When do we deploy?", 100)
+    assert hundredth["turn"]["ordinal"] == 100 and hundredth["conversation"]["turnCount"] == 100
+    full = owner.turn(conversation, "And again?", 101)
+    assert full.status_code == 409 and error_of(full)["code"] == "conversation_full"
+    assert data_of(owner.get(conversation))["turnCount"] == 100
+
+
+def test_concurrent_submissions_yield_one_winner_and_one_conflict(owner: Owner) -> None:
+    owner.key.save(DEPLOY)
+    conversation = owner.create()["id"]
+    token = owner.stack.provider.token(owner.subject)
+    url = f"{owner.stack.api.url}/v1/conversations/{conversation}/turns"
+
+    def submit(query: str) -> Any:
+        body = {"id": str(uuid.uuid4()), "query": query, "expectedVersion": 1}
+        return lambda s: s.post(
+            url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+
+    responses = race([submit("When do we deploy?"), submit("Who deploys?")])
+    assert sorted(r.status_code for r in responses) == [201, 409]
+    loser = next(r for r in responses if r.status_code == 409)
+    assert error_of(loser)["code"] in ("version_conflict", "turn_in_progress")
+    after = data_of(owner.get(conversation))
+    assert (after["version"], after["turnCount"]) == (2, 1)
+
+
+def test_other_accounts_cannot_see_or_touch_a_conversation(stack: Stack, owner: Owner) -> None:
+    owner.key.save(DEPLOY)
+    conversation = owner.create(title="Private deploy talk")
+    owner.answered(conversation["id"], "When do we deploy?", 1)
+    stranger = new_owner(stack)
+    path = f"/v1/conversations/{conversation['id']}"
+    assert stranger.get(conversation["id"]).status_code == 404
+    assert owner.delete(path, stranger.session).status_code == 404
+    turn = stranger.turn(conversation["id"], "When do we deploy?", 2)
+    assert turn.status_code == 404 and error_of(turn)["code"] == "not_found"
+    assert data_of(stranger.session.get("/v1/conversations"))["items"] == []
+    found = stranger.session.post("/v1/conversations/search", {"query": "deploy"})
+    assert data_of(found)["items"] == []
+    # The same client ID in another account is another conversation.
+    theirs = stranger.session.post("/v1/conversations", {"id": conversation["id"]})
+    assert theirs.status_code == 201 and data_of(theirs)["turnCount"] == 0
+    assert data_of(owner.get(conversation["id"]))["turnCount"] == 1
+
+
+def test_deleting_hides_a_conversation_and_keeps_its_history(stack: Stack, owner: Owner) -> None:
+    owner.key.save(DEPLOY)
+    body = {"id": str(uuid.uuid4())}
+    assert owner.session.post("/v1/conversations", body).status_code == 201
+    conversation = body["id"]
+    owner.answered(conversation, "When do we deploy?", 1)
+    deleted = owner.delete(f"/v1/conversations/{conversation}")
+    assert deleted.status_code == 200 and data_of(deleted)["deleted"] is True
+    assert owner.get(conversation).status_code == 404
+    assert owner.delete(f"/v1/conversations/{conversation}").status_code == 404
+    assert owner.turn(conversation, "Again?", 2).status_code == 404
+    assert data_of(owner.session.get("/v1/conversations"))["items"] == []
+    assert data_of(owner.session.post("/v1/conversations/search", {}))["items"] == []
+    retried = owner.session.post("/v1/conversations", body)
+    assert retried.status_code == 410 and error_of(retried)["code"] == "gone"
+    with superuser(stack) as conn:
+        kept = conn.execute(
+            "SELECT count(*) FROM conversation_turns WHERE conversation_id = %s",
+            (conversation,),
+        ).fetchone()
+    assert kept == (1,)
+
+
+def test_listing_pages_thirty_newest_first_even_if_the_last_row_is_deleted(
+    owner: Owner,
+) -> None:
+    made = [owner.create()["id"] for _ in range(32)]
+    first = data_of(owner.session.get("/v1/conversations"))
+    assert [c["id"] for c in first["items"]] == made[::-1][:30]
+    assert first["nextAfter"] == made[2]
+    assert owner.delete(f"/v1/conversations/{made[2]}").status_code == 200
+    second = data_of(owner.session.get("/v1/conversations", params={"after": made[2]}))
+    assert [c["id"] for c in second["items"]] == [made[1], made[0]]
+    assert second["nextAfter"] is None
+    unknown = owner.session.get("/v1/conversations", params={"after": str(uuid.uuid4())})
+    assert unknown.status_code == 400
+
+
+def test_search_matches_titles_and_questions_not_answers(owner: Owner) -> None:
+    owner.key.save("Refunds are processed nightly by the ledger job.")
+    titled = owner.create(title="Ledger 100% review")["id"]
+    asked = owner.create()["id"]
+    owner.answered(asked, "How are REFUNDS processed?", 1)
+    unrelated = owner.create(title="Holiday plans")["id"]
+
+    def search(**body: Any) -> dict[str, Any]:
+        response = owner.session.post("/v1/conversations/search", body)
+        assert response.status_code == 200, response.text
+        return data_of(response)  # type: ignore[no-any-return]
+
+    assert [c["id"] for c in search(query="ledger")["items"]] == [titled]  # not the answer
+    hits = search(query="refunds")["items"]
+    assert [c["id"] for c in hits] == [asked]
+    assert hits[0]["questionPreview"] == "How are REFUNDS processed?"
+    assert hits[0]["turnCount"] == 1
+    assert [c["id"] for c in search(query="100%")["items"]] == [titled]  # literal
+    assert search(query="1_0")["items"] == []
+    everything = [c["id"] for c in search()["items"]]
+    assert everything == [unrelated, asked, titled]
+    assert search(query="q" * 200)["items"] == []
+    too_long = owner.session.post("/v1/conversations/search", {"query": "q" * 201})
+    assert too_long.status_code == 400
+
+
+def test_search_pages_with_a_cursor_bound_to_the_query(owner: Owner) -> None:
+    made = [owner.create(title=f"Topic {i}")["id"] for i in range(31)]
+    first = owner.session.post("/v1/conversations/search", {"query": "topic"})
+    page = data_of(first)
+    assert [c["id"] for c in page["items"]] == made[::-1][:30]
+    assert owner.delete(f"/v1/conversations/{made[1]}").status_code == 200
+    second = data_of(
+        owner.session.post(
+            "/v1/conversations/search", {"query": "topic", "after": page["nextCursor"]}
+        )
+    )
+    assert [c["id"] for c in second["items"]] == [made[0]] and second["nextCursor"] is None
+    moved = owner.session.post(
+        "/v1/conversations/search", {"query": "other", "after": page["nextCursor"]}
+    )
+    assert moved.status_code == 400 and error_of(moved)["code"] == "invalid_cursor"
+
+
+def test_the_owner_export_includes_conversations_with_their_turns(owner: Owner) -> None:
+    note = owner.key.save(DEPLOY)["id"]
+    conversation = owner.create(title="Deploys")["id"]
+    owner.answered(conversation, "When do we deploy?", 1, context={"notes": [note]})
+    lines = [json.loads(line) for line in owner.session.get("/v1/export").text.splitlines()]
+    exported = [line for line in lines if line["type"] == "conversation"]
+    assert len(exported) == 1 and exported[0]["conversation"]["id"] == conversation
+    (turn,) = exported[0]["turns"]
+    assert turn["query"] == "When do we deploy?" and turn["context"]["notes"] == [note]
+    assert cited(turn) == {note}
+    by_key = owner.key.get("/v1/export").text
+    assert '"conversation"' not in by_key
+
+
+# --- leases, failures and sources deleted during generation (in-process) --------------
+
+
+class Crash(BaseException):
+    """Stands for the process dying mid-generation: nothing catches it."""
+
+
+class Crashing:
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[EvidenceText],
+        *,
+        markdown: bool,
+        timeout: float,
+    ) -> Generated:
+        raise Crash()
+
+
+class Failing:
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[EvidenceText],
+        *,
+        markdown: bool,
+        timeout: float,
+    ) -> Generated:
+        raise InferenceError("inference_unavailable", "the ask service is down")
+
+
+@dataclass
+class DeletingFirst:
+    """The real ``Answer``, but the note is forgotten while it is being written."""
+
+    inner: InferenceClient
+    client: Client
+    note_id: str
+
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[EvidenceText],
+        *,
+        markdown: bool,
+        timeout: float,
+    ) -> Generated:
+        forgotten = self.client.post("/v1/memories/forget", {"ids": [self.note_id]})
+        assert forgotten.status_code == 200, forgotten.text
+        return self.inner.answer(question, previous, evidence, markdown=markdown, timeout=timeout)
+
+
+@pytest.fixture
+def store(stack: Stack) -> Iterator[Store]:
+    pool = open_pool(stack.database.runtime_url)
+    yield Store(pool=pool, cursor_secret=b"test-cursor-secret")
+    pool.close()
+
+
+@pytest.fixture
+def answerer(stack: Stack) -> Iterator[InferenceClient]:
+    client = InferenceClient(stack.ask.url, "disabled")
+    yield client
+    client.close()
+
+
+def test_a_crashed_attempt_can_be_retried_once_its_lease_expires(
+    owner: Owner, store: Store, answerer: InferenceClient
+) -> None:
+    note = owner.key.save(DEPLOY)["id"]
+    conversation = owner.create()["id"]
+    body = {"id": str(uuid.uuid4()), "query": "When do we deploy?", "expectedVersion": 1}
+    request = TurnRequest.model_validate(body)
+    principal = owner.principal()
+    with pytest.raises(Crash):
+        conversations.add_turn(store, Crashing(), principal, uuid.UUID(conversation), request, 5)
+    held = data_of(owner.get(conversation))
+    (turn,) = held["turns"]
+    assert (turn["status"], held["version"]) == ("in_progress", 2)
+    lease = datetime.fromisoformat(turn["leaseExpiresAt"])
+    assert timedelta(minutes=4, seconds=59) < lease - datetime.fromisoformat(turn["createdAt"])
+    path = f"/v1/conversations/{conversation}/turns"
+    for retry in (body, {**body, "id": str(uuid.uuid4()), "expectedVersion": 2}):
+        refused = owner.session.post(path, retry)
+        assert refused.status_code == 409 and error_of(refused)["code"] == "turn_in_progress"
+    with pytest.raises(conversations.TurnInProgress):
+        conversations.add_turn(
+            store,
+            answerer,
+            principal,
+            uuid.UUID(conversation),
+            request,
+            5,
+            now=lease - timedelta(milliseconds=1),
+        )
+    reply, fresh = conversations.add_turn(
+        store, answerer, principal, uuid.UUID(conversation), request, 5, now=lease
+    )
+    assert fresh and reply["turn"]["status"] == "completed" and reply["turn"]["attempts"] == 2
+    assert cited(reply["turn"]) == {note} and reply["conversation"]["version"] == 2
+    replay = owner.session.post(path, body)
+    assert replay.status_code == 200 and data_of(replay)["turn"]["attempts"] == 2
+
+
+def test_a_new_turn_after_an_expired_attempt_marks_it_abandoned(
+    owner: Owner, store: Store, answerer: InferenceClient
+) -> None:
+    owner.key.save(DEPLOY)
+    conversation = uuid.UUID(owner.create()["id"])
+    principal = owner.principal()
+    crashed = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+    with pytest.raises(Crash):
+        conversations.add_turn(store, Crashing(), principal, conversation, crashed, 5)
+    later = datetime.now().astimezone() + timedelta(minutes=6)
+    fresh = TurnRequest(id=uuid.uuid4(), query="Who deploys?", expectedVersion=2)
+    reply, _ = conversations.add_turn(store, answerer, principal, conversation, fresh, 5, now=later)
+    assert reply["turn"]["ordinal"] == 2 and reply["conversation"]["version"] == 3
+    turns = data_of(owner.get(str(conversation)))["turns"]
+    assert [(t["status"], t["error"]) for t in turns] == [
+        ("failed", "abandoned"),
+        ("completed", None),
+    ]
+
+
+def test_a_failed_attempt_is_marked_and_its_retry_answers(owner: Owner, store: Store) -> None:
+    note = owner.key.save(DEPLOY)["id"]
+    conversation = owner.create()["id"]
+    body = {"id": str(uuid.uuid4()), "query": "When do we deploy?", "expectedVersion": 1}
+    request = TurnRequest.model_validate(body)
+    with pytest.raises(InferenceUnavailable):
+        conversations.add_turn(
+            store, Failing(), owner.principal(), uuid.UUID(conversation), request, 5
+        )
+    (turn,) = data_of(owner.get(conversation))["turns"]
+    assert (turn["status"], turn["error"], turn["leaseExpiresAt"]) == (
+        "failed",
+        "inference_unavailable",
+        None,
+    )
+    retried = owner.session.post(f"/v1/conversations/{conversation}/turns", body)
+    assert retried.status_code == 201, retried.text
+    assert data_of(retried)["turn"]["attempts"] == 2 and cited(data_of(retried)["turn"]) == {note}
+
+
+def test_a_source_deleted_during_generation_loses_its_citations(
+    owner: Owner, store: Store, answerer: InferenceClient
+) -> None:
+    note = owner.key.save(DEPLOY)["id"]
+    conversation = uuid.UUID(owner.create()["id"])
+    request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+    deleting = DeletingFirst(answerer, owner.key, note)
+    reply, _ = conversations.add_turn(store, deleting, owner.principal(), conversation, request, 5)
+    turn = reply["turn"]
+    assert (turn["status"], turn["outcome"], turn["answer"]) == ("completed", "no_evidence", None)
+    assert turn["sources"] == []
+    # The control: the same question answers while the note lives.
+    kept = owner.key.save(DEPLOY)["id"]
+    again = owner.answered(str(conversation), "When do we deploy?", 2)["turn"]
+    assert cited(again) == {kept}

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from grove_contracts.ask import AskRequest
 from grove_contracts.errors import ERROR_STATUS
 from grove_memory.ask import (
     CITATIONS_DROPPED,
     InferenceTimeout,
     InferenceUnavailable,
-    _generate,
+    generate,
     verify_citations,
 )
 from grove_memory.inference import EvidenceText, Generated, InferenceError, QuotedSpan
@@ -71,14 +70,14 @@ class Failing:
 
 
 def test_answer_failures_become_disabled_503_or_504() -> None:
-    req = AskRequest(query="when do we deploy?")
-    assert _generate(Failing("disabled"), req, list(EVIDENCE), 1.0) is None
+    question = "when do we deploy?"
+    assert generate(Failing("disabled"), question, [], EVIDENCE, False, 1.0) is None
     with pytest.raises(InferenceTimeout) as timeout:
-        _generate(Failing("inference_timeout"), req, list(EVIDENCE), 1.0)
+        generate(Failing("inference_timeout"), question, [], EVIDENCE, False, 1.0)
     assert (timeout.value.status, timeout.value.code) == (504, "inference_timeout")
     for reason in ("inference_unavailable", "provider_unreachable", "inference_error"):
         with pytest.raises(InferenceUnavailable) as unavailable:
-            _generate(Failing(reason), req, list(EVIDENCE), 1.0)
+            generate(Failing(reason), question, [], EVIDENCE, False, 1.0)
         assert (unavailable.value.status, unavailable.value.code) == (503, "inference_unavailable")
     assert ERROR_STATUS["inference_unavailable"] == 503
     assert ERROR_STATUS["inference_timeout"] == 504

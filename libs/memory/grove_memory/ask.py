@@ -82,14 +82,14 @@ def ask(
 ) -> dict[str, Any]:
     """Retrieve evidence in scope, then (outside any transaction) answer from it."""
     require(principal, "read")
-    found = _evidence(store, principal, req)
-    sources = [_source(candidate) for candidate in found]
-    if not found:
+    sources = find_sources(store, principal, req)
+    if not sources:
         return _reply("no_evidence", None, sources)
     if req.mode == "search":
         return _reply("searched", None, sources)
-    evidence = [EvidenceText(str(c.row["id"]), c.row["version"], c.row["content"]) for c in found]
-    generated = _generate(answerer, req, evidence, timeout)
+    evidence = [EvidenceText(s["noteId"], s["version"], s["content"]) for s in sources]
+    markdown = req.format == "markdown"
+    generated = generate(answerer, req.query, req.previousQuestions, evidence, markdown, timeout)
     if generated is None:
         return _reply("disabled", None, sources)
     citations = verify_citations(generated.citations, evidence)
@@ -141,18 +141,21 @@ def _citation_problem(citation: QuotedSpan, content: str | None) -> str | None:
     return None
 
 
-def _generate(
-    answerer: Answerer, req: AskRequest, evidence: list[EvidenceText], timeout: float
+def generate(
+    answerer: Answerer,
+    question: str,
+    previous: Sequence[str],
+    evidence: Sequence[EvidenceText],
+    markdown: bool,
+    timeout: float,
 ) -> Generated | None:
-    """``Answer``'s reply, or None when answering is disabled in the ask service."""
+    """``Answer``'s reply, or None when answering is disabled in the ask service.
+
+    A missed deadline raises ``InferenceTimeout`` (504), any other failure
+    ``InferenceUnavailable`` (503).
+    """
     try:
-        return answerer.answer(
-            req.query,
-            req.previousQuestions,
-            evidence,
-            markdown=req.format == "markdown",
-            timeout=timeout,
-        )
+        return answerer.answer(question, previous, evidence, markdown=markdown, timeout=timeout)
     except InferenceError as ex:
         if ex.reason == "disabled":
             return None
@@ -161,14 +164,16 @@ def _generate(
         raise InferenceUnavailable() from ex
 
 
-def _evidence(store: Store, principal: Principal, req: AskRequest) -> list[Candidate]:
-    """The best notes in scope, fused from BM25 and MiniLM similarity, in one transaction."""
+def find_sources(store: Store, principal: Principal, req: AskRequest) -> list[dict[str, Any]]:
+    """The best notes in ``req``'s scope as sources (with content), best first: fused from
+    BM25 and MiniLM similarity in one transaction."""
     scope, values = _scope(req)
     vector = query_vector(store, req.query)  # before the transaction: no connection waits
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
-        return _ranked(conn, store, principal, req.query, vector, scope, values)
+        found = _ranked(conn, store, principal, req.query, vector, scope, values)
+    return [_source(candidate) for candidate in found]
 
 
 def _ranked(

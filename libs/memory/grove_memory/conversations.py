@@ -21,7 +21,7 @@ lease is compared against) is injectable; by default it is the database's.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -53,7 +53,7 @@ from grove_memory.errors import (
     VersionConflict,
 )
 from grove_memory.idempotency import request_hash
-from grove_memory.inference import TIMEOUT, EvidenceText, Generated, InferenceError
+from grove_memory.inference import EvidenceText, Generated
 from grove_memory.recall import lexical_candidates
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE, check_project, params
@@ -514,7 +514,8 @@ def _generate(
     if not evidence:
         return Outcome("no_evidence", sources=sources)
     previous = claim.previous[-HISTORY_TURNS:]
-    generated = _answer(answerer, body, previous, evidence, timeout)
+    markdown = body.format == "markdown"
+    generated = ask.generate(answerer, body.query, previous, evidence, markdown, timeout)
     if generated is None:
         return Outcome("disabled", sources=sources)
     citations = ask.verify_citations(generated.citations, evidence)
@@ -524,7 +525,7 @@ def _generate(
 
 
 def _retrieve(store: Store, principal: Principal, claim: Claim, query: str) -> list[dict[str, Any]]:
-    """Scoped evidence retrieved afresh by ``grove_memory.ask`` (``mode: search``).
+    """Scoped evidence retrieved afresh by ``grove_memory.ask``.
 
     A short question ("and the second one?") is searched with the latest earlier
     question, so its references find the notes they point at.
@@ -535,44 +536,7 @@ def _retrieve(store: Store, principal: Principal, claim: Claim, query: str) -> l
     scope: dict[str, Any] = {"includePersonal": conversation["include_personal"]}
     if not conversation["all_scopes"]:
         scope["projectId"] = conversation["project_id"]
-    request = AskRequest(query=query, mode="search", **scope)
-    found = ask.ask(store, _NoAnswers(), principal, request, 0)
-    return list(found["sources"])
-
-
-class _NoAnswers:
-    """The answerer given to ``ask.ask`` in ``search`` mode, which never calls it."""
-
-    def answer(
-        self,
-        question: str,
-        previous: Sequence[str],
-        evidence: Sequence[EvidenceText],
-        *,
-        markdown: bool,
-        timeout: float,
-    ) -> Generated:
-        raise AssertionError("search mode does not generate")
-
-
-def _answer(
-    answerer: ask.Answerer,
-    body: TurnRequest,
-    previous: list[str],
-    evidence: list[EvidenceText],
-    timeout: float,
-) -> Generated | None:
-    """``Answer``'s reply, None when answering is disabled; errors as ask maps them."""
-    try:
-        return answerer.answer(
-            body.query, previous, evidence, markdown=body.format == "markdown", timeout=timeout
-        )
-    except InferenceError as ex:
-        if ex.reason == "disabled":
-            return None
-        if ex.reason == TIMEOUT:
-            raise ask.InferenceTimeout() from ex
-        raise ask.InferenceUnavailable() from ex
+    return ask.find_sources(store, principal, AskRequest(query=query, mode="search", **scope))
 
 
 def _complete(

@@ -472,3 +472,25 @@ def test_asks_in_progress_are_limited_per_account_at_the_boundary(stack: Stack) 
     assert [r.status_code for r in results] == [200] * ASK_CONCURRENT
     # The slots are given back when the asks end.
     assert answer_of(tenant.client)["generator"] == "openai"
+
+
+def test_a_client_that_hangs_up_cancels_the_answer_and_the_provider_request(
+    stack: Stack,
+) -> None:
+    client = stack.tenant().client
+    client.save(DEPLOY)
+    stack.fake.reset(Hold())
+    body = json.dumps(QUESTION).encode()
+    host, port = stack.api.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(
+            b"POST /v1/ask HTTP/1.1\r\nHost: grove\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {client.key}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        wait_until(lambda: stack.fake.seen, timeout=10)  # the model is working on it
+        hung_up = time.monotonic()
+    closed = wait_until(lambda: stack.fake.closed and stack.fake.closed[0], timeout=5)
+    # Well before the provider timeout (3 s) or the api's deadline (10 s) would end it.
+    assert closed - hung_up < 1.0
+    assert len(stack.fake.seen) == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,6 +16,7 @@ import psycopg
 import pytest
 import requests
 
+from grove_auth.errors import AuthError
 from grove_auth.principal import Principal
 from grove_cli import admin
 from grove_contracts.conversations import TurnRequest
@@ -540,7 +541,10 @@ class Crashing:
         raise Crash()
 
 
+@dataclass
 class Failing:
+    reason: str = "inference_unavailable"
+
     def answer(
         self,
         question: str,
@@ -550,7 +554,7 @@ class Failing:
         markdown: bool,
         timeout: float,
     ) -> Generated:
-        raise InferenceError("inference_unavailable", "the ask service is down")
+        raise InferenceError(self.reason, "the ask service says no")
 
 
 @dataclass
@@ -682,3 +686,46 @@ def test_a_source_deleted_during_generation_loses_its_citations(
     kept = owner.key.save(DEPLOY)["id"]
     again = owner.answered(str(conversation), "When do we deploy?", 2)["turn"]
     assert cited(again) == {kept}
+
+
+def test_a_turn_does_not_commit_for_a_session_that_ended_while_answering(
+    owner: Owner, store: Store, answerer: InferenceClient, stack: Stack
+) -> None:
+    owner.key.save(DEPLOY)
+    conversation = uuid.UUID(owner.create()["id"])
+    request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+    identity = (ISSUER, owner.subject)
+    expired = replace(
+        owner.principal(),
+        owner_identity=identity,
+        session_expires_at=datetime.now().astimezone() - timedelta(seconds=1),
+    )
+    with pytest.raises(AuthError, match="session expired"):
+        conversations.add_turn(store, answerer, expired, conversation, request, 5)
+    (turn,) = data_of(owner.get(str(conversation)))["turns"]
+    assert (turn["status"], turn["answer"]) == ("failed", None)
+    disowned = replace(owner.principal(), owner_identity=(ISSUER, "someone-else"))
+    with pytest.raises(AuthError, match="no longer owns"):
+        conversations.add_turn(store, answerer, disowned, conversation, request, 5)
+    live = replace(owner.principal(), owner_identity=identity)
+    reply, fresh = conversations.add_turn(store, answerer, live, conversation, request, 5)
+    assert fresh and reply["turn"]["status"] == "completed"
+
+
+def test_a_turn_with_answering_switched_off_is_disabled_and_stored(
+    owner: Owner, store: Store
+) -> None:
+    owner.key.save(DEPLOY)
+    conversation = uuid.UUID(owner.create()["id"])
+    request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+    principal = owner.principal()
+    reply, fresh = conversations.add_turn(
+        store, Failing("disabled"), principal, conversation, request, 5
+    )
+    turn = reply["turn"]
+    assert fresh and (turn["status"], turn["outcome"], turn["answer"]) == (
+        "completed",
+        "disabled",
+        None,
+    )
+    assert turn["sources"]  # the evidence was found; only the answer is switched off

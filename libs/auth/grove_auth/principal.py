@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -28,6 +29,10 @@ class Principal:
     #: For an OAuth client the owner has not approved yet: where to approve it.
     approval_url: str | None = None
     client_id: str | None = None
+    #: For an owner session: the identity (issuer, subject) and when its token expires,
+    #: so work that outlives the request's start can check the session again.
+    owner_identity: tuple[str, str] | None = None
+    session_expires_at: datetime | None = None
 
     @property
     def is_owner(self) -> bool:

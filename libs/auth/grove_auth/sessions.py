@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import jwt
@@ -151,4 +152,8 @@ def owner_principal(pool: ConnectionPool, config: OidcConfig, claims: dict[str, 
         can_write=True,
         can_delete=True,
         kind="owner",
+        owner_identity=(config.issuer, subject),
+        session_expires_at=datetime.fromtimestamp(int(claims["exp"]), UTC)
+        if "exp" in claims
+        else None,
     )

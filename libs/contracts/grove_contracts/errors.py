@@ -39,6 +39,7 @@ ERROR_STATUS: dict[str, int] = {
     "database_timeout": 503,
     "inference_unavailable": 503,
     "inference_timeout": 504,
+    "client_closed_request": 499,
 }
 
 

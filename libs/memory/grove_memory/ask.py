@@ -21,7 +21,14 @@ from grove_auth.principal import Principal
 from grove_contracts.ask import AskRequest
 from grove_db.pool import Conn, transaction
 from grove_memory.errors import ServiceError
-from grove_memory.inference import TIMEOUT, EvidenceText, Generated, InferenceError, QuotedSpan
+from grove_memory.inference import (
+    GONE,
+    TIMEOUT,
+    EvidenceText,
+    Generated,
+    InferenceError,
+    QuotedSpan,
+)
 from grove_memory.recall import (
     Candidate,
     QueryVector,
@@ -31,7 +38,7 @@ from grove_memory.recall import (
     query_vector,
     semantic_candidates,
 )
-from grove_memory.scope import check_project
+from grove_memory.scope import check_project, in_project
 from grove_memory.store import Store, require
 from grove_telemetry import metrics
 
@@ -59,6 +66,13 @@ class InferenceTimeout(ServiceError):
 
     code = "inference_timeout"
     status = 504
+
+
+class ClientGone(ServiceError):
+    """The client closed the connection before the answer was ready; nothing was sent."""
+
+    code = "client_closed_request"
+    status = 499
 
 
 class Answerer(Protocol):
@@ -151,8 +165,9 @@ def generate(
 ) -> Generated | None:
     """``Answer``'s reply, or None when answering is disabled in the ask service.
 
-    A missed deadline raises ``InferenceTimeout`` (504), any other failure
-    ``InferenceUnavailable`` (503).
+    A missed deadline raises ``InferenceTimeout`` (504), a client that went away
+    ``ClientGone`` (499, the call cancelled), any other failure ``InferenceUnavailable``
+    (503).
     """
     try:
         return answerer.answer(question, previous, evidence, markdown=markdown, timeout=timeout)
@@ -161,6 +176,8 @@ def generate(
             return None
         if ex.reason == TIMEOUT:
             raise InferenceTimeout() from ex
+        if ex.reason == GONE:
+            raise ClientGone() from ex
         raise InferenceUnavailable() from ex
 
 
@@ -199,7 +216,7 @@ def _scope(req: AskRequest) -> tuple[str, dict[str, Any]]:
     values["project_id"] = req.projectId
     if req.projectId is not None and req.includePersonal:
         return "(m.project_id = %(project_id)s OR m.project_id IS NULL)", values
-    return "m.project_id IS NOT DISTINCT FROM %(project_id)s", values
+    return in_project(req.projectId), values
 
 
 def _source(candidate: Candidate) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from grove_auth.connections import require_owner
+from grove_auth.errors import AuthError
 from grove_auth.principal import Principal
 from grove_contracts.ask import MAX_ASK_QUERY_CHARS, AskRequest
 from grove_contracts.conversations import (
@@ -304,10 +305,10 @@ def add_turn(
         return claim.done, False
     try:
         produced = _generate(store, answerer, principal, claim, body, timeout)
+        return _complete(store, principal, claim, produced), True
     except Exception as ex:
         _fail(store, principal, claim, getattr(ex, "code", "internal"))
         raise
-    return _complete(store, principal, claim, produced), True
 
 
 def _claim(
@@ -542,10 +543,12 @@ def _retrieve(store: Store, principal: Principal, claim: Claim, query: str) -> l
 def _complete(
     store: Store, principal: Principal, claim: Claim, produced: Outcome
 ) -> dict[str, Any]:
-    """Step 3: re-check, drop citations of notes deleted meanwhile, store the answer."""
+    """Step 3: re-check the account and the session, drop citations of notes deleted
+    meanwhile, store the answer."""
     conversation_id = claim.conversation["id"]
     with transaction(store.pool, principal.account_id) as conn:
         _hold_account(conn, principal)
+        _hold_session(conn, principal, _clock(conn, None))
         turn = conn.execute(
             "SELECT status, attempts FROM conversation_turns"
             " WHERE conversation_id = %s AND id = %s FOR UPDATE",
@@ -614,6 +617,21 @@ def _hold_account(conn: Conn, principal: Principal) -> None:
     ).fetchone()
     if live is None:
         raise AccountDeleted()
+
+
+def _hold_session(conn: Conn, principal: Principal, clock: datetime) -> None:
+    """The owner session is still good: its identity still owns the account, and its
+    token has not expired while the answer was being written."""
+    if principal.owner_identity is not None:
+        issuer, subject = principal.owner_identity
+        owns = conn.execute(
+            "SELECT 1 FROM account_owners WHERE issuer = %s AND subject = %s AND account_id = %s",
+            (issuer, subject, principal.account_id),
+        ).fetchone()
+        if owns is None:
+            raise AuthError("this identity no longer owns the account")
+    if principal.session_expires_at is not None and clock >= principal.session_expires_at:
+        raise AuthError("the session expired while the answer was written; sign in and retry")
 
 
 def _clock(conn: Conn, now: datetime | None) -> datetime:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,14 @@ from grove_telemetry import metrics
 
 UNAVAILABLE = "inference_unavailable"
 TIMEOUT = "inference_timeout"
+GONE = "client_gone"
 tracer = trace.get_tracer("grove.inference")
+
+#: Set by an HTTP handler around a long call: returns True once its client has closed the
+#: connection. A call made while it is set is watched and cancelled then (the ask service
+#: in turn closes its provider request), raising ``InferenceError(GONE)``.
+CLIENT_GONE: ContextVar[Callable[[], bool] | None] = ContextVar("client_gone", default=None)
+WATCH_SECONDS = 0.1
 
 
 class InferenceError(Exception):
@@ -121,8 +129,14 @@ class InferenceClient:
             span.set_attribute("rpc.method", method)
             carrier: dict[str, str] = {}
             propagate.inject(carrier)  # W3C traceparent, so ask's span joins this trace
+            metadata = list(carrier.items())
+            gone = CLIENT_GONE.get()
             try:
-                response = stub_method(request, timeout=timeout, metadata=list(carrier.items()))
+                if gone is None:
+                    response = stub_method(request, timeout=timeout, metadata=metadata)
+                else:
+                    future = stub_method.future(request, timeout=timeout, metadata=metadata)
+                    response = _watched(future, gone, span, method)
             except grpc.RpcError as ex:
                 span.set_status(Status(StatusCode.ERROR, ex.code().name))
                 metrics.INFERENCE_CLIENT.labels(metrics.service(), method, _outcome(ex)).inc()
@@ -135,6 +149,20 @@ class InferenceClient:
     def close(self) -> None:
         """Close the channel."""
         self._channel.close()
+
+
+def _watched(future: Any, gone: Callable[[], bool], span: Any, method: str) -> Any:
+    """The call's response, or cancel it and raise ``InferenceError(GONE)`` once the
+    client has gone away (checked every ``WATCH_SECONDS``)."""
+    while True:
+        try:
+            return future.result(timeout=WATCH_SECONDS)
+        except grpc.FutureTimeoutError:
+            if gone():
+                future.cancel()
+                span.set_status(Status(StatusCode.ERROR, "CANCELLED"))
+                metrics.INFERENCE_CLIENT.labels(metrics.service(), method, "cancelled").inc()
+                raise InferenceError(GONE, "the client closed the connection") from None
 
 
 def _outcome(ex: grpc.RpcError) -> str:

@@ -34,7 +34,7 @@ from grove_db.pool import Conn, transaction
 from grove_memory import cursors
 from grove_memory.inference import InferenceError, vector_literal
 from grove_memory.rows import MEMORY_COLUMNS, memory_json
-from grove_memory.scope import VISIBLE, check_project, params
+from grove_memory.scope import VISIBLE, check_project, in_project, params
 from grove_memory.store import Store, require
 
 #: Recall drops lexical matches scoring under this share of the best one's score.
@@ -251,7 +251,7 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
 def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, Any]:
     """The most relevant notes within the budget, or a profile when there is no query."""
     require(principal, "read")
-    scope = "(m.project_id IS NOT DISTINCT FROM %(project_id)s"
+    scope = f"({in_project(req.projectId)}"
     if req.includePersonal and req.projectId is not None:
         scope += " OR m.project_id IS NULL"
     scope += ")"
@@ -313,7 +313,7 @@ def _now(conn: Conn) -> datetime:
 def _search_scope(req: SearchRequest) -> tuple[str, dict[str, Any]]:
     scope, values = "true", dict[str, Any]()
     if "projectId" in req.model_fields_set:
-        scope = "m.project_id IS NOT DISTINCT FROM %(project_id)s"
+        scope = in_project(req.projectId)
         values["project_id"] = req.projectId
     if req.kind is not None:
         scope += " AND m.kind = %(kind)s"

@@ -22,6 +22,15 @@ GRANTED = (
 VISIBLE = f"{LIVE} AND {GRANTED}"
 
 
+def in_project(project_id: UUID | None) -> str:
+    """Notes in one scope: the notebook ``%(project_id)s``, or personal notes for None.
+
+    Written as ``IS NULL`` or ``=`` rather than ``IS NOT DISTINCT FROM``, which the
+    planner cannot estimate: at 100,000 notes it turned an HNSW search into a 1 s scan.
+    """
+    return "m.project_id IS NULL" if project_id is None else "m.project_id = %(project_id)s"
+
+
 def check_project(conn: Conn, principal: Principal, project_id: UUID | None) -> None:
     """Raise ``NotFound`` unless the notebook exists in the account and is granted.
 

@@ -8,7 +8,11 @@ holds across replicas) and a number in progress at once, counted per api process
 
 from __future__ import annotations
 
+import select
+import socket
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
@@ -20,6 +24,7 @@ from grove_contracts.ask import AskRequest, AskResponse
 from grove_contracts.errors import success_envelope
 from grove_db.ratelimit import RateLimit
 from grove_memory import ask
+from grove_memory.inference import CLIENT_GONE
 from grove_memory.store import Store
 from grove_telemetry import metrics
 
@@ -44,8 +49,41 @@ class Ask:
         body = read_json(req, AskRequest, self.max_body)
         if self.answerer is None:
             raise ask.InferenceUnavailable("no answering service is configured")
-        reply = ask.ask(self.store, self.answerer, req.context.principal, body, self.timeout)
+        with watching(req):
+            reply = ask.ask(self.store, self.answerer, req.context.principal, body, self.timeout)
         resp.media = success_envelope(AskResponse.model_validate(reply).model_dump(mode="json"))
+
+
+@contextmanager
+def watching(req: falcon.Request) -> Iterator[None]:
+    """Within, a call to the ask service is cancelled if this request's client hangs up
+    (the ask service then closes its provider request): no model runs for nobody."""
+    token = CLIENT_GONE.set(client_gone(req.env.get("gunicorn.socket")))
+    try:
+        yield
+    finally:
+        CLIENT_GONE.reset(token)
+
+
+def client_gone(connection: socket.socket | None) -> Callable[[], bool]:
+    """Whether the client closed ``connection`` (gunicorn's socket of this request).
+
+    The request body has been read, so a readable socket with nothing to read is a
+    closed one. Without a socket, or one that cannot be peeked at (TLS), it cannot tell.
+    """
+
+    def gone() -> bool:
+        if connection is None:
+            return False
+        try:
+            readable, _, _ = select.select([connection], [], [], 0)
+            return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+        except ValueError:
+            return False
+        except OSError:
+            return True
+
+    return gone
 
 
 class AccountSlots:

@@ -6,6 +6,7 @@ from uuid import UUID
 
 import falcon
 
+from grove_api.ask import watching
 from grove_api.body import read_json, read_query
 from grove_contracts.conversations import (
     Conversation as ConversationSummary,
@@ -93,8 +94,14 @@ class Turns(ConversationResource):
         body = read_json(req, TurnRequest, self.max_body)
         if self.answerer is None:
             raise ask.InferenceUnavailable("no answering service is configured")
-        reply, fresh = conversations.add_turn(
-            self.store, self.answerer, req.context.principal, conversation_id, body, self.timeout
-        )
+        with watching(req):
+            reply, fresh = conversations.add_turn(
+                self.store,
+                self.answerer,
+                req.context.principal,
+                conversation_id,
+                body,
+                self.timeout,
+            )
         resp.status = 201 if fresh else 200
         resp.media = success_envelope(TurnReply.model_validate(reply).model_dump(mode="json"))

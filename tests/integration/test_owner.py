@@ -565,6 +565,37 @@ def test_agent_tokens_work_over_rest_tools_with_the_same_approval(setup: Setup) 
     assert agent.get("/v1/connections").status_code == 403  # never an owner
 
 
+def test_approved_agent_tokens_cannot_manage_shares_or_conversations(setup: Setup) -> None:
+    token = agent_token(setup, client_id="share-agent")
+    agent = Client(setup.api.url, token)
+    assert agent.post("/v1/tools/recall", {}).status_code == 403  # files the request
+    request_id = next(
+        c["pendingRequest"]["id"]
+        for c in setup.owner().get("/v1/connections").json()["data"]["items"]
+        if c["clientId"] == "share-agent"
+    )
+    setup.owner().post(
+        f"/v1/connections/requests/{request_id}/approve",
+        {"grants": {"personal": True, "allProjects": True}},
+    )
+    note = agent.save("shared by nobody")
+    share = {"target": {"type": "note", "id": note["id"]}}
+    conversation = {"id": str(uuid.uuid4())}
+    for method, path, body in (
+        ("POST", "/v1/shares", share),
+        ("GET", "/v1/shares", None),
+        ("DELETE", f"/v1/shares/{uuid.uuid4()}", None),
+        ("POST", "/v1/conversations", conversation),
+        ("GET", "/v1/conversations", None),
+        ("POST", "/v1/conversations/search", {}),
+    ):
+        response = agent.session.request(
+            method, agent.base + path, json=body, headers=agent.headers(), timeout=10
+        )
+        assert response.status_code == 403, (method, path, response.text)
+        assert error_of(response)["code"] == "owner_session_required"
+
+
 class Introspector:
     """A stand-in RFC 7662 endpoint: answers for the opaque tokens the test registers."""
 

@@ -50,6 +50,8 @@ def run(running: Stack, api_pid: int, notes: int) -> dict[str, float]:
     with psycopg.connect(running.db.migration_url) as conn, conn.transaction():
         set_tenant(conn, UUID(running.account_id))
         conn.execute(SEED, {"account": running.account_id, "count": notes})
+    for _ in range(4):  # the workers have booted and loaded the app: a true idle size
+        requests.get(f"{running.api_url}/readyz", timeout=30).raise_for_status()
     idle = worker_rss(api_pid)
     peak = idle
     done = threading.Event()

@@ -18,7 +18,7 @@ import pytest
 from bench import bulk, export, ingest, latency
 from bench.stack import Stack
 from grove_db import embedded
-from tests.integration.conftest import SECRET, Client, Tenant, data_of, start_api
+from tests.integration.conftest import SECRET, Tenant, data_of, start_api
 
 NAMES = ("Ana", "Ben", "Caro", "Dev", "Eli")
 DEEDS = (
@@ -171,9 +171,6 @@ def test_the_export_benchmark_measures_peak_memory(
     )
     try:
         key, account = tenant.client.key or "", str(tenant.account_id)
-        # One answer first: gunicorn forks its worker after it listens, and the worker
-        # loads the app lazily, so "idle" would otherwise be read before it exists.
-        data_of(Client(api.url, key).get("/v1/memories?limit=1"))
         running = Stack(database, api.url, key, account, {})
         figures = export.run(running, api.process.pid, notes=50)
     finally:

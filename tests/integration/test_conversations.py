@@ -18,7 +18,6 @@ import requests
 
 from grove_auth.errors import AuthError
 from grove_auth.principal import Principal
-from grove_cli import admin
 from grove_contracts.conversations import TurnRequest
 from grove_db import embedded
 from grove_db.pool import open_pool
@@ -29,15 +28,13 @@ from grove_memory.store import Store
 from tests.integration.conftest import (
     Client,
     Running,
-    Tenant,
     data_of,
     error_of,
-    new_tenant,
     race,
     start_api,
     start_ask,
 )
-from tests.integration.test_owner import ISSUER, WEBSITE, Provider
+from tests.integration.test_owner import ISSUER, WEBSITE, OwnedAccount, Provider, owned_tenant
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
 OWNER_NOTE = "Priya maintains the billing service."
@@ -73,20 +70,10 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
 
 
 @dataclass
-class Owner:
-    """One account: its owner's session, a full-access key, and conversation helpers."""
+class Owner(OwnedAccount):
+    """One account on the conversation stack, with conversation helpers."""
 
     stack: Stack
-    tenant: Tenant
-    subject: str
-
-    @property
-    def session(self) -> Client:
-        return Client(self.stack.api.url, self.stack.provider.token(self.subject))
-
-    @property
-    def key(self) -> Client:
-        return self.tenant.client
 
     def create(self, **fields: Any) -> dict[str, Any]:
         body = {"id": str(uuid.uuid4()), **fields}
@@ -124,10 +111,7 @@ class Owner:
 
 
 def new_owner(stack: Stack) -> Owner:
-    tenant = new_tenant(stack.database, stack.api.url)
-    subject = f"user-{uuid.uuid4().hex[:8]}"
-    admin.add_owner(stack.database.migration_url, tenant.account_id, ISSUER, subject)
-    return Owner(stack, tenant, subject)
+    return Owner(stack, *owned_tenant(stack.database, stack.api.url))
 
 
 @pytest.fixture

@@ -120,6 +120,32 @@ class Provider:
 
 
 @dataclass
+class OwnedAccount:
+    """An account with an owner identity at the test provider: its owner's session and a
+    full-access key. ``stack`` is any test stack with ``provider`` and ``api``."""
+
+    stack: Any
+    tenant: Tenant
+    subject: str
+
+    @property
+    def session(self) -> Client:
+        return Client(self.stack.api.url, self.stack.provider.token(self.subject))
+
+    @property
+    def key(self) -> Client:
+        return self.tenant.client
+
+
+def owned_tenant(database: embedded.EmbeddedDatabase, api_url: str) -> tuple[Tenant, str]:
+    """A fresh account and the provider subject that now owns it."""
+    tenant = new_tenant(database, api_url)
+    subject = f"user-{uuid.uuid4().hex[:8]}"
+    admin.add_owner(database.migration_url, tenant.account_id, ISSUER, subject)
+    return tenant, subject
+
+
+@dataclass
 class Setup:
     provider: Provider
     api: Running

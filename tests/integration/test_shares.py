@@ -23,14 +23,11 @@ import pytest
 import requests
 
 from grove_auth.keys import derive_secret
-from grove_cli import admin
 from grove_db import embedded
 from grove_db.pool import set_tenant
 from tests.integration.conftest import (
     SECRET,
-    Client,
     Running,
-    Tenant,
     data_of,
     error_of,
     free_port,
@@ -41,7 +38,7 @@ from tests.integration.conftest import (
 )
 from tests.integration.test_dev_auth import dev_env
 from tests.integration.test_limits import fresh_window
-from tests.integration.test_owner import ISSUER, WEBSITE, Provider
+from tests.integration.test_owner import ISSUER, WEBSITE, OwnedAccount, Provider, owned_tenant
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -60,20 +57,10 @@ class Stack:
 
 
 @dataclass
-class Owner:
-    """One account: its owner's session and a full-access key."""
+class Owner(OwnedAccount):
+    """One account on the share stack, with share helpers."""
 
     stack: Stack
-    tenant: Tenant
-    subject: str
-
-    @property
-    def session(self) -> Client:
-        return Client(self.stack.api.url, self.stack.provider.token(self.subject))
-
-    @property
-    def key(self) -> Client:
-        return self.tenant.client
 
     def share(self, kind: str, target: str, **fields: Any) -> dict[str, Any]:
         body = {"target": {"type": kind, "id": target}, **fields}
@@ -116,11 +103,9 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
 
 
 def new_owner(stack: Stack, name: str = "Test account") -> Owner:
-    tenant = new_tenant(stack.database, stack.api.url)
+    tenant, subject = owned_tenant(stack.database, stack.api.url)
     with psycopg.connect(stack.database.superuser_url.replace("/postgres?", "/grove?")) as conn:
         conn.execute("UPDATE accounts SET name = %s WHERE id = %s", (name, tenant.account_id))
-    subject = f"user-{uuid.uuid4().hex[:8]}"
-    admin.add_owner(stack.database.migration_url, tenant.account_id, ISSUER, subject)
     return Owner(stack, tenant, subject)
 
 

@@ -64,6 +64,10 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_ask_model_latency_seconds": "histogram",
     "grove_ask_queue_wait_seconds": "histogram",
     "grove_ask_model_loaded": "gauge",
+    "grove_ask_answer_invalid_replies_total": "counter",
+    "grove_ask_answer_fallbacks_total": "counter",
+    # ask's callers that answer (api, mcp)
+    "grove_ask_citations_dropped_total": "counter",
     # share (no `service` label of their own: the scrape target's applies)
     "grove_share_views_total": "counter",
     "grove_share_not_found_total": "counter",
@@ -90,6 +94,8 @@ ALERTS = {
     "GroveOldestQueuedJobAge",
     "GroveFailedJobs",
     "GroveInferenceUnavailable",
+    "GroveAnswerFailures",
+    "GroveAskCitationsDropped",
     "GroveDatabasePoolSaturation",
     "GroveShareNotFoundSurge",
     "GroveShareRateLimited",
@@ -308,6 +314,7 @@ def _alert_cases() -> list[dict[str, Any]]:
     duration = "grove_http_request_duration_seconds"
     inference = "grove_inference_client_requests_total"
     not_found = "grove_share_not_found_total"
+    dropped = "grove_ask_citations_dropped_total"
     limited = "grove_share_rate_limited_total"
     return [
         {
@@ -434,6 +441,50 @@ def _alert_cases() -> list[dict[str, Any]]:
                                 "severity": "critical",
                             }
                         },
+                    ],
+                },
+            ],
+        },
+        {
+            # Answer: 20 of 100 calls time out (cancelled calls are left out of the ratio,
+            # else 20 of 300). Embed's healthy volume does not hide it.
+            "input_series": [
+                _series(inference, "0+80x40", service="api", method="Answer", outcome="ok"),
+                _series(inference, "0+20x40", service="api", method="Answer", outcome="timeout"),
+                _series(inference, "0+200x40", service="api", method="Answer", outcome="cancelled"),
+                _series(inference, "0+1000x40", service="api", method="Embed", outcome="ok"),
+                _series(inference, "0+100x40", service="mcp", method="Answer", outcome="ok"),
+                _series(inference, "0+5x40", service="mcp", method="Answer", outcome="timeout"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "GroveAnswerFailures", "exp_alerts": []},
+                {
+                    "eval_time": "15m",
+                    "alertname": "GroveAnswerFailures",
+                    "exp_alerts": [{"exp_labels": {"service": "api", "severity": "warning"}}],
+                },
+                {"eval_time": "15m", "alertname": "GroveInferenceUnavailable", "exp_alerts": []},
+            ],
+        },
+        {
+            # Pre-created at 0; quote mismatches from minute 6 on, never an unknown revision.
+            "input_series": [
+                _series(dropped, "0x40", service="api", reason="unknown_revision"),
+                _series(dropped, "0x5 1+1x34", service="api", reason="quote_mismatch"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "15m", "alertname": "GroveAskCitationsDropped", "exp_alerts": []},
+                {
+                    "eval_time": "25m",
+                    "alertname": "GroveAskCitationsDropped",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {
+                                "service": "api",
+                                "reason": "quote_mismatch",
+                                "severity": "warning",
+                            }
+                        }
                     ],
                 },
             ],

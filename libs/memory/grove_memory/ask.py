@@ -52,6 +52,14 @@ CITATIONS_DROPPED = Counter(
     "Citations of a generated answer dropped because they failed verification, by reason.",
     ["service", "reason"],
 )
+#: Every ``reason`` of ``CITATIONS_DROPPED`` (see ``_citation_problem``).
+DROP_REASONS = ("unknown_revision", "quote_mismatch")
+
+
+def init_metrics() -> None:
+    """Create the dropped-citations series at 0, so they are exported before any drop."""
+    for reason in DROP_REASONS:
+        CITATIONS_DROPPED.labels(metrics.service(), reason)
 
 
 class InferenceUnavailable(ServiceError):

@@ -50,9 +50,13 @@ RATE_LIMITED = Counter(
 )
 INFERENCE_CLIENT = Counter(
     "grove_inference_client_requests",
-    "Calls to the ask service, by outcome (ok, unavailable, timeout, error).",
+    "Calls to the ask service, by outcome (ok, unavailable, timeout, error, cancelled).",
     ["service", "method", "outcome"],
 )
+#: Pre-created at start-up, so dashboards and alerts see every series (at 0) before the
+#: first call: ``increase`` and ``rate`` cannot see a series' first sample.
+INFERENCE_METHODS = ("Embed", "Answer")
+INFERENCE_OUTCOMES = ("ok", "unavailable", "timeout", "error", "cancelled")
 POOL_SIZE = Gauge(
     "grove_db_pool_size",
     "Most database connections the pools may open.",
@@ -93,8 +97,9 @@ def init(service: str) -> None:
     BUILD_INFO.labels(service, version, commit).set(1)
     RATE_LIMITED.labels(service)
     HTTP_IN_FLIGHT.labels(service).set(0)
-    for outcome in ("ok", "unavailable", "timeout", "error"):
-        INFERENCE_CLIENT.labels(service, "Embed", outcome)
+    for method in INFERENCE_METHODS:
+        for outcome in INFERENCE_OUTCOMES:
+            INFERENCE_CLIENT.labels(service, method, outcome)
 
 
 def service() -> str:

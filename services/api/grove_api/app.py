@@ -17,6 +17,7 @@ from grove_auth.oauth import AgentConfig
 from grove_auth.sessions import Jwks, OidcConfig
 from grove_db.pool import open_pool
 from grove_db.ratelimit import RateLimit
+from grove_memory.ask import init_metrics as init_ask_metrics
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
 from grove_telemetry import metrics
@@ -169,6 +170,7 @@ def get_app() -> falcon.App:
     configure_logging("api")
     configure_tracing("grove-api")
     metrics.init("api")
+    init_ask_metrics()
     deps = deps_from(settings)
     metrics.watch_pool(deps.pool)
     return create_app(settings, deps)

@@ -14,7 +14,7 @@ from grove_ask import providers
 from grove_ask.batcher import Batcher
 from grove_ask.server import create_server
 from grove_ask.settings import AskSettings
-from grove_ask.telemetry import MODEL_LOADED
+from grove_ask.telemetry import MODEL_LOADED, init_answer_metrics
 from grove_contracts.errors import settings_problems
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging, log
@@ -35,6 +35,7 @@ def main() -> None:
     configure_tracing("grove-ask")
     metrics.init("ask")
     MODEL_LOADED.labels("ask").set(0)
+    init_answer_metrics("ask")
     start_metrics_server(settings.metrics_host, settings.ask_metrics_port)
     provider = providers.load(settings)
     MODEL_LOADED.labels("ask").set(1 if provider else 0)

@@ -63,7 +63,17 @@ ANSWER_FALLBACKS = Counter(
     "Answers written by the extractive generator after two unusable model replies.",
     ["service"],
 )
+#: Every ``reason`` of ``ANSWER_INVALID_REPLIES`` (the ``InvalidReply`` reasons in chat.py).
+INVALID_REPLY_REASONS = ("not_json", "no_citations", "invalid_citation")
 tracer = trace.get_tracer("grove.ask")
+
+
+def init_answer_metrics(service: str) -> None:
+    """Create the answer-model series at 0, whichever generator runs, so they are exported
+    before the first refused reply or fallback."""
+    for reason in INVALID_REPLY_REASONS:
+        ANSWER_INVALID_REPLIES.labels(service, reason)
+    ANSWER_FALLBACKS.labels(service)
 
 
 class ServerTelemetry(grpc.ServerInterceptor):  # type: ignore[misc]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 from pydantic import ValidationError
@@ -23,17 +23,26 @@ class DatabaseSettings(Protocol):
     database_url: str
 
 
-S = TypeVar("S", bound=DatabaseSettings)
+S = TypeVar("S")
 
 
-def checked_settings(service: str, load: Callable[[], S]) -> S:
-    """Load the settings and refuse a database role that could bypass row-level security."""
+def checked_settings(
+    service: str, load: Callable[[], S], check: Callable[[S], object] | None = None
+) -> S:
+    """Load the settings and check the database role the service will connect as.
+
+    The check is ``check`` when given (grove-share checks its own role), else that the
+    runtime role of ``database_url`` cannot bypass row-level security.
+    """
     try:
         settings = load()
     except ValidationError as ex:
         sys.exit(f"{service}: invalid configuration: {settings_problems(ex)}")
     try:
-        check_runtime_role(settings.database_url)
+        if check is None:
+            check_runtime_role(cast(DatabaseSettings, settings).database_url)
+        else:
+            check(settings)
     except DatabaseError as ex:
         sys.exit(f"{service}: {ex}")
     except Exception as ex:  # any connection failure is one clear line

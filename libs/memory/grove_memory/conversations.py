@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -548,7 +548,7 @@ def _complete(
     conversation_id = claim.conversation["id"]
     with transaction(store.pool, principal.account_id) as conn:
         _hold_account(conn, principal)
-        _hold_session(conn, principal, _clock(conn, None))
+        _hold_session(conn, principal)
         turn = conn.execute(
             "SELECT status, attempts FROM conversation_turns"
             " WHERE conversation_id = %s AND id = %s FOR UPDATE",
@@ -619,9 +619,10 @@ def _hold_account(conn: Conn, principal: Principal) -> None:
         raise AccountDeleted()
 
 
-def _hold_session(conn: Conn, principal: Principal, clock: datetime) -> None:
+def _hold_session(conn: Conn, principal: Principal) -> None:
     """The owner session is still good: its identity still owns the account, and its
-    token has not expired while the answer was being written."""
+    token (whose expiry is the provider's wall-clock time) has not expired while the
+    answer was being written."""
     if principal.owner_identity is not None:
         issuer, subject = principal.owner_identity
         owns = conn.execute(
@@ -630,7 +631,8 @@ def _hold_session(conn: Conn, principal: Principal, clock: datetime) -> None:
         ).fetchone()
         if owns is None:
             raise AuthError("this identity no longer owns the account")
-    if principal.session_expires_at is not None and clock >= principal.session_expires_at:
+    expires = principal.session_expires_at
+    if expires is not None and datetime.now(UTC) >= expires:
         raise AuthError("the session expired while the answer was written; sign in and retry")
 
 

@@ -205,18 +205,14 @@ def _share(row: dict[str, Any]) -> Share:
 
 
 def public_page(
-    pool: ConnectionPool,
-    token_secret: bytes,
-    cursor_secret: bytes,
-    token: str,
-    query: PublicPageQuery,
+    pool: ConnectionPool, cursor_secret: bytes, token_hash: bytes, query: PublicPageQuery
 ) -> dict[str, Any] | None:
-    """What a reader of ``token`` sees, or None (unknown, revoked, expired, unavailable).
+    """What a reader of the link whose token hashes to ``token_hash`` (``hash_token``)
+    sees, or None (unknown, revoked, expired, unavailable).
 
     Returns the share (type, title, last update, whether it may be indexed) and one
     page of its notes, newest first; ``nextCursor`` is signed and bound to the share.
     """
-    token_hash = hash_token(token_secret, token)
     with transaction(pool, snapshot=True) as conn:
         share = conn.execute("SELECT * FROM grove_public_share(%s)", (token_hash,)).fetchone()
         before: tuple[datetime | None, UUID | None] = (None, None)

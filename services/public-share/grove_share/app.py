@@ -113,15 +113,14 @@ class SharePage:
         self.hops = settings.share_forwarded_hops
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
-        self._limit(req, token)
+        token_hash = shares.hash_token(self.deps.token_secret, token)
+        self._limit(req, token_hash)
         try:
             query = PublicPageQuery.model_validate(dict(req.params))
         except ValidationError as ex:
             problems = "; ".join(f"{d.field}: {d.message}" for d in validation_details(ex))
             raise PublicError(400, "validation_error", problems) from ex
-        found = shares.public_page(
-            self.deps.pool, self.deps.token_secret, self.deps.cursor_secret, token, query
-        )
+        found = shares.public_page(self.deps.pool, self.deps.cursor_secret, token_hash, query)
         if found is None:
             NOT_FOUND.inc()
             raise PublicError(404, "not_found", NOT_FOUND_MESSAGE)
@@ -162,14 +161,13 @@ class SharePage:
 
     on_get_notes = on_get
 
-    def _limit(self, req: falcon.Request, token: str) -> None:
+    def _limit(self, req: falcon.Request, token_hash: bytes) -> None:
         """Count the request against its address and its link (known or not)."""
         pool = self.deps.pool
         wait = self.per_ip.hit(pool, f"ip:{client_address(req, self.hops)}")
         if wait is not None:
             self._refuse("ip", self.per_ip.refusal(wait, "this address"), wait)
-        link = shares.hash_token(self.deps.token_secret, token).hex()[:32]
-        wait = self.per_link.hit(pool, f"link:{link}")
+        wait = self.per_link.hit(pool, f"link:{token_hash.hex()[:32]}")
         if wait is not None:
             self._refuse("link", self.per_link.refusal(wait, "this link"), wait)
 

@@ -6,15 +6,10 @@ functions (``grove_db.roles.check_share_role``).
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from pydantic import ValidationError
-
-from grove_contracts.errors import settings_problems
-from grove_db.errors import DatabaseError
 from grove_db.roles import check_share_role
-from grove_db.startup import Gunicorn
+from grove_db.startup import Gunicorn, checked_settings
 from grove_share.settings import ShareSettings
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
@@ -48,14 +43,7 @@ def _app() -> Any:
 def main() -> None:
     """Entry point of ``grove-share``; a bad setting or unsafe role exits with one line."""
     multiproc.prepare("grove-share")
-    try:
-        settings = ShareSettings()  # type: ignore[call-arg]
-    except ValidationError as ex:
-        sys.exit(f"grove-share: invalid configuration: {settings_problems(ex)}")
-    try:
-        check_share_role(settings.share_database_url)
-    except DatabaseError as ex:
-        sys.exit(f"grove-share: {ex}")
-    except Exception as ex:  # any connection failure is one clear line
-        sys.exit(f"grove-share: cannot reach the database: {type(ex).__name__}: {ex}")
+    settings = checked_settings(
+        "grove-share", ShareSettings, lambda s: check_share_role(s.share_database_url)
+    )
     Gunicorn(gunicorn_options(settings), _app).run()

@@ -309,6 +309,23 @@ class Client:
             **kwargs,
         )
 
+    def put(self, path: str, json: Any = None, **kwargs: Any) -> requests.Response:
+        return self.session.put(
+            self.base + path,
+            json=json,
+            headers=self.headers(kwargs.pop("headers", None)),
+            timeout=30,
+            **kwargs,
+        )
+
+    def delete(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.session.delete(
+            self.base + path,
+            headers=self.headers(kwargs.pop("headers", None)),
+            timeout=30,
+            **kwargs,
+        )
+
     def save(self, content: str = "a note", kind: str = "fact", **fields: Any) -> dict[str, Any]:
         """Save a note and return its resource (asserting 201)."""
         response = self.post("/v1/memories", {"content": content, "kind": kind, **fields})

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from grove_cli import admin
 from grove_db import embedded
-from tests.integration.conftest import SECRET, Client, free_port, start_api
+from tests.integration.conftest import SECRET, Client, free_port, new_tenant, start_api
 
 
 def dev_env(tmp_path: Path, port: int) -> dict[str, str]:
@@ -22,6 +24,54 @@ def dev_env(tmp_path: Path, port: int) -> dict[str, str]:
         "GROVE_WEBSITE_ORIGIN": origin,
         "GROVE_API_ORIGIN": "http://127.0.0.1:1",
     }
+
+
+def run_readme_walkthrough(
+    heading: str, database: embedded.EmbeddedDatabase, tmp_path: Path, **api_env: str
+) -> str:
+    """Run the first ```sh block under the README's ``heading`` as printed (minus sourcing
+    .grove/dev.env) against an api with the development provider, as ``make dev`` has it:
+    ``GROVE_API_KEY`` and ``GROVE_DEMO_ACCOUNT`` are a fresh account and its key. Its
+    standard output."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split(f"## {heading}\n", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    assert block is not None
+    script = block.group(1).replace(".venv/bin/", f"{Path(sys.executable).parent}/")
+    script = "\n".join(line for line in script.splitlines() if not line.startswith("set -a"))
+    port = free_port()
+    env = dev_env(tmp_path, port)
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_API_PORT": str(port),
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            **env,
+            **api_env,
+        }
+    )
+    try:
+        tenant = new_tenant(database, api.url)
+        result = subprocess.run(
+            [shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", script],
+            env={
+                **os.environ,
+                **env,
+                "GROVE_API_URL": api.url,
+                "GROVE_API_KEY": tenant.client.key or "",
+                "GROVE_DEMO_ACCOUNT": str(tenant.account_id),
+                "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
+                "GROVE_SECRET_KEY": SECRET,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        api.stop()
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def test_dev_token_gives_a_working_owner_session(

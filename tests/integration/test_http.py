@@ -221,3 +221,22 @@ def test_recall_limits(tenant: Tenant) -> None:
     assert client.post("/v1/recall", {"limit": 21}).status_code == 400
     assert client.post("/v1/recall", {"maxChars": 20000}).status_code == 200
     assert client.post("/v1/recall", {"maxChars": 20001}).status_code == 400
+
+
+@pytest.mark.parametrize("text", ["a\x00b", "a\udc00b"], ids=["nul", "lone-surrogate"])
+def test_text_postgresql_cannot_store_is_a_400_envelope_not_a_500(
+    tenant: Tenant, text: str
+) -> None:
+    client = tenant.client
+    for path, body, field in [
+        ("/v1/memories", {"content": text, "kind": "fact"}, "content"),
+        ("/v1/memories/search", {"query": text}, "query"),
+        ("/v1/recall", {"taskId": text}, "taskId"),
+        ("/v1/notebooks", {"name": text}, "name"),
+        ("/v1/tools/list_memories", {"sourceAgent": text}, "sourceAgent"),
+    ]:
+        response = client.post(path, body)
+        assert response.status_code == 400, (path, response.text)
+        assert error_of(response)["details"][0]["field"] == field
+    listed = client.get("/v1/memories", params={"sourceAgent": "a\x00b"})
+    assert listed.status_code == 400

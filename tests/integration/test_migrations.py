@@ -26,6 +26,18 @@ TENANT_TABLES = {
     "conversation_turns",
 }
 
+#: Org tables: scoped by the entered org (and project) and, for the shared pool, by the
+#: person's live membership of that project.
+ORG_TABLES = {
+    "orgs",
+    "org_members",
+    "org_projects",
+    "project_members",
+    "project_keys",
+    "project_memories",
+    "project_memory_audit",
+}
+
 
 #: Tables that hold no account's data: the migration ledger, and identity tombstones
 #: (issuer and subject of deleted owners, nothing else).
@@ -66,7 +78,7 @@ def test_every_tenant_table_forces_row_level_security(database: embedded.Embedde
             " AND relname <> ALL(%s)",
             (sorted(NON_TENANT_TABLES),),
         ).fetchall()
-    assert {r[0] for r in rows} == TENANT_TABLES
+    assert {r[0] for r in rows} == TENANT_TABLES | ORG_TABLES
     for name, enabled, forced, owner in rows:
         assert enabled and forced, name
         assert owner == embedded.MIGRATION_ROLE, name
@@ -96,4 +108,17 @@ def test_every_tenant_table_has_account_id(database: embedded.EmbeddedDatabase) 
                 " WHERE table_schema = 'public' AND column_name = 'account_id'"
             )
         }
-    assert tables == TENANT_TABLES - {"accounts"}
+    # Membership rows name a person too.
+    assert tables == TENANT_TABLES - {"accounts"} | {"org_members", "project_members"}
+
+
+def test_every_org_table_has_org_id(database: embedded.EmbeddedDatabase) -> None:
+    with psycopg.connect(database.migration_url) as conn:
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.columns"
+                " WHERE table_schema = 'public' AND column_name = 'org_id'"
+            )
+        }
+    assert tables == ORG_TABLES - {"orgs"}

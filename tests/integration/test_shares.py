@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -30,13 +28,11 @@ from tests.integration.conftest import (
     Running,
     data_of,
     error_of,
-    free_port,
-    new_tenant,
     scrape,
     start_api,
     start_share,
 )
-from tests.integration.test_dev_auth import dev_env
+from tests.integration.test_dev_auth import run_readme_walkthrough
 from tests.integration.test_limits import fresh_window
 from tests.integration.test_owner import ISSUER, WEBSITE, OwnedAccount, Provider, owned_tenant
 
@@ -731,46 +727,11 @@ def test_private_notes_in_a_share_tenant_context_stay_private(stack: Stack) -> N
 def test_the_readme_share_example_runs(
     stack: Stack, database: embedded.EmbeddedDatabase, tmp_path: Path
 ) -> None:
-    """The README's share walkthrough, as printed (minus sourcing .grove/dev.env)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Public share links", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
-    assert block is not None
-    script = block.group(1).replace(".venv/bin/", f"{Path(sys.executable).parent}/")
-    script = "\n".join(line for line in script.splitlines() if not line.startswith("set -a"))
-    port = free_port()
-    env = dev_env(tmp_path, port)
-    api = start_api(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_API_PORT": str(port),
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_API_WORKERS": "1",
-            "GROVE_SHARE_PUBLIC_URL": stack.share.url,
-            **env,
-        }
+    """The README's share walkthrough, as printed."""
+    out = run_readme_walkthrough(
+        "Public share links", database, tmp_path, GROVE_SHARE_PUBLIC_URL=stack.share.url
     )
-    try:
-        tenant = new_tenant(database, api.url)
-        result = subprocess.run(
-            [shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", script],
-            env={
-                **os.environ,
-                **env,
-                "GROVE_API_URL": api.url,
-                "GROVE_API_KEY": tenant.client.key or "",
-                "GROVE_DEMO_ACCOUNT": str(tenant.account_id),
-                "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
-                "GROVE_SECRET_KEY": SECRET,
-            },
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, result.stderr
-        assert "<h1>Release checklist</h1>" in result.stdout
-        assert "<strong>announce</strong>" in result.stdout
-        assert '"type":"note"' in result.stdout.replace(" ", "")
-        assert '"status":"active"' in result.stdout.replace(" ", "")
-    finally:
-        api.stop()
+    assert "<h1>Release checklist</h1>" in out
+    assert "<strong>announce</strong>" in out
+    assert '"type":"note"' in out.replace(" ", "")
+    assert '"status":"active"' in out.replace(" ", "")

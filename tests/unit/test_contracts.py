@@ -7,6 +7,8 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
+from grove_contracts.ask import AskRequest
+from grove_contracts.errors import validation_details
 from grove_contracts.notes import ForgetRequest, RememberRequest, UpdateRequest
 
 
@@ -44,3 +46,29 @@ def test_search_exclusions_are_split_from_the_wanted_words() -> None:
     assert split_exclusions("replication lag -karaoke") == ("replication lag", "karaoke")
     assert split_exclusions('a -"two words" b -c') == ("a b", '"two words" OR c')
     assert split_exclusions("well-known terms") == ("well-known terms", "")
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [("a\x00b", "nul character"), ("a\udc00b", "unicode")],
+    ids=["nul", "lone-surrogate"],
+)
+def test_text_postgresql_cannot_store_is_a_validation_error_of_its_field(
+    bad: str, message: str
+) -> None:
+    cases = [
+        (RememberRequest, {"content": bad, "kind": "fact"}, "content"),
+        (
+            RememberRequest,
+            {"content": "c", "kind": "fact", "provenance": {"sourceRef": bad}},
+            "provenance.sourceRef",
+        ),
+        (AskRequest, {"query": "q", "previousQuestions": ["ok", bad]}, "previousQuestions"),
+    ]
+    for model, data, field in cases:
+        with pytest.raises(ValidationError) as caught:
+            model.model_validate(data)
+        [detail] = validation_details(caught.value)
+        assert detail.field == field
+        assert message in detail.message.lower()
+    assert RememberRequest(content="emoji \U0001f600 and ümlauts", kind="fact")

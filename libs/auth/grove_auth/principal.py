@@ -9,6 +9,21 @@ from uuid import UUID
 
 
 @dataclass(frozen=True)
+class ProjectKeyGrant:
+    """What a project key holds: one org project and the ``project_memory`` family.
+
+    The key acts for the account that created it (``Principal.account_id``), whose live
+    membership in the project caps these on every request.
+    """
+
+    key_id: UUID
+    org_id: UUID
+    project_id: UUID
+    can_read: bool
+    can_write: bool
+
+
+@dataclass(frozen=True)
 class Principal:
     """One connection's standing access to one account.
 
@@ -25,7 +40,7 @@ class Principal:
     can_read: bool = True
     can_write: bool = False
     can_delete: bool = False
-    kind: Literal["api_key", "oauth", "owner"] = "api_key"
+    kind: Literal["api_key", "oauth", "owner", "project_key"] = "api_key"
     #: For an OAuth client the owner has not approved yet: where to approve it.
     approval_url: str | None = None
     client_id: str | None = None
@@ -33,6 +48,9 @@ class Principal:
     #: so work that outlives the request's start can check the session again.
     owner_identity: tuple[str, str] | None = None
     session_expires_at: datetime | None = None
+    #: For a project key (``kind == "project_key"``): its project and family grants. Such
+    #: a principal has no personal or notebook grants at all.
+    project_key: ProjectKeyGrant | None = None
 
     @property
     def is_owner(self) -> bool:

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from grove_contracts.notes import Strict
+from grove_contracts.notes import NOT_BLANK, Strict
 
 MAX_ASK_QUERY_CHARS = 6000
 MAX_PREVIOUS_QUESTIONS = 4
@@ -25,7 +25,7 @@ def _trimmed_question(value: str) -> str:
     return value
 
 
-Question = Annotated[str, AfterValidator(_trimmed_question)]
+Question = Annotated[str, AfterValidator(_trimmed_question), Field(json_schema_extra=NOT_BLANK)]
 
 
 class AskRequest(Strict):

@@ -74,6 +74,25 @@ class CreatedKey(BaseModel):
     connection: Connection
 
 
+class ConnectionList(BaseModel):
+    """Every connection of the account, newest first."""
+
+    items: list[Connection]
+
+
+class ApiKey(BaseModel):
+    """An API key as its owner sees it: its ID and its connection (never the secret)."""
+
+    id: UUID
+    connection: Connection
+
+
+class ApiKeyList(BaseModel):
+    """Every API key of the account, newest first."""
+
+    items: list[ApiKey]
+
+
 class Approval(Strict):
     """Approve a pending OAuth client with these grants."""
 
@@ -84,3 +103,10 @@ class DeleteAccountRequest(Strict):
     """Delete the account: type the confirmation phrase exactly."""
 
     confirmation: Annotated[str, Field(max_length=100)]
+
+
+class DeletedAccount(BaseModel):
+    """The account is deleted: credentials revoked, notes hidden, identities tombstoned."""
+
+    deleted: Literal[True]
+    accountId: UUID

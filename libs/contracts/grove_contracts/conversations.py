@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from grove_contracts.ask import AnswerFormat, Citation, Question
-from grove_contracts.notes import Strict
+from grove_contracts.notes import NOT_BLANK, Strict
 
 MAX_TURNS = 100
 MAX_CONTEXT_NOTES = 12
@@ -29,7 +29,7 @@ def _trimmed_title(value: str) -> str:
     return value
 
 
-Title = Annotated[str, AfterValidator(_trimmed_title)]
+Title = Annotated[str, AfterValidator(_trimmed_title), Field(json_schema_extra=NOT_BLANK)]
 
 
 class CreateConversationRequest(Strict):
@@ -183,3 +183,10 @@ class ConversationSearchPage(BaseModel):
 
     items: list[ConversationHit]
     nextCursor: str | None
+
+
+class DeletedConversation(BaseModel):
+    """A conversation hidden for good (its history is retained, never shown again)."""
+
+    id: UUID
+    deleted: Literal[True]

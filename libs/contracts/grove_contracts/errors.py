@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -15,6 +15,8 @@ ERROR_STATUS: dict[str, int] = {
     "forbidden": 403,
     "owner_session_required": 403,
     "connection_required": 403,
+    "credential_not_allowed": 403,
+    "authority_protected": 403,
     "connection_conflict": 409,
     "auth_provider_unavailable": 503,
     "not_found": 404,
@@ -28,6 +30,7 @@ ERROR_STATUS: dict[str, int] = {
     "context_unavailable": 409,
     "turn_in_progress": 409,
     "conversation_full": 409,
+    "last_admin": 409,
     "gone": 410,
     "payload_too_large": 413,
     "unsupported_media_type": 415,
@@ -57,6 +60,13 @@ class ErrorBody(BaseModel):
     message: str
     requestId: str
     details: list[FieldError] | None = None
+
+
+class ErrorEnvelope(BaseModel):
+    """Every failure: ``{success: false, error: {code, message, requestId, details?}}``."""
+
+    success: Literal[False]
+    error: ErrorBody
 
 
 def error_envelope(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from grove_contracts.notes import Strict
+from grove_contracts.notes import NOT_BLANK, Strict
 
 
 def _trimmed_name(value: str) -> str:
@@ -19,7 +19,7 @@ def _trimmed_name(value: str) -> str:
 
 
 MAX_NAME_CHARS = 200
-Name = Annotated[str, AfterValidator(_trimmed_name)]
+Name = Annotated[str, AfterValidator(_trimmed_name), Field(json_schema_extra=NOT_BLANK)]
 
 
 class CreateNotebookRequest(Strict):
@@ -74,3 +74,29 @@ class SubtreeConfirmation(Strict):
     """Apply a previewed subtree operation: the fingerprint the preview returned."""
 
     fingerprint: Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class ArchivedNotebookList(BaseModel):
+    """Every archived (not deleted) notebook of the account, by name, in one answer."""
+
+    items: list[Notebook]
+
+
+class SubtreePreview(BaseModel):
+    """What archiving, restoring or deleting a notebook's subtree would touch.
+
+    ``fingerprint`` goes back in ``SubtreeConfirmation``; it changes whenever a notebook
+    or note of the subtree does.
+    """
+
+    notebooks: int
+    notes: int
+    fingerprint: str
+
+
+class SubtreeResult(BaseModel):
+    """The subtree operation done and how many notebooks and notes it covered."""
+
+    action: Literal["archive", "restore", "delete"]
+    notebooks: int
+    notes: int

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict
+from pydantic.json_schema import SkipJsonSchema
 
 MAX_CONTENT_CHARS = 6000
 MAX_QUERY_CHARS = 1000
@@ -35,16 +44,46 @@ def _trimmed_content(value: str) -> str:
     return value
 
 
-Content = Annotated[str, AfterValidator(_trimmed_content)]
+#: What the trimming validators require, for the JSON Schema: a non-whitespace character.
+NOT_BLANK: JsonDict = {"pattern": r"\S"}
+Content = Annotated[str, AfterValidator(_trimmed_content), Field(json_schema_extra=NOT_BLANK)]
 TaskId = Annotated[str, Field(min_length=1, max_length=200)]
 RetentionDays = Annotated[int, Field(ge=1, le=365)]
 Version = Annotated[int, Field(ge=1)]
 
 
 class Strict(BaseModel):
-    """A request body: unknown fields are errors, never silently dropped."""
+    """A request body: unknown fields are errors, never silently dropped.
+
+    Every string in it, however deeply nested, must be storable: no NUL character and
+    no unpaired surrogate (JSON allows both; PostgreSQL text holds neither). Such input
+    is a validation error of its field, not a failure of the database later on.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+
+def _check_storable(value: Any) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        try:
+            value.encode()
+        except UnicodeEncodeError as ex:
+            raise ValueError("must be valid Unicode (no unpaired surrogates)") from ex
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            _check_storable(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_storable(key)
+            _check_storable(item)
 
 
 class Provenance(Strict):
@@ -76,13 +115,16 @@ class RememberRequest(Strict):
 
 
 class UpdateRequest(Strict):
-    """Correct part of a note: omitted fields keep their current values."""
+    """Correct part of a note: omitted fields keep their current values.
 
-    content: Content | None = None
-    kind: Kind | None = None
+    ``content``, ``kind`` and ``capture`` may be omitted but not null (their schema says so).
+    """
+
+    content: Content | SkipJsonSchema[None] = None
+    kind: Kind | SkipJsonSchema[None] = None
     projectId: UUID | None = None
     taskId: TaskId | None = None
-    capture: Capture | None = None
+    capture: Capture | SkipJsonSchema[None] = None
     provenance: Provenance | None = None
     retentionDays: RetentionDays | None = None
     expectedVersion: Version | None = None

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, Field
 
-from grove_contracts.notes import Strict
+from grove_contracts.notes import NOT_BLANK, Strict
 
 MAX_TITLE_CHARS = 200
 DEFAULT_SHARE_LIST_LIMIT = 50
@@ -24,7 +24,7 @@ def _trimmed_title(value: str) -> str:
     return value
 
 
-Title = Annotated[str, AfterValidator(_trimmed_title)]
+Title = Annotated[str, AfterValidator(_trimmed_title), Field(json_schema_extra=NOT_BLANK)]
 
 
 class ShareTarget(Strict):

@@ -99,6 +99,33 @@ class Tool:
         }
 
 
+class ToolAnnotations(BaseModel):
+    """MCP tool annotations, as ``Tool.annotations`` gives them."""
+
+    title: str
+    readOnlyHint: bool
+    destructiveHint: bool
+    idempotentHint: bool
+    openWorldHint: bool
+
+
+class ToolDescription(BaseModel):
+    """One tool as ``GET /v1/tools`` publishes it (``Tool.describe``)."""
+
+    name: str
+    title: str
+    description: str
+    inputSchema: dict[str, Any]
+    outputSchema: dict[str, Any]
+    annotations: ToolAnnotations
+
+
+class ToolList(BaseModel):
+    """The registry, in registry order."""
+
+    tools: list[ToolDescription]
+
+
 TOOLS: tuple[Tool, ...] = (
     Tool(
         "remember",

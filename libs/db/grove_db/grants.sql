@@ -18,3 +18,8 @@ GRANT UPDATE (title, version, updated_at, deleted_at) ON conversations TO {role}
 GRANT UPDATE (status, attempts, lease_expires_at, outcome, answer_text, answer_format,
     generator, citations, sources, context_coverage, error, completed_at)
     ON conversation_turns TO {role};
+GRANT SELECT, INSERT, UPDATE ON orgs, org_members, org_projects, project_members,
+    project_keys TO {role};
+GRANT DELETE ON project_members TO {role};
+GRANT SELECT, INSERT, UPDATE, DELETE ON project_memories TO {role};
+GRANT SELECT, INSERT ON project_memory_audit TO {role};

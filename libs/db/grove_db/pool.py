@@ -99,3 +99,15 @@ def transaction(
 def set_tenant(conn: psycopg.Connection[Any], account_id: UUID) -> None:
     """Scope the current transaction to one account (row-level security key)."""
     conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(account_id),))
+
+
+def set_project(conn: psycopg.Connection[Any], org_id: UUID, project_id: UUID | None) -> None:
+    """Enter one org (and project) for the rest of the transaction.
+
+    Row-level security on the org tables keys on these settings, and on the pool's rows
+    also on the current account's live membership of the entered project.
+    """
+    conn.execute(
+        "SELECT set_config('grove.org_id', %s, true), set_config('grove.project_id', %s, true)",
+        (str(org_id), str(project_id) if project_id else ""),
+    )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_api import ask, conversations, errors, owner, resources, shares
+from grove_api import ask, conversations, errors, openapi, owner, projects, resources, shares
 from grove_api.health import Health, Ready
 from grove_api.middleware import BearerAuth, OwnerSessions, RateLimiter
 from grove_api.settings import ApiSettings
@@ -70,6 +70,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     limit = settings.max_body_bytes
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Ready(deps.pool))
+    app.add_route("/v1/openapi.json", openapi.OpenApi(app))
     app.add_route("/v1/memories", resources.Memories(store, limit))
     app.add_route("/v1/memories/search", resources.Search(store, limit))
     app.add_route("/v1/memories/forget", resources.Forget(store, limit))
@@ -112,6 +113,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     )
     app.add_route("/v1/shares", shares.Shares(*share_args))
     app.add_route("/v1/shares/{share_id:uuid}", shares.Share(*share_args))
+    projects.add_routes(app, deps.pool, deps.key_secret, settings.project_memory_enabled, limit)
     app.add_route(
         "/.well-known/openai-apps-challenge", owner.AppsChallenge(settings.openai_apps_challenge)
     )

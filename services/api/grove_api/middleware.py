@@ -12,11 +12,13 @@ from psycopg_pool import ConnectionPool
 from grove_auth.errors import AuthError
 from grove_auth.keys import KEY_PREFIX, authenticate
 from grove_auth.oauth import AgentConfig, agent_principal, verify_agent_token
+from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
 from grove_auth.sessions import Jwks, OidcConfig, owner_principal, verify_owner_token
 from grove_db.ratelimit import RateLimit
+from grove_memory.project_memory import CredentialNotAllowed
 from grove_telemetry import metrics
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/v1/openapi.json"})
 PUBLIC_PREFIX = "/.well-known/"
 
 
@@ -39,7 +41,15 @@ class BearerAuth:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise AuthError("send Authorization: Bearer <api key or owner session token>")
-        if token.startswith(KEY_PREFIX) or self._owners is None:
+        if token.startswith(PROJECT_KEY_PREFIX):
+            principal = authenticate_project_key(self._pool, self._secret, token)
+            if not getattr(resource, "accepts_project_keys", False):
+                # A project key reaches its project's memory pool and nothing else.
+                raise CredentialNotAllowed(
+                    "a project key may call only its project's /memory routes"
+                )
+            req.context.principal = principal
+        elif token.startswith(KEY_PREFIX) or self._owners is None:
             req.context.principal = authenticate(self._pool, self._secret, token)
         elif self._owners.agents is not None and _audience(token) == self._owners.agents.audience:
             agents = self._owners.agents

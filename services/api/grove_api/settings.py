@@ -64,6 +64,8 @@ class ApiSettings(BaseSettings):
     lexical_weight: Annotated[float, Field(ge=0, le=1)] = DEFAULT_LEXICAL_WEIGHT
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
+    #: The platform switch of project memory (``/v1/orgs/.../memory``); off: 404 everywhere.
+    project_memory_enabled: bool = True
     env: Literal["development", "production"] = "development"
     dev_auth: bool = False
     dev_issuer_key: str = ".grove/dev-issuer.pem"

@@ -38,14 +38,16 @@ from grove_auth.oauth import (
     verify_agent_token,
 )
 from grove_auth.principal import Principal
+from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
 from grove_auth.sessions import Jwks
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
+from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS, PROJECT_MEMORY_TOOLS_BY_NAME
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.ratelimit import RateLimit
-from grove_mcp.results import failure, list_tools, success
+from grove_mcp.results import failure, mcp_tool, success, tool_list
 from grove_mcp.settings import McpSettings
-from grove_memory import tools
+from grove_memory import project_memory, tools
 from grove_memory.errors import ServiceError
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
@@ -91,6 +93,8 @@ class KeyVerifier:
 
     def _principal(self, token: str) -> Principal:
         agents = self._agents
+        if token.startswith(PROJECT_KEY_PREFIX):
+            return authenticate_project_key(self._pool, self._secret, token)
         if token.startswith(KEY_PREFIX) or agents is None:
             return authenticate(self._pool, self._secret, token)
         if token.count(".") != 2 and agents.introspection is not None:
@@ -111,11 +115,31 @@ class AgentTokens:
 
 @dataclass
 class ToolRunner:
-    """Runs tool calls for authenticated principals, a bounded number per credential."""
+    """Lists tools and runs tool calls for authenticated principals, a bounded number of
+    calls per credential.
+
+    A project key sees only the ``project_memory_*`` tools, and only while both switches
+    are on and its creator is still in the project; every other credential sees the
+    memory tools.
+    """
 
     store: Store
     per_credential: int
     running: Counter[str]
+    projects: project_memory.ProjectPool
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        token = get_access_token()
+        principal = token.claims.get("principal") if token and token.claims else None
+        if isinstance(principal, Principal) and principal.kind == "project_key":
+            shown = await anyio.to_thread.run_sync(
+                project_memory.tools_for, self.projects, principal
+            )
+            listed = PROJECT_MEMORY_TOOLS if shown else ()
+            return types.ListToolsResult(tools=[mcp_tool(tool) for tool in listed])
+        return tool_list()
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -147,10 +171,20 @@ class ToolRunner:
     async def _run(
         self, principal: Principal, params: types.CallToolRequestParams, request_id: str
     ) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
         try:
-            data = await anyio.to_thread.run_sync(
-                tools.call, self.store, principal, params.name, dict(params.arguments or {})
-            )
+            if params.name in PROJECT_MEMORY_TOOLS_BY_NAME:
+                data = await anyio.to_thread.run_sync(
+                    project_memory.call_tool, self.projects, principal, params.name, arguments
+                )
+            elif principal.kind == "project_key":
+                raise project_memory.CredentialNotAllowed(
+                    "a project key may call only the project_memory tools"
+                )
+            else:
+                data = await anyio.to_thread.run_sync(
+                    tools.call, self.store, principal, params.name, arguments
+                )
         except ValidationError as ex:
             details = [d.model_dump() for d in validation_details(ex)]
             return failure("validation_error", "the arguments are not valid", request_id, details)
@@ -227,13 +261,18 @@ class GetNotAllowed:
 
 def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int) -> ASGIApp:
     """Build the ASGI app: /mcp (authenticated), the resource metadata, health probes."""
-    runner = ToolRunner(store, settings.mcp_per_credential_concurrency, Counter())
+    runner = ToolRunner(
+        store,
+        settings.mcp_per_credential_concurrency,
+        Counter(),
+        project_memory.ProjectPool(store.pool, settings.project_memory_enabled),
+    )
     server: Server[Any] = Server(
         "grove",
         version="0.1.0",
         instructions="Grove is the user's long-term memory: recall before you start, "
         "remember what should outlast this conversation.",
-        on_list_tools=list_tools,
+        on_list_tools=runner.list_tools,
         on_call_tool=runner.call_tool,
     )
     public_url = settings.public_url(port)

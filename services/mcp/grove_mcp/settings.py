@@ -40,6 +40,8 @@ class McpSettings(BaseSettings):
         DEFAULT_PER_CREDENTIAL_CONCURRENCY
     )
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
+    #: The platform switch of project memory: off, the project_memory_* tools disappear.
+    project_memory_enabled: bool = True
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = 4
     #: Every statement is cancelled after this long: the database part of a request\'s deadline.
     db_statement_timeout_ms: Annotated[int, Field(ge=10, le=600_000)] = 10_000

@@ -1,0 +1,366 @@
+"""Orgs, their projects, project members and project keys: owner sessions only.
+
+A person is a Grove account. Creating an org makes its creator the org owner; org owners
+create projects and become each new project's admin. A project's admins add people (by
+account ID) with a role, change roles, remove people and issue or revoke project keys.
+The last admin of a project cannot be removed or demoted. Roles are read live on every
+request; nothing is cached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid4
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from grove_auth.connections import require_owner
+from grove_auth.principal import Principal
+from grove_auth.project_keys import issue_project_key
+from grove_contracts.project_memory import (
+    AddMemberRequest,
+    CreateOrgRequest,
+    CreateProjectKeyRequest,
+    CreateProjectRequest,
+    UpdateOrgRequest,
+)
+from grove_db.pool import Conn, set_project, transaction
+from grove_memory.errors import Forbidden, NotFound, ServiceError
+
+
+class LastAdmin(ServiceError):
+    """A project keeps at least one admin: add another admin first."""
+
+    code = "last_admin"
+    status = 409
+
+
+ORG_COLUMNS = """
+    o.id, o.name, o.project_memory_enabled, o.created_at, m.role
+"""
+KEY_COLUMNS = "id, name, prefix, can_write, created_by, created_at, revoked_at"
+
+
+def create_org(
+    pool: ConnectionPool, principal: Principal, body: CreateOrgRequest
+) -> dict[str, Any]:
+    """A new org owned by the caller."""
+    require_owner(principal)
+    org_id = uuid4()
+    with transaction(pool, principal.account_id) as conn:
+        conn.execute(
+            "INSERT INTO orgs (id, name, created_by) VALUES (%s, %s, %s)",
+            (org_id, body.name, principal.account_id),
+        )
+        conn.execute(
+            "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'owner')",
+            (org_id, principal.account_id),
+        )
+        return _org(conn, org_id)
+
+
+def list_orgs(pool: ConnectionPool, principal: Principal) -> dict[str, Any]:
+    """The orgs the caller belongs to, oldest first."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        rows = conn.execute(
+            f"SELECT {ORG_COLUMNS} FROM org_members m JOIN orgs o ON o.id = m.org_id"
+            " WHERE m.account_id = grove_current_account() AND o.deleted_at IS NULL"
+            " ORDER BY o.created_at, o.id"
+        ).fetchall()
+    return {"orgs": [org_json(r) for r in rows]}
+
+
+def get_org(pool: ConnectionPool, principal: Principal, org_id: UUID) -> dict[str, Any]:
+    """One org the caller belongs to."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        return _org(conn, org_id)
+
+
+def update_org(
+    pool: ConnectionPool, principal: Principal, org_id: UUID, body: UpdateOrgRequest
+) -> dict[str, Any]:
+    """Set the org's entitlements (its owner only)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _org_role(conn, org_id, "owner")
+        conn.execute(
+            "UPDATE orgs SET project_memory_enabled = %s WHERE id = %s",
+            (body.entitlements.projectMemory.enabled, org_id),
+        )
+        return _org(conn, org_id)
+
+
+def create_project(
+    pool: ConnectionPool, principal: Principal, org_id: UUID, body: CreateProjectRequest
+) -> dict[str, Any]:
+    """A new project in the org (org owners); its creator becomes its admin."""
+    require_owner(principal)
+    project_id = uuid4()
+    with transaction(pool, principal.account_id) as conn:
+        _org_role(conn, org_id, "owner")
+        conn.execute(
+            "INSERT INTO org_projects (org_id, id, name) VALUES (%s, %s, %s)",
+            (org_id, project_id, body.name),
+        )
+        conn.execute(
+            "INSERT INTO project_members (org_id, project_id, account_id, role)"
+            " VALUES (%s, %s, %s, 'admin')",
+            (org_id, project_id, principal.account_id),
+        )
+        return _projects(conn, org_id, project_id)[0]
+
+
+def list_projects(pool: ConnectionPool, principal: Principal, org_id: UUID) -> dict[str, Any]:
+    """The org's projects the caller is in (an org owner: every project)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _org_role(conn, org_id, None)
+        return {"projects": _projects(conn, org_id, None)}
+
+
+def list_members(
+    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID
+) -> dict[str, Any]:
+    """The project's members (any member may see who else is in it)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _project_role(conn, org_id, project_id, None)
+        rows = conn.execute(
+            "SELECT account_id, role, created_at, updated_at FROM project_members"
+            " WHERE org_id = %s AND project_id = %s ORDER BY created_at, account_id",
+            (org_id, project_id),
+        ).fetchall()
+    return {"members": [member_json(r) for r in rows]}
+
+
+def put_member(
+    pool: ConnectionPool,
+    principal: Principal,
+    org_id: UUID,
+    project_id: UUID,
+    body: AddMemberRequest,
+) -> tuple[dict[str, Any], bool]:
+    """Add a person with a role, or change their role (admins); (member, created)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _project_role(conn, org_id, project_id, "admin")
+        _lock_members(conn, org_id, project_id)
+        if body.role != "admin":
+            _keep_an_admin(conn, org_id, project_id, body.accountId)
+        try:
+            conn.execute(
+                "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'member')"
+                " ON CONFLICT DO NOTHING",
+                (org_id, body.accountId),
+            )
+        except psycopg.errors.ForeignKeyViolation as ex:
+            raise NotFound("no Grove account has that ID") from ex
+        row = conn.execute(
+            "INSERT INTO project_members (org_id, project_id, account_id, role)"
+            " VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (org_id, project_id, account_id) DO UPDATE"
+            " SET role = excluded.role, updated_at = now()"
+            " RETURNING account_id, role, created_at, updated_at, (xmax = 0) AS created",
+            (org_id, project_id, body.accountId, body.role),
+        ).fetchone()
+    assert row is not None
+    return member_json(row), bool(row["created"])
+
+
+def remove_member(
+    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID, account_id: UUID
+) -> dict[str, Any]:
+    """Remove a person from the project (admins); their keys stop working at once."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _project_role(conn, org_id, project_id, "admin")
+        _lock_members(conn, org_id, project_id)
+        _keep_an_admin(conn, org_id, project_id, account_id)
+        row = conn.execute(
+            "DELETE FROM project_members WHERE org_id = %s AND project_id = %s"
+            " AND account_id = %s RETURNING account_id",
+            (org_id, project_id, account_id),
+        ).fetchone()
+    if row is None:
+        raise NotFound("that account is not a member of this project")
+    return {"accountId": str(account_id), "removed": True}
+
+
+def create_key(
+    pool: ConnectionPool,
+    secret: bytes,
+    principal: Principal,
+    org_id: UUID,
+    project_id: UUID,
+    body: CreateProjectKeyRequest,
+) -> dict[str, Any]:
+    """A project key for agents (admins); the key is in this answer only."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _project_role(conn, org_id, project_id, "admin")
+        key_id, key = issue_project_key(
+            conn,
+            secret,
+            org_id=org_id,
+            project_id=project_id,
+            created_by=principal.account_id,
+            name=body.name,
+            can_write="project_memory:write" in body.scopes,
+        )
+        row = conn.execute(
+            f"SELECT {KEY_COLUMNS} FROM project_keys WHERE id = %s", (key_id,)
+        ).fetchone()
+    assert row is not None
+    return {**key_json(row), "key": key}
+
+
+def list_keys(
+    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID
+) -> dict[str, Any]:
+    """The project's keys, newest first, revoked ones included (admins)."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _project_role(conn, org_id, project_id, "admin")
+        rows = conn.execute(
+            f"SELECT {KEY_COLUMNS} FROM project_keys WHERE org_id = %s AND project_id = %s"
+            " ORDER BY created_at DESC, id",
+            (org_id, project_id),
+        ).fetchall()
+    return {"keys": [key_json(r) for r in rows]}
+
+
+def revoke_key(
+    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID, key_id: UUID
+) -> dict[str, Any]:
+    """Revoke a project key for good (admins); effective on its next request."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        _project_role(conn, org_id, project_id, "admin")
+        row = conn.execute(
+            "UPDATE project_keys SET revoked_at = coalesce(revoked_at, now())"
+            " WHERE org_id = %s AND project_id = %s AND id = %s RETURNING id",
+            (org_id, project_id, key_id),
+        ).fetchone()
+    if row is None:
+        raise NotFound("no such key")
+    return {"id": str(key_id), "revoked": True}
+
+
+def _org_role(conn: Conn, org_id: UUID, need: str | None) -> str:
+    """Enter the org; the caller's org role (404 if none, 403 if ``need`` is not met)."""
+    set_project(conn, org_id, None)
+    row = conn.execute(
+        "SELECT m.role FROM org_members m JOIN orgs o ON o.id = m.org_id"
+        " WHERE m.org_id = %s AND m.account_id = grove_current_account()"
+        " AND o.deleted_at IS NULL",
+        (org_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound("no such org")
+    if need is not None and row["role"] != need:
+        raise Forbidden(f"only the org's {need}s may do this")
+    return str(row["role"])
+
+
+def _project_role(conn: Conn, org_id: UUID, project_id: UUID, need: str | None) -> str:
+    """Enter the project; the caller's live role (404 unless a member of a live project
+    of that org; 403 if ``need`` is not met)."""
+    set_project(conn, org_id, project_id)
+    role = conn.execute("SELECT grove_project_role() AS role").fetchone()
+    if role is None or role["role"] is None:
+        raise NotFound("no such project")
+    if need is not None and role["role"] != need:
+        raise Forbidden(f"only the project's {need}s may do this")
+    return str(role["role"])
+
+
+def _lock_members(conn: Conn, org_id: UUID, project_id: UUID) -> None:
+    """Serialize membership changes of one project (the last-admin rule needs it)."""
+    conn.execute(
+        "SELECT 1 FROM org_projects WHERE org_id = %s AND id = %s FOR UPDATE",
+        (org_id, project_id),
+    )
+
+
+def _keep_an_admin(conn: Conn, org_id: UUID, project_id: UUID, leaving: UUID) -> None:
+    """Refuse a change that would leave the project without an admin."""
+    row = conn.execute(
+        "SELECT count(*) FILTER (WHERE account_id <> %s) AS others,"
+        " count(*) FILTER (WHERE account_id = %s) AS leaving"
+        " FROM project_members WHERE org_id = %s AND project_id = %s AND role = 'admin'",
+        (leaving, leaving, org_id, project_id),
+    ).fetchone()
+    if row is not None and row["leaving"] and not row["others"]:
+        raise LastAdmin()
+
+
+def _org(conn: Conn, org_id: UUID) -> dict[str, Any]:
+    set_project(conn, org_id, None)
+    row = conn.execute(
+        f"SELECT {ORG_COLUMNS} FROM orgs o JOIN org_members m ON m.org_id = o.id"
+        " AND m.account_id = grove_current_account()"
+        " WHERE o.id = %s AND o.deleted_at IS NULL",
+        (org_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound("no such org")
+    return org_json(row)
+
+
+def _projects(conn: Conn, org_id: UUID, project_id: UUID | None) -> list[dict[str, Any]]:
+    """The org's live projects the caller may see (org owners: all), with their role."""
+    rows = conn.execute(
+        "SELECT p.id, p.org_id, p.name, p.created_at, pm.role FROM org_projects p"
+        " LEFT JOIN project_members pm ON pm.org_id = p.org_id AND pm.project_id = p.id"
+        " AND pm.account_id = grove_current_account()"
+        " WHERE p.org_id = %(org)s AND p.deleted_at IS NULL"
+        " AND (%(project)s::uuid IS NULL OR p.id = %(project)s)"
+        " AND (pm.role IS NOT NULL OR grove_org_role(%(org)s) = 'owner')"
+        " ORDER BY p.created_at, p.id",
+        {"org": org_id, "project": project_id},
+    ).fetchall()
+    return [
+        {
+            "id": str(r["id"]),
+            "orgId": str(r["org_id"]),
+            "name": r["name"],
+            "role": r["role"],
+            "createdAt": r["created_at"].isoformat(),
+        }
+        for r in rows
+    ]
+
+
+def org_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "name": row["name"],
+        "role": row["role"],
+        "entitlements": {"projectMemory": {"enabled": row["project_memory_enabled"]}},
+        "createdAt": row["created_at"].isoformat(),
+    }
+
+
+def member_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "accountId": str(row["account_id"]),
+        "role": row["role"],
+        "createdAt": row["created_at"].isoformat(),
+        "updatedAt": row["updated_at"].isoformat(),
+    }
+
+
+def key_json(row: dict[str, Any]) -> dict[str, Any]:
+    scopes = ["project_memory:read"] + (["project_memory:write"] if row["can_write"] else [])
+    return {
+        "id": str(row["id"]),
+        "name": row["name"],
+        "prefix": row["prefix"],
+        "scopes": scopes,
+        "createdBy": str(row["created_by"]),
+        "createdAt": row["created_at"].isoformat(),
+        "revokedAt": row["revoked_at"].isoformat() if row["revoked_at"] else None,
+    }

@@ -11,7 +11,14 @@ from pathlib import Path
 
 from grove_cli import admin
 from grove_db import embedded
-from tests.integration.conftest import SECRET, Client, free_port, new_tenant, start_api
+from tests.integration.conftest import (
+    SECRET,
+    Client,
+    Running,
+    free_port,
+    new_tenant,
+    start_api,
+)
 
 
 def dev_env(tmp_path: Path, port: int) -> dict[str, str]:
@@ -24,6 +31,25 @@ def dev_env(tmp_path: Path, port: int) -> dict[str, str]:
         "GROVE_WEBSITE_ORIGIN": origin,
         "GROVE_API_ORIGIN": "http://127.0.0.1:1",
     }
+
+
+def start_dev_api(
+    database: embedded.EmbeddedDatabase, tmp_path: Path, **extra: str
+) -> tuple[Running, dict[str, str]]:
+    """An api with the development provider, as ``make dev`` runs it; and its dev env."""
+    port = free_port()
+    env = dev_env(tmp_path, port)
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_API_PORT": str(port),
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            **env,
+            **extra,
+        }
+    )
+    return api, env
 
 
 def run_readme_walkthrough(
@@ -39,18 +65,7 @@ def run_readme_walkthrough(
     assert block is not None
     script = block.group(1).replace(".venv/bin/", f"{Path(sys.executable).parent}/")
     script = "\n".join(line for line in script.splitlines() if not line.startswith("set -a"))
-    port = free_port()
-    env = dev_env(tmp_path, port)
-    api = start_api(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_API_PORT": str(port),
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_API_WORKERS": "1",
-            **env,
-            **api_env,
-        }
-    )
+    api, env = start_dev_api(database, tmp_path, **api_env)
     try:
         tenant = new_tenant(database, api.url)
         result = subprocess.run(
@@ -77,17 +92,7 @@ def run_readme_walkthrough(
 def test_dev_token_gives_a_working_owner_session(
     database: embedded.EmbeddedDatabase, tmp_path: Path
 ) -> None:
-    port = free_port()
-    env = dev_env(tmp_path, port)
-    api = start_api(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_API_PORT": str(port),
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_API_WORKERS": "1",
-            **env,
-        }
-    )
+    api, env = start_dev_api(database, tmp_path)
     try:
         account = admin.create_account(database.migration_url, "dev")
         result = subprocess.run(

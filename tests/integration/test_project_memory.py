@@ -13,7 +13,7 @@ import sys
 import time
 import unicodedata
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +31,7 @@ from tests.integration.conftest import (
     Running,
     data_of,
     error_of,
+    race,
     start_api,
     start_mcp,
 )
@@ -311,6 +312,7 @@ def test_read_only_keys_read_and_retrieve_but_never_write(team: Team) -> None:
         "credential": "project_key",
         "keyId": status["access"]["keyId"],
         "role": "admin",
+        "permissions": ["project:read", "project:share_agent_context", "project:manage"],
         "read": True,
         "write": False,
     }
@@ -329,6 +331,12 @@ def test_the_creators_live_membership_caps_their_keys(team: Team) -> None:
     bobs = team.key(team.bob, "project_memory:read", "project_memory:write")
     put(bobs, team, record("by.bob"))
     team.alice.session.put(f"{members}/{team.bob.id}", {"role": "viewer"})
+    viewer = trusted(bobs.get(team.memory + "/status"))["access"]
+    assert (viewer["role"], viewer["permissions"], viewer["write"]) == (
+        "viewer",
+        ["project:read"],
+        False,
+    )
     assert error_of(bobs.put(team.memory + "/entry", record("again")))["code"] == "forbidden"
     assert trusted(entry(bobs, team, "by.bob"))["record"]["writtenBy"]["accountId"] == team.bob.id
     team.alice.session.delete(f"{members}/{team.bob.id}")
@@ -416,6 +424,47 @@ def test_row_level_security_enforces_live_membership_in_postgresql(
                 " sha256('b'), 'fact', 'observed', 's', 'r', 'unverified', now(), %s)",
                 (team.org, team.project, team.carol.id),
             )
+
+
+def test_row_level_security_limits_membership_and_org_changes_to_their_managers(
+    stack: Stack, team: Team
+) -> None:
+    stranger = person(stack)
+
+    def attempt(account: str, project: str | None, statement: str, *args: Any) -> int:
+        """Rows changed by ``statement`` in a transaction of ``account`` in the project."""
+        with psycopg.connect(stack.database.runtime_url) as conn:
+            for name, value in (
+                ("account_id", account),
+                ("org_id", team.org),
+                ("project_id", project or ""),
+            ):
+                conn.execute(f"SELECT set_config('grove.{name}', %s, false)", (value,))
+            try:
+                changed = conn.execute(statement, args).rowcount
+            except psycopg.errors.InsufficientPrivilege:
+                changed = -1  # refused by a policy's check
+            conn.rollback()
+            return changed
+
+    promote = "UPDATE project_members SET role = 'admin' WHERE account_id = %s"
+    add = "INSERT INTO project_members (org_id, project_id, account_id, role) VALUES (%s, %s, %s, 'admin')"  # noqa: E501
+    remove = "DELETE FROM project_members WHERE account_id = %s"
+    rename = "UPDATE orgs SET project_memory_enabled = false WHERE id = %s"
+    project = "INSERT INTO org_projects (org_id, id, name) VALUES (%s, %s, 'x')"
+    # A contributor and a viewer change nothing, whatever the code asked.
+    for who in (team.bob.id, team.carol.id):
+        assert attempt(who, team.project, promote, who) == 0
+        assert attempt(who, team.project, add, team.org, team.project, stranger.id) == -1
+        assert attempt(who, team.project, remove, team.alice.id) == 0
+        assert attempt(who, None, rename, team.org) == 0
+        assert attempt(who, None, project, team.org, str(uuid.uuid4())) == -1
+    # The admin and org owner may (checked without committing: each attempt rolls back).
+    assert attempt(team.alice.id, team.project, promote, team.bob.id) == 1
+    assert attempt(team.alice.id, None, rename, team.org) == 1
+    assert attempt(team.alice.id, None, project, team.org, str(uuid.uuid4())) == 1
+    roles = data_of(team.alice.session.get(team.base + "/members"))["members"]
+    assert {m["accountId"]: m["role"] for m in roles}[team.bob.id] == "contributor"
 
 
 # --- records ---
@@ -1013,3 +1062,39 @@ def test_the_rendered_harness_hook_retrieves_from_the_real_api(
     assert out.index("deploy.day") > memory_at and out.index(attack) > memory_at
     # The hook only read: nothing changed in the pool.
     assert trusted(entry(team.writer, team, "deploy.day"))["record"]["version"] == 1
+
+
+def test_concurrent_writes_of_one_key_serialize_into_versions(stack: Stack, team: Team) -> None:
+    url = f"{stack.api.url}{team.memory}/entry"
+    headers = {"Authorization": f"Bearer {team.writer.key}"}
+
+    def write(body: str) -> Callable[[requests.Session], requests.Response]:
+        return lambda s: s.put(url, json=record("raced", body=body), headers=headers, timeout=30)
+
+    answers = race([write(f"writer {n}") for n in range(4)])
+    assert [a.status_code for a in answers] == [200] * 4
+    assert sorted(data_of(a)["record"]["version"] for a in answers) == [1, 2, 3, 4]
+    final = trusted(entry(team.writer, team, "raced"))["record"]
+    assert final["version"] == 4
+    with superuser(stack) as conn:
+        actions = conn.execute(
+            "SELECT action FROM project_memory_audit WHERE org_id = %s AND key = 'raced'",
+            (team.org,),
+        ).fetchall()
+    assert sorted(a[0] for a in actions) == ["create", "replace", "replace", "replace"]
+
+
+def test_a_deleted_accounts_keys_and_session_lose_the_pool(team: Team) -> None:
+    members = team.base + "/members"
+    team.alice.session.put(f"{members}/{team.bob.id}", {"role": "admin"})
+    bobs = team.key(team.bob, "project_memory:read", "project_memory:write")
+    assert trusted(bobs.get(team.memory + "/status"))["access"]["write"] is True
+    deleted = team.bob.session.delete(
+        "/v1/account", json={"confirmation": "delete my Grove account"}
+    )
+    assert deleted.status_code == 200, deleted.text
+    assert bobs.get(team.memory + "/status").status_code == 404
+    assert bobs.put(team.memory + "/entry", record("after")).status_code == 404
+    assert team.bob.session.get(team.memory + "/status").status_code == 401
+    # The project and everyone else's access are untouched.
+    assert trusted(team.writer.get(team.memory + "/status"))["access"]["write"] is True

@@ -53,6 +53,7 @@ def create_org(
             "INSERT INTO orgs (id, name, created_by) VALUES (%s, %s, %s)",
             (org_id, body.name, principal.account_id),
         )
+        set_project(conn, org_id, None)
         conn.execute(
             "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'owner')",
             (org_id, principal.account_id),
@@ -105,6 +106,7 @@ def create_project(
             "INSERT INTO org_projects (org_id, id, name) VALUES (%s, %s, %s)",
             (org_id, project_id, body.name),
         )
+        set_project(conn, org_id, project_id)
         conn.execute(
             "INSERT INTO project_members (org_id, project_id, account_id, role)"
             " VALUES (%s, %s, %s, 'admin')",

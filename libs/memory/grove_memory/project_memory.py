@@ -38,6 +38,13 @@ from grove_contracts.project_memory import (
 from grove_db.pool import Conn, set_project, set_tenant, transaction
 from grove_memory.errors import Forbidden, NotFound, ServiceError
 
+#: What each project role holds: contributors share agent context (write and delete),
+#: admins also manage members and keys.
+PERMISSIONS = {
+    "viewer": ["project:read"],
+    "contributor": ["project:read", "project:share_agent_context"],
+    "admin": ["project:read", "project:share_agent_context", "project:manage"],
+}
 #: Reciprocal rank fusion's constant, and how many candidates each ranking offers.
 RRF_K = 60
 CANDIDATES_PER_RESULT = 4
@@ -199,6 +206,7 @@ def reader(store: ProjectPool, principal: Principal, scope: ProjectScope) -> dic
                 "credential": _credential(principal),
                 "keyId": str(key.key_id) if key else None,
                 "role": access.role,
+                "permissions": PERMISSIONS[access.role],
                 "read": True,
                 "write": access.can_write,
             },

@@ -56,13 +56,19 @@ def new_key() -> str:
     return KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
 
 
+def allow_key_lookup(conn: Conn, digest: bytes) -> None:
+    """Let this transaction find the key row with this hash before it knows the account
+    (row-level security: ``grove_key_lookup()``), and nothing else."""
+    conn.execute("SELECT set_config('grove.key_lookup', %s, true)", (digest.hex(),))
+
+
 def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
     """Resolve a bearer API key to its principal, or raise ``AuthError``."""
     if not token.startswith(KEY_PREFIX) or len(token) > 200:
         raise AuthError("invalid API key")
     digest = hash_key(secret, token)
     with transaction(pool) as conn:
-        conn.execute("SELECT set_config('grove.key_lookup', %s, true)", (digest.hex(),))
+        allow_key_lookup(conn, digest)
         key = conn.execute(FIND_KEY, (digest,)).fetchone()
         if key is None:
             raise AuthError("invalid or revoked API key")

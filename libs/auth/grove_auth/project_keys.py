@@ -11,12 +11,13 @@ request).
 from __future__ import annotations
 
 import secrets
+from typing import Any
 from uuid import UUID, uuid4
 
 from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import AuthError
-from grove_auth.keys import KEY_BYTES, VISIBLE_PREFIX_CHARS, hash_key
+from grove_auth.keys import KEY_BYTES, VISIBLE_PREFIX_CHARS, allow_key_lookup, hash_key
 from grove_auth.principal import Principal, ProjectKeyGrant
 from grove_db.pool import Conn, transaction
 
@@ -39,7 +40,7 @@ def authenticate_project_key(pool: ConnectionPool, secret: bytes, token: str) ->
         raise AuthError("invalid project key")
     digest = hash_key(secret, token)
     with transaction(pool) as conn:
-        conn.execute("SELECT set_config('grove.key_lookup', %s, true)", (digest.hex(),))
+        allow_key_lookup(conn, digest)
         row = conn.execute(FIND_PROJECT_KEY, (digest,)).fetchone()
     if row is None:
         raise AuthError("invalid or revoked project key")
@@ -60,6 +61,9 @@ def authenticate_project_key(pool: ConnectionPool, secret: bytes, token: str) ->
     )
 
 
+PROJECT_KEY_COLUMNS = "id, name, prefix, can_write, created_by, created_at, revoked_at"
+
+
 def issue_project_key(
     conn: Conn,
     secret: bytes,
@@ -69,21 +73,23 @@ def issue_project_key(
     created_by: UUID,
     name: str,
     can_write: bool,
-) -> tuple[UUID, str]:
-    """Store a new key for the entered project (caller's transaction); (id, plaintext)."""
-    key_id, key = uuid4(), new_project_key()
-    conn.execute(
+) -> tuple[dict[str, Any], str]:
+    """Store a new key for the entered project (caller's transaction); (row, plaintext)."""
+    key = new_project_key()
+    row = conn.execute(
         "INSERT INTO project_keys (org_id, project_id, id, created_by, name, prefix, key_hash,"
-        " can_read, can_write) VALUES (%s, %s, %s, %s, %s, %s, %s, true, %s)",
+        " can_read, can_write) VALUES (%s, %s, %s, %s, %s, %s, %s, true, %s)"
+        f" RETURNING {PROJECT_KEY_COLUMNS}",
         (
             org_id,
             project_id,
-            key_id,
+            uuid4(),
             created_by,
             name,
             key[:VISIBLE_PREFIX_CHARS],
             hash_key(secret, key),
             can_write,
         ),
-    )
-    return key_id, key
+    ).fetchone()
+    assert row is not None  # INSERT ... RETURNING answers the row it stored
+    return row, key

@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool
 
 from grove_auth.connections import require_owner
 from grove_auth.principal import Principal
-from grove_auth.project_keys import issue_project_key
+from grove_auth.project_keys import PROJECT_KEY_COLUMNS, issue_project_key
 from grove_contracts.project_memory import (
     AddMemberRequest,
     CreateOrgRequest,
@@ -39,7 +39,6 @@ class LastAdmin(ServiceError):
 ORG_COLUMNS = """
     o.id, o.name, o.project_memory_enabled, o.created_at, m.role
 """
-KEY_COLUMNS = "id, name, prefix, can_write, created_by, created_at, revoked_at"
 
 
 def create_org(
@@ -203,7 +202,7 @@ def create_key(
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
-        key_id, key = issue_project_key(
+        row, key = issue_project_key(
             conn,
             secret,
             org_id=org_id,
@@ -212,10 +211,6 @@ def create_key(
             name=body.name,
             can_write="project_memory:write" in body.scopes,
         )
-        row = conn.execute(
-            f"SELECT {KEY_COLUMNS} FROM project_keys WHERE id = %s", (key_id,)
-        ).fetchone()
-    assert row is not None
     return {**key_json(row), "key": key}
 
 
@@ -227,7 +222,7 @@ def list_keys(
     with transaction(pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
         rows = conn.execute(
-            f"SELECT {KEY_COLUMNS} FROM project_keys WHERE org_id = %s AND project_id = %s"
+            f"SELECT {PROJECT_KEY_COLUMNS} FROM project_keys WHERE org_id = %s AND project_id = %s"
             " ORDER BY created_at DESC, id",
             (org_id, project_id),
         ).fetchall()

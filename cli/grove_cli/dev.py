@@ -154,10 +154,10 @@ def dev_identity(api_url: str, mcp_url: str) -> dict[str, str]:
     return {
         "GROVE_DEV_AUTH": "1",
         "GROVE_DEV_ISSUER_KEY": str((STATE_DIR / "dev-issuer.pem").resolve()),
-        "GROVE_OIDC_ISSUER": f"{api_url}/dev-issuer",
-        "GROVE_OIDC_JWKS_URL": f"{api_url}{devissuer.JWKS_PATH}",
+        "GROVE_OIDC_ISSUER": f"{api_url}{devissuer.ISSUER_PATH}",
+        "GROVE_OIDC_AUDIENCE": devissuer.OWNER_AUDIENCE,
         "GROVE_WEBSITE_ORIGIN": api_url,
-        "GROVE_API_ORIGIN": mcp_url.removesuffix("/mcp"),
+        "GROVE_MCP_PUBLIC_URL": mcp_url,
     }
 
 
@@ -185,7 +185,7 @@ def _demo_key(migration_url: str, secret: str) -> str:
         return str(json.loads(path.read_text())["key"])
     account_id: UUID = admin.create_account(migration_url, "Demo")
     api_url = f"http://127.0.0.1:{os.environ.get('GROVE_API_PORT', DEFAULT_API_PORT)}"
-    admin.add_owner(migration_url, account_id, f"{api_url}/dev-issuer", DEV_OWNER)
+    admin.add_owner(migration_url, account_id, f"{api_url}{devissuer.ISSUER_PATH}", DEV_OWNER)
     issued = admin.create_key(
         migration_url, secret, account_id, "demo", personal=True, all_projects=True
     )

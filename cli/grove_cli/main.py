@@ -115,13 +115,9 @@ def cmd_dev_token(args: argparse.Namespace) -> None:
     except psycopg.errors.UniqueViolation:
         pass  # this identity already owns an account (perhaps this one)
     if args.client:
-        claims = {
-            "aud": f"{_env('GROVE_API_ORIGIN')}/mcp",
-            "client_id": args.client,
-            "scope": "openid",
-        }
+        claims = {"aud": _env("GROVE_MCP_PUBLIC_URL"), "client_id": args.client, "scope": "openid"}
     else:
-        claims = {"sid": f"dev-{os.getpid()}", "azp": _env("GROVE_WEBSITE_ORIGIN")}
+        claims = {"aud": _env("GROVE_OIDC_AUDIENCE"), "client_id": "grove-dev-console"}
     print(devissuer.token(Path(_env("GROVE_DEV_ISSUER_KEY")), issuer, subject, claims))
 
 

@@ -207,6 +207,17 @@ def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
     running.stop()
 
 
+def require_tool(name: str) -> str:
+    """The path of a program a test runs: skipped without it, but failed under ``CI``
+    (CI must install it: ``.ci/run``)."""
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed; CI must install it (.ci/run)")
+        pytest.skip(f"{name} is not installed")
+    return found
+
+
 def free_port() -> int:
     """A port free on loopback right now (for services that must know their own URL)."""
     with socket.socket() as probe:
@@ -214,9 +225,10 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_mcp(env: dict[str, str], workers: int = 2) -> Running:
-    """Start grove-mcp; ``url`` is its /mcp URL once its ``workers`` all answer."""
-    port = free_port()
+def start_mcp(env: dict[str, str], workers: int = 2, port: int | None = None) -> Running:
+    """Start grove-mcp (on ``port``, or a free one); ``url`` is its /mcp URL once its
+    ``workers`` all answer."""
+    port = port or free_port()
     running = start_service(
         "grove-mcp",
         {

@@ -34,7 +34,7 @@ from tests.integration.conftest import (
     start_api,
     start_ask,
 )
-from tests.integration.test_owner import ISSUER, WEBSITE, OwnedAccount, Provider, owned_tenant
+from tests.integration.test_owner import ISSUER, OwnedAccount, Provider, owned_tenant
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
 OWNER_NOTE = "Priya maintains the billing service."
@@ -58,9 +58,7 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
             "GROVE_EMBEDDING_PROFILE": "disabled",
             "GROVE_ASK_ADDRESS": ask.url,
             "GROVE_API_WORKERS": "2",
-            "GROVE_OIDC_ISSUER": ISSUER,
-            "GROVE_OIDC_JWKS_URL": provider.url,
-            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            **provider.env(),
         }
     )
     yield Stack(provider, ask, api, database)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from grove_cli import admin
+from grove_cli.dev import dev_identity
 from grove_db import embedded
 from tests.integration.conftest import (
     SECRET,
@@ -22,15 +23,9 @@ from tests.integration.conftest import (
 
 
 def dev_env(tmp_path: Path, port: int) -> dict[str, str]:
-    origin = f"http://127.0.0.1:{port}"
-    return {
-        "GROVE_DEV_AUTH": "1",
-        "GROVE_DEV_ISSUER_KEY": str(tmp_path / "dev-issuer.pem"),
-        "GROVE_OIDC_ISSUER": f"{origin}/dev-issuer",
-        "GROVE_OIDC_JWKS_URL": f"{origin}/.well-known/dev-issuer/jwks.json",
-        "GROVE_WEBSITE_ORIGIN": origin,
-        "GROVE_API_ORIGIN": "http://127.0.0.1:1",
-    }
+    """The development identity exactly as ``grove dev`` sets it, with a key of this test."""
+    identity = dev_identity(f"http://127.0.0.1:{port}", "http://127.0.0.1:1/mcp")
+    return {**identity, "GROVE_DEV_ISSUER_KEY": str(tmp_path / "dev-issuer.pem")}
 
 
 def start_dev_api(

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 import uuid
@@ -26,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from grove_cli import admin
 from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
-from tests.integration.conftest import SECRET, Tenant
+from tests.integration.conftest import SECRET, Tenant, require_tool
 
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 LIST_TOOLS: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -416,8 +415,7 @@ NETWORK_ERRORS = re.compile(r"ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMED
 
 def inspector(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the Inspector CLI once; the npm cache stays in the user's so reruns are fast."""
-    npx = shutil.which("npx")
-    assert npx is not None
+    npx = require_tool("npx")
     env = {
         **os.environ,
         "HOME": str(home),
@@ -442,8 +440,8 @@ def inspector(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[s
     return done
 
 
-@pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
 def test_mcp_inspector_cli(mcp_url: str, tenant: Tenant, tmp_path: Path) -> None:
+    require_tool("npx")
     auth = ("--header", f"Authorization: Bearer {tenant.client.key}")
     listed = inspector(tmp_path, mcp_url, "--method", "tools/list", *auth)
     assert listed.returncode == 0, listed.stdout + listed.stderr

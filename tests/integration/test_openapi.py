@@ -26,7 +26,7 @@ import requests
 
 from grove_db import embedded
 from tests.integration.conftest import Tenant, new_tenant, start_api, start_ask
-from tests.integration.test_owner import ISSUER, WEBSITE, Provider, owned_tenant
+from tests.integration.test_owner import Provider, owned_tenant
 
 #: Generated requests per operation and phase: bounded, so the run takes under a minute.
 MAX_EXAMPLES = 25
@@ -61,9 +61,7 @@ def fuzzed_api(database: embedded.EmbeddedDatabase, provider: Provider) -> Itera
             "GROVE_API_WORKERS": "2",
             "GROVE_ASK_RATE_LIMIT_PER_MINUTE": "0",
             "GROVE_ASK_MAX_CONCURRENT_PER_ACCOUNT": "0",
-            "GROVE_OIDC_ISSUER": ISSUER,
-            "GROVE_OIDC_JWKS_URL": provider.url,
-            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            **provider.env(),
             "OPENAI_APPS_CHALLENGE": "challenge-token-123",
         }
     )
@@ -123,7 +121,7 @@ def test_the_document_is_public_and_lists_what_this_server_serves(fuzzed_api: st
     assert document["openapi"] == "3.1.0"
     assert "get" in document["paths"]["/v1/openapi.json"]
     assert document["paths"]["/v1/memories"]["post"]["security"] == [{"bearer": []}]
-    assert "/.well-known/dev-issuer/jwks.json" not in document["paths"]  # GROVE_DEV_AUTH off
+    assert "/dev-issuer/jwks" not in document["paths"]  # GROVE_DEV_AUTH off
 
 
 def test_every_operation_conforms_for_an_api_key(

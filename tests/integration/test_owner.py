@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from grove_auth.errors import AuthError
 from grove_auth.oauth import AgentConfig, agent_principal
-from grove_auth.sessions import Jwks
+from grove_auth.provider import Jwks
 from grove_cli import admin
 from grove_db import embedded
 from grove_db.pool import open_pool
@@ -47,10 +47,18 @@ from tests.integration.test_mcp import error_of as tool_error
 
 ISSUER = "https://issuer.test"
 WEBSITE = "https://app.test"
+#: Owner access tokens' audience (the API) and agent tokens' (the MCP resource).
+OWNER_AUDIENCE = "https://grove.test/v1"
+AUDIENCE = "https://grove.test/mcp"
 
 
 class Provider:
-    """A stand-in identity provider: real RSA and EC keys, a JWKS over HTTP on loopback."""
+    """A stand-in identity provider: real RSA and EC keys, a JWKS over HTTP on loopback.
+
+    For what a real provider cannot be made to do (HMAC and unsigned tokens, EC keys,
+    clock skew, outages); ``tests/integration/test_oidc.py`` runs a real one. Its issuer
+    has no discovery document, so services get the JWKS URL as an override.
+    """
 
     def __init__(self) -> None:
         self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -90,15 +98,26 @@ class Provider:
             keys.append({**public, "kid": kid, "alg": alg, "use": "sig"})
         return {"keys": keys}
 
+    def env(self) -> dict[str, str]:
+        """The identity settings of a service that trusts this provider."""
+        return {
+            "GROVE_OIDC_ISSUER": ISSUER,
+            "GROVE_OIDC_JWKS_URL": self.url,
+            "GROVE_OIDC_AUDIENCE": OWNER_AUDIENCE,
+            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            "GROVE_MCP_PUBLIC_URL": AUDIENCE,
+        }
+
     def token(
         self, subject: str, *, alg: str = "RS256", kid: str | None = None, **overrides: Any
     ) -> str:
+        """An owner access token by default (RFC 9068 claims); overrides change any."""
         now = int(time.time())
         claims = {
             "iss": ISSUER,
             "sub": subject,
-            "sid": "session-1",
-            "azp": WEBSITE,
+            "aud": OWNER_AUDIENCE,
+            "client_id": "grove-console",
             "iat": now,
             "nbf": now,
             "exp": now + 300,
@@ -170,11 +189,8 @@ def owner_api(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterat
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
             "GROVE_API_WORKERS": "1",
-            "GROVE_OIDC_ISSUER": ISSUER,
-            "GROVE_OIDC_JWKS_URL": provider.url,
-            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            **provider.env(),
             "OPENAI_APPS_CHALLENGE": "challenge-token-123",
-            "GROVE_API_ORIGIN": "https://grove.test",
         }
     )
     yield api
@@ -211,21 +227,77 @@ def test_owner_session_lists_the_accounts_connections(setup: Setup) -> None:
     "claims",
     [
         {"iss": "https://other-issuer.test"},
-        {"azp": "https://evil.test"},
-        {"azp": None},
-        {"sid": None},
+        {"aud": "https://another-api.test"},
+        {"aud": None},
         {"exp": -120},  # seconds from now, resolved when the test runs
+        {"exp": None},
         {"nbf": 3600},
         {"kid": "unknown-kid"},
     ],
-    ids=["issuer", "azp", "no-azp", "no-sid", "expired", "not-yet-valid", "unknown-kid"],
+    ids=[
+        "issuer",
+        "other-api",
+        "no-audience",
+        "expired",
+        "no-exp",
+        "not-yet-valid",
+        "unknown-kid",
+    ],
 )
 def test_invalid_owner_tokens_are_401(setup: Setup, claims: dict[str, Any]) -> None:
     # Times are relative: collection may happen minutes before the test runs.
-    claims = {k: int(time.time()) + v if k in ("exp", "nbf") else v for k, v in claims.items()}
+    claims = {
+        k: int(time.time()) + v if k in ("exp", "nbf") and v is not None else v
+        for k, v in claims.items()
+    }
     response = setup.owner(**claims).get("/v1/connections")
     assert response.status_code == 401, response.text
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_an_agent_token_is_no_owner_session(setup: Setup) -> None:
+    agent = setup.owner(aud=AUDIENCE, client_id="some-agent").get("/v1/connections")
+    assert agent.status_code == 403
+    assert error_of(agent)["code"] == "owner_session_required"
+
+
+def test_standard_tokens_need_no_azp_or_sid(setup: Setup) -> None:
+    # RFC 9068 access tokens name the client as client_id and carry no sid.
+    assert setup.owner(azp=None, sid=None, client_id=None).get("/v1/connections").status_code == 200
+    listed = setup.owner(aud=["https://another-api.test", OWNER_AUDIENCE]).get("/v1/connections")
+    assert listed.status_code == 200
+
+
+def test_per_provider_checks_apply_where_configured(
+    database: embedded.EmbeddedDatabase, setup: Setup
+) -> None:
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            **setup.provider.env(),
+            "GROVE_OIDC_AUTHORIZED_PARTY": "grove-console",
+            "GROVE_OIDC_REQUIRE_SID": "true",
+            "GROVE_OIDC_SUBJECT_CLAIM": "oid",  # as on Entra ID, whose sub is per app
+        }
+    )
+    try:
+
+        def status(**claims: Any) -> int:
+            claims = {"sid": "s-1", "sub": "pairwise-for-this-app", "oid": setup.subject, **claims}
+            token = setup.provider.token(setup.subject, **claims)
+            return Client(api.url, token).get("/v1/connections").status_code
+
+        assert status() == 200  # client_id names the website
+        assert status(client_id=None, azp="grove-console") == 200
+        assert status(client_id="someone-else") == 401
+        assert status(client_id=None) == 401
+        assert status(sid=None) == 401
+        assert status(oid=None) == 401
+        assert status(oid="pairwise-for-this-app") == 403  # owns nothing
+    finally:
+        api.stop()
 
 
 def test_leeway_is_at_most_60_seconds(setup: Setup) -> None:
@@ -235,7 +307,7 @@ def test_leeway_is_at_most_60_seconds(setup: Setup) -> None:
 
 def test_unsigned_and_hmac_tokens_are_refused(setup: Setup) -> None:
     now = int(time.time())
-    claims = {"iss": ISSUER, "sub": setup.subject, "sid": "s", "azp": WEBSITE, "exp": now + 300}
+    claims = {"iss": ISSUER, "sub": setup.subject, "aud": OWNER_AUDIENCE, "exp": now + 300}
     unsigned = jwt.encode(claims, None, algorithm="none")
     public_pem = setup.provider.rsa.public_key().public_bytes(
         encoding=serialization.Encoding.PEM,
@@ -259,9 +331,16 @@ def _hs256(claims: dict[str, Any], secret: bytes) -> str:
     return f"{header}.{payload}.{b64(signature)}"
 
 
-def test_a_token_for_an_identity_without_an_account_is_401(setup: Setup) -> None:
+def test_an_identity_without_an_account_is_told_what_to_do(setup: Setup) -> None:
+    # A 403 that names the subject and the fix: a 401 would send clients into a login loop.
     stranger = Client(setup.api.url, setup.provider.token("nobody-owns-anything"))
-    assert stranger.get("/v1/connections").status_code == 401
+    response = stranger.get("/v1/connections")
+    assert response.status_code == 403, response.text
+    error = error_of(response)
+    assert error["code"] == "identity_not_provisioned"
+    assert "nobody-owns-anything" in error["message"]
+    assert "grove accounts owner" in error["message"]
+    assert "WWW-Authenticate" not in response.headers
 
 
 def test_provider_outage_is_503_not_401(database: embedded.EmbeddedDatabase, setup: Setup) -> None:
@@ -272,9 +351,7 @@ def test_provider_outage_is_503_not_401(database: embedded.EmbeddedDatabase, set
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
             "GROVE_API_WORKERS": "1",
-            "GROVE_OIDC_ISSUER": ISSUER,
-            "GROVE_OIDC_JWKS_URL": setup.provider.url,
-            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            **setup.provider.env(),
         }
     )
     try:
@@ -406,7 +483,7 @@ def test_api_serves_the_mcp_resource_metadata(owner_api: Running) -> None:
 
 def test_jwks_refetches_for_an_unknown_kid_at_most_once_a_minute(provider: Provider) -> None:
     now = [1000.0]
-    jwks = Jwks(provider.url, clock=lambda: now[0])
+    jwks = Jwks(lambda: provider.url, clock=lambda: now[0])
     before = provider.fetches
     assert jwks.key("rsa-1") is not None
     for _ in range(3):
@@ -421,9 +498,6 @@ def test_jwks_refetches_for_an_unknown_kid_at_most_once_a_minute(provider: Provi
 
 # --- agent OAuth tokens and the approval of new clients ------------------------------
 
-API_ORIGIN = "https://grove.test"
-AUDIENCE = f"{API_ORIGIN}/mcp"
-
 
 @pytest.fixture(scope="module")
 def oauth_mcp(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterator[str]:
@@ -431,10 +505,7 @@ def oauth_mcp(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterat
         {
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_OIDC_ISSUER": ISSUER,
-            "GROVE_OIDC_JWKS_URL": provider.url,
-            "GROVE_API_ORIGIN": API_ORIGIN,
-            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            **provider.env(),
         },
         workers=1,
     )
@@ -443,7 +514,7 @@ def oauth_mcp(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterat
 
 
 def agent_token(setup: Setup, client_id: str = "claude-desktop", **claims: Any) -> str:
-    claims = {"aud": AUDIENCE, "client_id": client_id, "azp": None, "sid": None, **claims}
+    claims = {"aud": AUDIENCE, "client_id": client_id, **claims}
     return setup.provider.token(setup.subject, **claims)
 
 
@@ -509,6 +580,44 @@ def test_agent_tokens_for_another_audience_are_refused(setup: Setup, oauth_mcp: 
         assert response.status_code == 401, claims
 
 
+def test_an_unapproved_clients_oversized_body_is_still_refused(
+    setup: Setup, oauth_mcp: str
+) -> None:
+    # Its body is read to find its clientInfo, at most the body limit, and passed on.
+    token = agent_token(setup, client_id=f"big-{uuid.uuid4().hex[:6]}")
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "x" * (70 * 1024), "version": "1"}},
+        }
+    )
+    response = requests.post(
+        oauth_mcp,
+        data=body,
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {token}",
+        },
+        timeout=30,
+    )
+    assert response.status_code == 413
+
+
+@pytest.mark.parametrize("claim", ["azp", "cid", "appid"])
+def test_the_client_is_found_under_each_providers_claim(
+    setup: Setup, oauth_mcp: str, claim: str
+) -> None:
+    # OpenID Connect azp, Okta's cid, Entra ID v1's appid; RFC 9068 client_id elsewhere.
+    client = f"{claim}-agent-{uuid.uuid4().hex[:6]}"
+    token = agent_token(setup, client_id=None, **{claim: client})
+    required = tool_error(mcp_call(oauth_mcp, token, "recall", {}))
+    assert required["code"] == "connection_required"
+    assert required["clientId"] == client
+
+
 def test_revocation_applies_at_once_and_reapproval_needs_a_new_token(
     setup: Setup, oauth_mcp: str
 ) -> None:
@@ -520,6 +629,10 @@ def test_revocation_applies_at_once_and_reapproval_needs_a_new_token(
         .json()["data"]
     )
     assert not mcp_call(oauth_mcp, token, "recall", {}).is_error
+    # A token's iat is in whole seconds, and so is the re-approval's cutoff: revoke and
+    # re-approve in a later second than the token's.
+    issued = jwt.decode(token, options={"verify_signature": False})["iat"]
+    wait_until(lambda: time.time() >= issued + 1)
     owner = setup.owner()
     owner.session.delete(
         f"{owner.base}/v1/connections/{approved['id']}", headers=owner.headers(), timeout=10
@@ -570,7 +683,8 @@ def test_a_grant_edit_invalidates_the_pending_request(setup: Setup, oauth_mcp: s
     stale = setup.owner().post(
         f"/v1/connections/requests/{url.split('=')[1]}/approve", {"grants": {"personal": True}}
     )
-    assert stale.status_code == 404
+    assert stale.status_code == 409
+    assert "withdrawn" in error_of(stale)["message"]
 
 
 def test_agent_tokens_work_over_rest_tools_with_the_same_approval(setup: Setup) -> None:
@@ -671,13 +785,10 @@ def test_opaque_agent_tokens_are_checked_by_introspection(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_OIDC_ISSUER": ISSUER,
-            "GROVE_OIDC_JWKS_URL": provider.url,
-            "GROVE_API_ORIGIN": API_ORIGIN,
-            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            **provider.env(),
             "GROVE_OIDC_INTROSPECTION_URL": introspector.url,
-            "GROVE_OIDC_CLIENT_ID": "grove",
-            "GROVE_OIDC_CLIENT_SECRET": "grove-secret",
+            "GROVE_OIDC_INTROSPECTION_CLIENT_ID": "grove",
+            "GROVE_OIDC_INTROSPECTION_CLIENT_SECRET": "grove-secret",
         },
         workers=1,
     )
@@ -973,12 +1084,13 @@ def test_deleting_the_account_revokes_everything_and_tombstones_the_owner(
     done = delete(owner, "delete my Grove account")
     assert done.status_code == 200, done.text
     assert key.get("/v1/memories").status_code == 401  # the very next request
-    assert setup.owner().get("/v1/connections").status_code == 401
+    gone = setup.owner().get("/v1/connections")
+    assert gone.status_code == 403
+    assert "was deleted" in error_of(gone)["message"]
     agent = agent_token(setup, client_id="after-deletion")
-    refused = requests.post(
-        oauth_mcp, json={}, headers={"Authorization": f"Bearer {agent}"}, timeout=10
-    )
-    assert refused.status_code == 401
+    refused = tool_error(mcp_call(oauth_mcp, agent, "recall", {}))
+    assert refused["code"] == "identity_not_provisioned"
+    assert "was deleted" in refused["message"]
     rows = superuser_sql(
         database,
         "SELECT count(*) FILTER (WHERE deleted_at IS NULL) FROM memories WHERE account_id = %s",

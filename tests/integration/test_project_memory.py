@@ -40,10 +40,7 @@ from tests.integration.test_mcp import call as mcp_call
 from tests.integration.test_mcp import connect
 from tests.integration.test_mcp import error_of as mcp_error
 from tests.integration.test_owner import (
-    API_ORIGIN,
     AUDIENCE,
-    ISSUER,
-    WEBSITE,
     OwnedAccount,
     Provider,
     owned_tenant,
@@ -67,10 +64,7 @@ def api_env(
         "GROVE_DATABASE_URL": database.runtime_url,
         "GROVE_EMBEDDING_PROFILE": "disabled",
         "GROVE_API_WORKERS": "1",
-        "GROVE_OIDC_ISSUER": ISSUER,
-        "GROVE_OIDC_JWKS_URL": provider.url,
-        "GROVE_WEBSITE_ORIGIN": WEBSITE,
-        "GROVE_API_ORIGIN": API_ORIGIN,  # agent OAuth tokens are accepted (and refused here)
+        **provider.env(),
         **extra,
     }
 
@@ -1095,6 +1089,8 @@ def test_a_deleted_accounts_keys_and_session_lose_the_pool(team: Team) -> None:
     assert deleted.status_code == 200, deleted.text
     assert bobs.get(team.memory + "/status").status_code == 404
     assert bobs.put(team.memory + "/entry", record("after")).status_code == 404
-    assert team.bob.session.get(team.memory + "/status").status_code == 401
+    gone = team.bob.session.get(team.memory + "/status")
+    assert gone.status_code == 403  # the token is good; its account is deleted
+    assert gone.json()["error"]["code"] == "identity_not_provisioned"
     # The project and everyone else's access are untouched.
     assert trusted(team.writer.get(team.memory + "/status"))["access"]["write"] is True

@@ -34,7 +34,7 @@ from tests.integration.conftest import (
 )
 from tests.integration.test_dev_auth import run_readme_walkthrough
 from tests.integration.test_limits import fresh_window
-from tests.integration.test_owner import ISSUER, WEBSITE, OwnedAccount, Provider, owned_tenant
+from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -86,9 +86,7 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
             "GROVE_API_WORKERS": "1",
-            "GROVE_OIDC_ISSUER": ISSUER,
-            "GROVE_OIDC_JWKS_URL": provider.url,
-            "GROVE_WEBSITE_ORIGIN": WEBSITE,
+            **provider.env(),
             "GROVE_SHARE_PUBLIC_URL": share.url,
         }
     )

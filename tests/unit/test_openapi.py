@@ -25,12 +25,16 @@ METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 
 @pytest.fixture(scope="module")
-def app() -> falcon.App:
+def app(tmp_path_factory: pytest.TempPathFactory) -> falcon.App:
     """The api with every optional route switched on; the pool is never opened."""
     settings = ApiSettings(
         database_url="postgresql://unused/grove",
         secret_key=SECRET,  # type: ignore[arg-type]
         dev_auth=True,
+        oidc_issuer="http://127.0.0.1:8080/dev-issuer",
+        dev_issuer_key=str(tmp_path_factory.mktemp("dev") / "dev-issuer.pem"),
+        oidc_audience="grove-api",
+        website_origin="http://127.0.0.1:8083",
         embedding_profile="disabled",
     )
     pool = ConnectionPool("postgresql://unused/grove", open=False)

@@ -26,6 +26,7 @@ from grove_auth.principal import Principal
 from grove_contracts.connections import (
     Capability,
     Connection,
+    ConnectionRequest,
     CreateKeyRequest,
     Grants,
     PendingRequest,
@@ -36,7 +37,7 @@ from grove_db.pool import Conn, transaction
 SELECT_CONNECTIONS = """
     SELECT c.id, c.name, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
            c.created_at, c.revoked_at, c.last_contact_at, c.approved_at, c.oauth_client_id,
-           c.request_id, c.request_expires_at,
+           c.request_id, c.request_expires_at, c.request,
            (SELECT k.prefix FROM api_keys k WHERE k.connection_id = c.id LIMIT 1) AS key_prefix,
            coalesce(array_agg(cp.project_id ORDER BY cp.project_id)
                     FILTER (WHERE cp.project_id IS NOT NULL), '{}') AS project_ids
@@ -52,12 +53,16 @@ def require_owner(principal: Principal) -> None:
 
 
 def connection_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A connection row as its wire resource, with its state fingerprint."""
-    grants = _grants(row)
+    """A connection row as its wire resource, with its state fingerprint.
+
+    An OAuth client that was never approved holds nothing: its grants are null.
+    """
+    never_approved = row["oauth_client_id"] is not None and row["approved_at"] is None
+    grants = None if never_approved else _grants(row)
     status: Literal["active", "pending", "revoked"] = "active"
     if row["revoked_at"]:
         status = "revoked"
-    elif row["oauth_client_id"] and row["approved_at"] is None:
+    elif never_approved:
         status = "pending"
     pending = row["request_expires_at"] is not None
     return Connection(
@@ -80,9 +85,10 @@ def connection_json(row: dict[str, Any]) -> dict[str, Any]:
     ).model_dump(mode="json")
 
 
-def fingerprint(grants: Grants, status: str) -> str:
+def fingerprint(grants: Grants | None, status: str) -> str:
     """A hash of what the connection may do and whether it is live."""
-    canonical = json.dumps([grants.model_dump(mode="json"), status], sort_keys=True)
+    held = None if grants is None else grants.model_dump(mode="json")
+    canonical = json.dumps([held, status], sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
@@ -131,6 +137,39 @@ def revoke_connection(
         return _one(conn, connection_id)
 
 
+def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -> dict[str, Any]:
+    """One approval request as the approval page shows it: who asks, for what, and
+    whether it can still be answered (``pending``) or already was (``approved``,
+    ``denied``, ``withdrawn`` by a grant edit or revocation) or ``expired``."""
+    require_owner(principal)
+    with transaction(pool, principal.account_id) as conn:
+        row = conn.execute(
+            SELECT_CONNECTIONS + " WHERE c.request_id = %s GROUP BY c.id", (request_id,)
+        ).fetchone()
+        now = conn.execute("SELECT now() AS now").fetchone()
+    if row is None:
+        raise ConnectionNotFound("no such connection request")
+    assert now is not None
+    request = row["request"] or {}
+    status: Literal["pending", "expired", "approved", "denied", "withdrawn"]
+    if row["request_expires_at"] is not None:
+        status = "pending" if row["request_expires_at"] > now["now"] else "expired"
+    else:
+        status = request.get("outcome", "withdrawn")
+    scopes = str(request.get("scopes", "")).split()
+    return ConnectionRequest(
+        id=request_id,
+        status=status,
+        clientId=row["oauth_client_id"],
+        clientName=request.get("clientName"),
+        clientVersion=request.get("clientVersion"),
+        scopes=scopes,
+        requestedAt=request.get("requestedAt"),
+        expiresAt=row["request_expires_at"],
+        connection=Connection.model_validate(connection_json(row)),
+    ).model_dump(mode="json")
+
+
 def approve_request(
     pool: ConnectionPool, principal: Principal, request_id: UUID, grants: Grants
 ) -> dict[str, Any]:
@@ -141,21 +180,27 @@ def approve_request(
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         row = conn.execute(
-            "SELECT id, approved_at, revoked_at, request_expires_at,"
+            "SELECT id, approved_at, revoked_at, request_expires_at, request,"
             " request_expires_at > now() AS live FROM connections"
             " WHERE request_id = %s FOR UPDATE",
             (request_id,),
         ).fetchone()
         if row is None:
             raise ConnectionNotFound("no such connection request")
-        if row["request_expires_at"] is None and row["approved_at"] and not row["revoked_at"]:
+        outcome = (row["request"] or {}).get("outcome")
+        if outcome == "approved" and not row["revoked_at"]:
             return _one(conn, row["id"])  # already approved by this request
+        if outcome is not None:
+            raise ConnectionConflict(f"the connection request was already {outcome}")
         if not row["live"]:
             raise ConnectionConflict("the connection request expired; the client must ask again")
         _write_grants(conn, principal.account_id, row["id"], grants)
         conn.execute(
             "UPDATE connections SET approved_at = now(), request_expires_at = NULL,"
-            " authorized_after = CASE WHEN revoked_at IS NOT NULL THEN now()"
+            " request = coalesce(request, '{}') || jsonb_build_object('outcome', 'approved'),"
+            # Whole seconds, like a token's iat: one minted right after this counts.
+            " authorized_after = CASE WHEN revoked_at IS NOT NULL"
+            " THEN date_trunc('second', now())"
             " ELSE authorized_after END, revoked_at = NULL WHERE id = %s",
             (row["id"],),
         )
@@ -173,16 +218,18 @@ def deny_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
         ).fetchone()
         if row is None:
             raise ConnectionNotFound("no such pending connection request")
-        _drop_request(conn, row["id"])
+        _drop_request(conn, row["id"], "denied")
         return _one(conn, row["id"])
 
 
-def _drop_request(conn: Conn, connection_id: UUID) -> None:
-    """Invalidate an outstanding approval request (grant edits and revocation do)."""
+def _drop_request(conn: Conn, connection_id: UUID, outcome: str = "withdrawn") -> None:
+    """Close an outstanding approval request with its outcome (grant edits and
+    revocation withdraw it); the page can still say what became of it."""
     conn.execute(
-        "UPDATE connections SET request_id = NULL, request_expires_at = NULL"
+        "UPDATE connections SET request_expires_at = NULL,"
+        " request = coalesce(request, '{}') || jsonb_build_object('outcome', %s::text)"
         " WHERE id = %s AND request_expires_at IS NOT NULL",
-        (connection_id,),
+        (outcome, connection_id),
     )
 
 

@@ -18,7 +18,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 KID = "grove-dev-1"
-JWKS_PATH = "/.well-known/dev-issuer/jwks.json"
+#: The issuer is ``{api}/dev-issuer``; grove-api serves its discovery document and keys.
+ISSUER_PATH = "/dev-issuer"
+DISCOVERY_PATH = ISSUER_PATH + "/.well-known/openid-configuration"
+JWKS_PATH = ISSUER_PATH + "/jwks"
+#: The audience of development owner tokens (the API, as a provider would name it).
+OWNER_AUDIENCE = "grove-api"
 TOKEN_SECONDS = 3600
 
 
@@ -44,6 +49,17 @@ def jwks(path: Path) -> dict[str, Any]:
     public = load_or_create_key(path).public_key()
     jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(public))
     return {"keys": [{**jwk, "kid": KID, "alg": "RS256", "use": "sig"}]}
+
+
+def discovery(issuer: str) -> dict[str, Any]:
+    """The dev issuer's discovery document: it signs tokens and has no login pages."""
+    return {
+        "issuer": issuer,
+        "jwks_uri": issuer + "/jwks",
+        "id_token_signing_alg_values_supported": ["RS256"],
+        "subject_types_supported": ["public"],
+        "response_types_supported": [],
+    }
 
 
 def token(path: Path, issuer: str, subject: str, claims: dict[str, Any]) -> str:

@@ -49,12 +49,20 @@ class ConnectionRequired(GrantError):
     code = "connection_required"
     status = 403
 
-    def __init__(self, approval_url: str, client_id: str) -> None:
+    def __init__(self, approval_url: str, client_id: str, revoked: bool = False) -> None:
+        state = "revoked this client's access" if revoked else "has not approved this client"
         super().__init__(
-            f"the account owner has not approved this client ({client_id}) yet;"
-            f" ask them to open {approval_url}"
+            f"the account owner {state} ({client_id}){'' if revoked else ' yet'};"
+            f" ask them to open {approval_url}{' to approve it again' if revoked else ''}"
         )
         self.extra = {"approvalUrl": approval_url, "clientId": client_id}
+
+
+class IdentityNotProvisioned(GrantError):
+    """The signed-in identity owns no Grove account."""
+
+    code = "identity_not_provisioned"
+    status = 403
 
 
 class ConnectionNotFound(GrantError):

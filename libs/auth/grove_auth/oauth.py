@@ -1,8 +1,11 @@
-"""Agent OAuth access tokens: JWTs from the provider, for ``{api origin}/mcp``.
+"""Agent OAuth access tokens from the provider, for the MCP resource.
 
-Verified like owner sessions (JWKS, RS256/ES256, exact issuer, 60 s leeway) with the
-audience exactly the MCP resource. The token proves who (subject) and which client;
-what the client may do comes from its connection's grants. A client the owner has not
+The MCP resource is ``GROVE_MCP_PUBLIC_URL``: the URL clients connect to, which they
+name as the RFC 8707 ``resource`` and find in the protected-resource metadata. JWTs are
+verified like owner sessions (JWKS from discovery, RS256/ES256, exact issuer, 60 s
+leeway) with the audience exactly that URL; opaque tokens by introspection. The token
+proves who (subject) and which client; what the client may do comes from its
+connection's grants. A client the owner has not
 approved gets a principal with no grants and an approval link: one request per
 connection, pending for at most ten minutes.
 """
@@ -13,19 +16,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-import requests
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError, ProviderUnavailable
+from grove_auth.errors import AuthError
 from grove_auth.principal import Principal
-from grove_auth.sessions import LEEWAY_SECONDS, Jwks, decode
-from grove_db.pool import Conn, set_tenant, transaction
+from grove_auth.provider import Jwks, audiences, client_of, subject_of
+from grove_auth.sessions import decode, find_account
+from grove_db.pool import Conn, transaction
 
 REQUEST_TTL = timedelta(minutes=10)
-INTROSPECTION_TIMEOUT_SECONDS = 5
 
 LOCK_CLIENT = """
     SELECT c.id, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
@@ -42,14 +44,25 @@ class AgentConfig:
     """What agent tokens must say, and where owners approve new clients."""
 
     issuer: str
+    #: The MCP resource (``GROVE_MCP_PUBLIC_URL``): agent tokens' exact audience.
     audience: str
     website_origin: str
+    provisioning: Literal["off", "personal"] = "off"
+    subject_claim: str = "sub"
 
 
 def verify_agent_token(config: AgentConfig, jwks: Jwks, token: str) -> dict[str, Any]:
-    """The claims of a valid agent token (audience exactly the MCP resource)."""
-    claims = decode(jwks, token, config.issuer, ["exp", "iss", "sub", "aud"], config.audience)
-    if not (claims.get("client_id") or claims.get("azp")):
+    """The claims of a valid agent JWT (audience exactly the MCP resource)."""
+    claims = decode(jwks, token, config.issuer, ["exp", "iss", "aud"], config.audience)
+    return check_agent_claims(config, claims)
+
+
+def check_agent_claims(config: AgentConfig, claims: dict[str, Any]) -> dict[str, Any]:
+    """What every agent token must say, JWT or introspected: the resource and a client."""
+    if config.audience not in audiences(claims):
+        raise AuthError(f"token is not for this resource ({config.audience})")
+    subject_of(claims, config.subject_claim)
+    if client_of(claims) is None:
         raise AuthError("token names no OAuth client")
     return claims
 
@@ -61,24 +74,10 @@ def agent_principal(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Principal:
     """The client's connection as a principal; unapproved clients get no grants."""
-    subject = str(claims["sub"])
-    client_id = str(claims.get("client_id") or claims.get("azp"))
+    subject = subject_of(claims, config.subject_claim)
+    client_id = str(client_of(claims))
     with transaction(pool) as conn:
-        conn.execute("SELECT set_config('grove.owner_issuer', %s, true)", (config.issuer,))
-        conn.execute("SELECT set_config('grove.owner_subject', %s, true)", (subject,))
-        owner = conn.execute(
-            "SELECT account_id FROM account_owners WHERE issuer = %s AND subject = %s",
-            (config.issuer, subject),
-        ).fetchone()
-        if owner is None:
-            raise AuthError("this identity owns no Grove account")
-        account_id = owner["account_id"]
-        set_tenant(conn, account_id)
-        live = conn.execute(
-            "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL", (account_id,)
-        ).fetchone()
-        if live is None:
-            raise AuthError("this identity owns no Grove account")
+        account_id = find_account(conn, config.issuer, subject, config.provisioning)
         row = conn.execute(LOCK_CLIENT, (client_id,)).fetchone()
         if row is None:
             row = _new_connection(conn, account_id, client_id, subject)
@@ -90,6 +89,7 @@ def agent_principal(
             return _granted(account_id, row, client_id)
         request_id = _pending_request(conn, row, client_id, subject, claims, now())
     return Principal(
+        revoked=row["revoked_at"] is not None,
         account_id=account_id,
         connection_id=row["id"],
         personal=False,
@@ -140,6 +140,33 @@ def _pending_request(
     return request_id
 
 
+#: What a client may call itself on the approval page, at most.
+CLIENT_NAME_CHARS = 200
+CLIENT_VERSION_CHARS = 50
+
+
+def describe_client(pool: ConnectionPool, principal: Principal, name: str, version: str) -> None:
+    """Keep what an unapproved MCP client says it is (its ``clientInfo``) on its pending
+    request, and name the connection after it until the owner approves it.
+
+    Self-described, not verified: the approval page shows it beside the client id.
+    """
+    name = "".join(ch for ch in name if ch.isprintable()).strip()[:CLIENT_NAME_CHARS]
+    version = "".join(ch for ch in version if ch.isprintable()).strip()[:CLIENT_VERSION_CHARS]
+    if not name:
+        return
+    with transaction(pool, principal.account_id) as conn:
+        conn.execute(
+            "UPDATE connections SET request = request"
+            " || jsonb_build_object('clientName', %s::text, 'clientVersion', %s::text),"
+            " name = CASE WHEN approved_at IS NULL THEN %s ELSE name END"
+            " WHERE id = %s AND request_expires_at IS NOT NULL"
+            " AND (request->>'clientName', request->>'clientVersion')"
+            " IS DISTINCT FROM (%s, %s)",
+            (name, version, name, principal.connection_id, name, version),
+        )
+
+
 def _granted(account_id: Any, row: dict[str, Any], client_id: str) -> Principal:
     return Principal(
         account_id=account_id,
@@ -153,45 +180,3 @@ def _granted(account_id: Any, row: dict[str, Any], client_id: str) -> Principal:
         kind="oauth",
         client_id=client_id,
     )
-
-
-@dataclass(frozen=True)
-class Introspection:
-    """An RFC 7662 endpoint for opaque agent tokens, and Grove's credentials for it."""
-
-    url: str
-    client_id: str
-    client_secret: str
-
-
-def introspect(config: AgentConfig, endpoint: Introspection, token: str) -> dict[str, Any]:
-    """The claims of an active opaque token for the MCP resource, or ``AuthError``.
-
-    Asked on every request (no cache), so a revocation at the provider is seen at once;
-    an unreachable endpoint is ``ProviderUnavailable``.
-    """
-    try:
-        response = requests.post(
-            endpoint.url,
-            data={"token": token, "token_type_hint": "access_token"},
-            auth=(endpoint.client_id, endpoint.client_secret),
-            timeout=INTROSPECTION_TIMEOUT_SECONDS,
-        )
-        response.raise_for_status()
-        claims: dict[str, Any] = response.json()
-    except (requests.RequestException, ValueError) as ex:
-        raise ProviderUnavailable("the token introspection endpoint could not be reached") from ex
-    if claims.get("active") is not True:
-        raise AuthError("inactive token")
-    audience = claims.get("aud")
-    audiences = audience if isinstance(audience, list) else [audience]
-    if config.audience not in audiences:
-        raise AuthError("token is not for this resource")
-    if "iss" in claims and claims["iss"] != config.issuer:
-        raise AuthError("token from another issuer")
-    if not claims.get("sub") or not claims.get("client_id"):
-        raise AuthError("token names no subject or client")
-    exp = claims.get("exp")
-    if isinstance(exp, int | float) and exp + LEEWAY_SECONDS < datetime.now(UTC).timestamp():
-        raise AuthError("token expired")
-    return claims

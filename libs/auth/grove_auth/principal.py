@@ -43,6 +43,8 @@ class Principal:
     kind: Literal["api_key", "oauth", "owner", "project_key"] = "api_key"
     #: For an OAuth client the owner has not approved yet: where to approve it.
     approval_url: str | None = None
+    #: For such a client: the owner revoked it (rather than never approving it yet).
+    revoked: bool = False
     client_id: str | None = None
     #: For an owner session: the identity (issuer, subject) and when its token expires,
     #: so work that outlives the request's start can check the session again.

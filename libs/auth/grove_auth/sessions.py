@@ -1,88 +1,53 @@
-"""Owner sessions: JWTs from the configured OpenID Connect provider.
+"""Owner sessions: standard access tokens from the configured OpenID Connect provider.
 
-The token is verified against the provider's JWKS (cached; refetched on an unknown
-``kid`` at most once a minute): algorithms RS256/ES256 only, exact issuer, ``exp`` and
-``nbf`` with at most 60 s leeway, a session ID (``sid``), and an authorized party
-(``azp``) equal to the configured website origin. The subject is then mapped to the
-account it owns. An unreachable provider is ``ProviderUnavailable`` (503), never a 401.
+A JWT is verified against the provider's JWKS (found by discovery; refetched on an
+unknown ``kid`` at most once a minute): algorithms RS256/ES256 only, exact issuer,
+``exp`` and ``nbf`` with at most 60 s leeway, and an audience equal to the configured
+API audience (``GROVE_OIDC_AUDIENCE``), so a token minted for another API is refused.
+An authorized party (the client the token names: ``azp``, ``client_id``, ...) and a session ID
+(``sid``) are checked only where configured. Opaque tokens are checked by introspection
+where that is configured. The subject is then mapped to the account it owns, or, with
+provisioning on, given a new personal account on first sign-in. An unreachable provider
+is ``ProviderUnavailable`` (503), never a 401.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
+from uuid import UUID
 
 import jwt
-import requests
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError, ProviderUnavailable
+from grove_auth.errors import AuthError, IdentityNotProvisioned
 from grove_auth.principal import Principal
-from grove_db.pool import set_tenant, transaction
+from grove_auth.provider import LEEWAY_SECONDS, Jwks, audiences, client_of, subject_of
+from grove_db.pool import Conn, set_tenant, transaction
 
 ALGORITHMS = ["RS256", "ES256"]
-LEEWAY_SECONDS = 60
-REFRESH_INTERVAL_SECONDS = 60
-FETCH_TIMEOUT_SECONDS = 5
 
 FIND_OWNER = """
     SELECT account_id FROM account_owners WHERE issuer = %s AND subject = %s
 """
+PROVISION = "SELECT grove_provision_owner(%s, %s, %s) AS account_id"
+PROVISIONED_NAME = "Personal"
 
 
 @dataclass(frozen=True)
 class OidcConfig:
-    """Where owner sessions come from."""
+    """What owner tokens must say, and what happens to an identity without an account."""
 
     issuer: str
-    jwks_url: str
-    website_origin: str
-
-
-class Jwks:
-    """The provider's signing keys, fetched lazily and refreshed on an unknown ``kid``."""
-
-    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic) -> None:
-        self._url = url
-        self._clock = clock
-        self._keys: dict[str, Any] = {}
-        self._fetched_at: float | None = None
-        self._failed = False
-        self._lock = threading.Lock()
-
-    def key(self, kid: str) -> Any:
-        """The verification key for ``kid``; ``AuthError`` if the provider has none."""
-        with self._lock:
-            if kid not in self._keys and self._may_refresh():
-                self._refresh()
-            if kid not in self._keys:
-                if self._failed:
-                    # Until the next attempt, the keys are unknown, not the token bad.
-                    raise ProviderUnavailable("the identity provider's keys are unavailable")
-                raise AuthError("token signed with an unknown key")
-            return self._keys[kid]
-
-    def _may_refresh(self) -> bool:
-        return self._fetched_at is None or (
-            self._clock() - self._fetched_at >= REFRESH_INTERVAL_SECONDS
-        )
-
-    def _refresh(self) -> None:
-        self._fetched_at = self._clock()  # attempts, failed or not, are rate-limited
-        try:
-            response = requests.get(self._url, timeout=FETCH_TIMEOUT_SECONDS)
-            response.raise_for_status()
-            keys = jwt.PyJWKSet.from_dict(response.json()).keys
-        except (requests.RequestException, ValueError, jwt.PyJWTError) as ex:
-            self._failed = True
-            raise ProviderUnavailable("the identity provider's keys could not be fetched") from ex
-        self._failed = False
-        self._keys = {key.key_id: key.key for key in keys if key.key_id}
+    audience: str
+    #: The website's client ID, if owner tokens must name it (``azp`` or ``client_id``).
+    authorized_party: str | None = None
+    require_sid: bool = False
+    provisioning: Literal["off", "personal"] = "off"
+    #: The claim naming the person (``sub``; Entra ID's is per app, its ``oid`` is not).
+    subject_claim: str = "sub"
 
 
 def signing_key(jwks: Jwks, token: str) -> Any:
@@ -120,30 +85,31 @@ def decode(
 
 
 def verify_owner_token(config: OidcConfig, jwks: Jwks, token: str) -> dict[str, Any]:
-    """The claims of a valid owner-session token, or ``AuthError``."""
-    claims = decode(jwks, token, config.issuer, ["exp", "iss", "sub", "sid"])
-    if claims.get("azp") != config.website_origin:
+    """The claims of a valid owner JWT (audience exactly the API's), or ``AuthError``."""
+    required = ["exp", "iss", "aud", *(["sid"] if config.require_sid else [])]
+    claims = decode(jwks, token, config.issuer, required, config.audience)
+    return check_owner_claims(config, claims)
+
+
+def check_owner_claims(config: OidcConfig, claims: dict[str, Any]) -> dict[str, Any]:
+    """The configured per-provider checks, for JWT and introspected claims alike."""
+    if config.audience not in audiences(claims):
+        raise AuthError("token is not for the Grove API (its audience differs)")
+    subject_of(claims, config.subject_claim)
+    if config.require_sid and not claims.get("sid"):
+        raise AuthError("token carries no session ID (sid)")
+    if config.authorized_party is not None and client_of(claims) != config.authorized_party:
         raise AuthError("token was not issued to the Grove website")
     return claims
 
 
 def owner_principal(pool: ConnectionPool, config: OidcConfig, claims: dict[str, Any]) -> Principal:
     """The account the token's subject owns, as a full-access owner principal."""
-    subject = str(claims["sub"])
+    subject = subject_of(claims, config.subject_claim)
     with transaction(pool) as conn:
-        conn.execute("SELECT set_config('grove.owner_issuer', %s, true)", (config.issuer,))
-        conn.execute("SELECT set_config('grove.owner_subject', %s, true)", (subject,))
-        row = conn.execute(FIND_OWNER, (config.issuer, subject)).fetchone()
-        if row is None:
-            raise AuthError("this identity owns no Grove account")
-        set_tenant(conn, row["account_id"])
-        live = conn.execute(
-            "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL", (row["account_id"],)
-        ).fetchone()
-        if live is None:
-            raise AuthError("this identity owns no Grove account")
+        account_id = find_account(conn, config.issuer, subject, config.provisioning)
     return Principal(
-        account_id=row["account_id"],
+        account_id=account_id,
         # Stable per owner identity: cursors and idempotency records bind to it.
         connection_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{config.issuer}#{subject}"),
         personal=True,
@@ -156,4 +122,45 @@ def owner_principal(pool: ConnectionPool, config: OidcConfig, claims: dict[str, 
         session_expires_at=datetime.fromtimestamp(int(claims["exp"]), UTC)
         if "exp" in claims
         else None,
+    )
+
+
+def find_account(
+    conn: Conn, issuer: str, subject: str, provisioning: Literal["off", "personal"]
+) -> UUID:
+    """The live account ``subject`` owns (scoping ``conn`` to it), provisioned if allowed.
+
+    An identity without one is refused with a message that says what would fix it.
+    """
+    conn.execute("SELECT set_config('grove.owner_issuer', %s, true)", (issuer,))
+    conn.execute("SELECT set_config('grove.owner_subject', %s, true)", (subject,))
+    row = conn.execute(FIND_OWNER, (issuer, subject)).fetchone()
+    if row is None and provisioning == "personal":
+        row = conn.execute(PROVISION, (issuer, subject, PROVISIONED_NAME)).fetchone()
+    if row is None or row["account_id"] is None:
+        raise unknown_identity(provisioning, subject)
+    account_id: UUID = row["account_id"]
+    set_tenant(conn, account_id)
+    live = conn.execute(
+        "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL", (account_id,)
+    ).fetchone()
+    if live is None:
+        raise IdentityNotProvisioned(f"the Grove account of {subject} was deleted")
+    return account_id
+
+
+def unknown_identity(provisioning: str, subject: str) -> IdentityNotProvisioned:
+    """The refusal of an identity that owns no account, saying what would fix it.
+
+    A 403, not a 401: the token is good, and a 401 would only send the client back to
+    the provider's login in a loop.
+    """
+    if provisioning == "personal":
+        return IdentityNotProvisioned(
+            f"{subject} belonged to a deleted Grove account and cannot own another"
+        )
+    return IdentityNotProvisioned(
+        f"the identity {subject} owns no Grove account; an operator must run"
+        f" `grove accounts owner --account ACCOUNT --subject {subject}`"
+        " (or set GROVE_OIDC_PROVISIONING=personal)"
     )

@@ -56,7 +56,8 @@ class Connection(BaseModel):
     name: str
     kind: Literal["api_key", "oauth"]
     status: Literal["active", "pending", "revoked"]
-    grants: Grants
+    #: Null for an OAuth client that was never approved: it holds nothing.
+    grants: Grants | None
     keyPrefix: str | None
     clientId: str | None
     pendingRequest: PendingRequest | None
@@ -64,6 +65,25 @@ class Connection(BaseModel):
     createdAt: datetime
     revokedAt: datetime | None
     state: str
+
+
+class ConnectionRequest(BaseModel):
+    """An OAuth client's approval request, as the approval page shows it.
+
+    ``clientName`` and ``clientVersion`` are what the MCP client says it is (its
+    ``clientInfo``), not verified by the provider; ``clientId`` is what the provider
+    issued. ``status`` is ``pending`` while it can be answered.
+    """
+
+    id: UUID
+    status: Literal["pending", "expired", "approved", "denied", "withdrawn"]
+    clientId: str | None
+    clientName: str | None
+    clientVersion: str | None
+    scopes: list[str]
+    requestedAt: datetime | None
+    expiresAt: datetime | None
+    connection: Connection
 
 
 class CreatedKey(BaseModel):

@@ -48,3 +48,12 @@ class JwkSet(BaseModel):
     """A JSON Web Key Set: the public keys tokens are verified with."""
 
     keys: list[Jwk]
+
+
+class DiscoveryDocument(BaseModel):
+    """An OpenID Connect discovery document (the fields Grove reads; others may follow)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    issuer: str
+    jwks_uri: str

@@ -15,6 +15,7 @@ ERROR_STATUS: dict[str, int] = {
     "forbidden": 403,
     "owner_session_required": 403,
     "connection_required": 403,
+    "identity_not_provisioned": 403,
     "credential_not_allowed": 403,
     "authority_protected": 403,
     "connection_conflict": 409,

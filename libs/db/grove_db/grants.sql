@@ -23,3 +23,4 @@ GRANT SELECT, INSERT, UPDATE ON orgs, org_members, org_projects, project_members
 GRANT DELETE ON project_members TO {role};
 GRANT SELECT, INSERT, UPDATE, DELETE ON project_memories TO {role};
 GRANT SELECT, INSERT ON project_memory_audit TO {role};
+GRANT EXECUTE ON FUNCTION grove_provision_owner(text, text, text) TO {role};

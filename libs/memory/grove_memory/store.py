@@ -58,7 +58,9 @@ def require(principal: Principal, capability: Literal["read", "write", "delete"]
     with the approval link.
     """
     if principal.approval_url is not None:
-        raise ConnectionRequired(principal.approval_url, principal.client_id or "")
+        raise ConnectionRequired(
+            principal.approval_url, principal.client_id or "", principal.revoked
+        )
     held = {
         "read": principal.can_read,
         "write": principal.can_write,

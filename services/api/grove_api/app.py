@@ -9,12 +9,11 @@ from psycopg_pool import ConnectionPool
 
 from grove_api import ask, conversations, errors, openapi, owner, projects, resources, shares
 from grove_api.health import Health, Ready
-from grove_api.middleware import BearerAuth, OwnerSessions, RateLimiter
+from grove_api.middleware import BearerAuth, RateLimiter
 from grove_api.settings import ApiSettings
 from grove_auth import devissuer
+from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import derive_secret
-from grove_auth.oauth import AgentConfig
-from grove_auth.sessions import Jwks, OidcConfig
 from grove_db.pool import open_pool
 from grove_db.ratelimit import RateLimit
 from grove_memory.ask import init_metrics as init_ask_metrics
@@ -35,7 +34,8 @@ class Deps:
     cursor_secret: bytes
     share_secret: bytes
     embedder: InferenceClient | None
-    owners: OwnerSessions | None = None
+    #: Owner-session and agent tokens of the provider (None: API keys only).
+    tokens: ProviderTokens | None = None
     #: The ask service's ``Answer`` for ``/v1/ask`` (None: the embedder's client).
     answerer: InferenceClient | None = None
 
@@ -46,7 +46,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
         middleware=[
             RequestId(),
             FalconTelemetry(),
-            BearerAuth(deps.pool, deps.key_secret, deps.owners),
+            BearerAuth(deps.pool, deps.key_secret, deps.tokens),
             RateLimiter(deps.pool, RateLimit(settings.api_rate_limit_per_minute), "api"),
             ask.AskLimiter(
                 deps.pool,
@@ -98,6 +98,9 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/connections", owner.Connections(*owner_args))
     app.add_route("/v1/connections/{connection_id:uuid}", owner.Connection(*owner_args))
     app.add_route(
+        "/v1/connections/requests/{request_id:uuid}", owner.ConnectionRequestResource(*owner_args)
+    )
+    app.add_route(
         "/v1/connections/requests/{request_id:uuid}/approve", owner.ApproveRequest(*owner_args)
     )
     app.add_route("/v1/connections/requests/{request_id:uuid}/deny", owner.DenyRequest(*owner_args))
@@ -121,8 +124,9 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
         "/.well-known/oauth-protected-resource/mcp",
         owner.ResourceMetadata(settings.mcp_public_url, settings.oidc_issuer),
     )
-    if settings.dev_auth:
+    if settings.dev_auth and settings.oidc_issuer:
         app.add_route(devissuer.JWKS_PATH, owner.DevIssuerKeys(settings.dev_issuer_key))
+        app.add_route(devissuer.DISCOVERY_PATH, owner.DevIssuerDiscovery(settings.oidc_issuer))
     app.add_route("/v1/tools", resources.Tools())
     app.add_route("/v1/tools/{tool}", resources.ToolCall(store, limit))
     return app
@@ -142,27 +146,8 @@ def deps_from(settings: ApiSettings) -> Deps:
         cursor_secret=derive_secret(secret, "cursor"),
         share_secret=derive_secret(secret, "share-token"),
         embedder=None if settings.embedding_profile == "disabled" else inference,
-        owners=_owner_sessions(settings),
+        tokens=provider_tokens(settings, settings.mcp_public_url, accept_owners=True),
         answerer=inference,
-    )
-
-
-def _owner_sessions(settings: ApiSettings) -> OwnerSessions | None:
-    if not settings.oidc_issuer or not settings.website_origin:
-        return None
-    issuer = settings.oidc_issuer.rstrip("/")
-    jwks_url = settings.oidc_jwks_url or f"{issuer}/.well-known/jwks.json"
-    agents = (
-        AgentConfig(
-            settings.oidc_issuer,
-            f"{settings.api_origin.rstrip('/')}/mcp",
-            settings.website_origin,
-        )
-        if settings.api_origin
-        else None
-    )
-    return OwnerSessions(
-        OidcConfig(settings.oidc_issuer, jwks_url, settings.website_origin), Jwks(jwks_url), agents
     )
 
 

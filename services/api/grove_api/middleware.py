@@ -2,35 +2,39 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import falcon
-import jwt
 from psycopg_pool import ConnectionPool
 
+from grove_auth import devissuer
 from grove_auth.errors import AuthError
+from grove_auth.identity import ProviderTokens
 from grove_auth.keys import KEY_PREFIX, authenticate
-from grove_auth.oauth import AgentConfig, agent_principal, verify_agent_token
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
-from grove_auth.sessions import Jwks, OidcConfig, owner_principal, verify_owner_token
 from grove_db.ratelimit import RateLimit
 from grove_memory.project_memory import CredentialNotAllowed
 from grove_telemetry import metrics
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/v1/openapi.json"})
+PUBLIC_PATHS = frozenset(
+    {"/healthz", "/readyz", "/v1/openapi.json", devissuer.DISCOVERY_PATH, devissuer.JWKS_PATH}
+)
 PUBLIC_PREFIX = "/.well-known/"
 
 
 class BearerAuth:
-    """Resolve ``Authorization: Bearer <api key>`` to a principal on every request."""
+    """Resolve ``Authorization: Bearer <credential>`` to a principal on every request.
+
+    Grove's own keys by their prefix; anything else is a token of the provider, an
+    owner session or an agent's, told apart by its audience.
+    """
 
     def __init__(
-        self, pool: ConnectionPool, key_secret: bytes, owners: OwnerSessions | None = None
+        self, pool: ConnectionPool, key_secret: bytes, tokens: ProviderTokens | None = None
     ) -> None:
         self._pool = pool
         self._secret = key_secret
-        self._owners = owners
+        self._tokens = tokens
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict[str, Any]
@@ -49,15 +53,10 @@ class BearerAuth:
                     "a project key may call only its project's /memory routes"
                 )
             req.context.principal = principal
-        elif token.startswith(KEY_PREFIX) or self._owners is None:
+        elif token.startswith(KEY_PREFIX) or self._tokens is None:
             req.context.principal = authenticate(self._pool, self._secret, token)
-        elif self._owners.agents is not None and _audience(token) == self._owners.agents.audience:
-            agents = self._owners.agents
-            claims = verify_agent_token(agents, self._owners.jwks, token)
-            req.context.principal = agent_principal(self._pool, agents, claims)
         else:
-            claims = verify_owner_token(self._owners.config, self._owners.jwks, token)
-            req.context.principal = owner_principal(self._pool, self._owners.config, claims)
+            req.context.principal = self._tokens.principal(self._pool, token)
 
 
 class RateLimiter:
@@ -82,20 +81,3 @@ class RateLimiter:
         if wait is not None:
             metrics.RATE_LIMITED.labels(metrics.service()).inc()
             raise falcon.HTTPTooManyRequests(title=self._limit.refusal(wait), retry_after=wait)
-
-
-def _audience(token: str) -> object:
-    """The unverified ``aud`` claim: only picks which verification applies."""
-    try:
-        return jwt.decode(token, options={"verify_signature": False}).get("aud")
-    except jwt.PyJWTError:
-        return None
-
-
-@dataclass(frozen=True)
-class OwnerSessions:
-    """Verification of owner-session JWTs from the configured provider."""
-
-    config: OidcConfig
-    jwks: Jwks
-    agents: AgentConfig | None = None

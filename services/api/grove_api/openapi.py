@@ -26,6 +26,7 @@ from grove_contracts.connections import (
     Approval,
     Connection,
     ConnectionList,
+    ConnectionRequest,
     CreatedKey,
     CreateKeyRequest,
     DeleteAccountRequest,
@@ -44,7 +45,13 @@ from grove_contracts.conversations import (
     TurnReply,
     TurnRequest,
 )
-from grove_contracts.discovery import Health, JwkSet, ProtectedResourceMetadata, Readiness
+from grove_contracts.discovery import (
+    DiscoveryDocument,
+    Health,
+    JwkSet,
+    ProtectedResourceMetadata,
+    Readiness,
+)
 from grove_contracts.errors import ErrorEnvelope
 from grove_contracts.notebooks import (
     ArchivedNotebookList,
@@ -376,6 +383,13 @@ OPERATIONS: tuple[Operation, ...] = (
         auth="owner",
     ),
     Operation(
+        "GET",
+        "/v1/connections/requests/{request_id:uuid}",
+        "Read an OAuth client's approval request (what the approval page shows)",
+        ConnectionRequest,
+        auth="owner",
+    ),
+    Operation(
         "POST",
         "/v1/connections/requests/{request_id:uuid}/approve",
         "Approve a pending OAuth client with grants",
@@ -618,6 +632,14 @@ OPERATIONS: tuple[Operation, ...] = (
         devissuer.JWKS_PATH,
         "The development issuer's public keys (only with GROVE_DEV_AUTH)",
         JwkSet,
+        auth="none",
+        envelope=False,
+    ),
+    Operation(
+        "GET",
+        devissuer.DISCOVERY_PATH,
+        "The development issuer's discovery document (only with GROVE_DEV_AUTH)",
+        DiscoveryDocument,
         auth="none",
         envelope=False,
     ),

@@ -105,6 +105,14 @@ class ResourceMetadata:
         resp.media = self.document
 
 
+class ConnectionRequestResource(OwnerResource):
+    """``GET /v1/connections/requests/{id}``: what the approval page shows."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
+        found = connections.read_request(self.pool, req.context.principal, request_id)
+        resp.media = success_envelope(found)
+
+
 class ApproveRequest(OwnerResource):
     """``POST /v1/connections/requests/{id}/approve`` with ``{grants}``."""
 
@@ -125,13 +133,23 @@ class DenyRequest(OwnerResource):
 
 
 class DevIssuerKeys:
-    """``GET /.well-known/dev-issuer/jwks.json``: the development issuer's public keys."""
+    """``GET /dev-issuer/jwks``: the development issuer's public keys."""
 
     def __init__(self, key_path: str) -> None:
-        self.key_path = key_path
+        self.document = devissuer.jwks(Path(key_path))
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = devissuer.jwks(Path(self.key_path))
+        resp.media = self.document
+
+
+class DevIssuerDiscovery:
+    """``GET /dev-issuer/.well-known/openid-configuration``: the dev issuer's discovery."""
+
+    def __init__(self, issuer: str) -> None:
+        self.document = devissuer.discovery(issuer)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self.document
 
 
 class Account(OwnerResource):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from grove_api.settings import ApiSettings
+from grove_auth.identity import require_identity
 from grove_db.startup import Gunicorn, checked_settings
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
@@ -38,4 +39,5 @@ def main() -> None:
     """Entry point of ``grove-api``; a bad setting or unsafe role exits with one line."""
     multiproc.prepare("grove-api")
     settings = checked_settings("grove-api", ApiSettings)
+    require_identity("grove-api", settings, settings.mcp_public_url)
     Gunicorn(gunicorn_options(settings), _app).run()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from grove_auth.identity import IdentitySettings
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
 
 DEFAULT_PORT = 8080
@@ -25,7 +26,7 @@ DEFAULT_ASK_RATE_LIMIT_PER_MINUTE = 60
 DEFAULT_ASK_MAX_CONCURRENT_PER_ACCOUNT = 4
 
 
-class ApiSettings(BaseSettings):
+class ApiSettings(IdentitySettings):
     """Configuration of ``grove-api``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")
@@ -66,13 +67,8 @@ class ApiSettings(BaseSettings):
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
     #: The platform switch of project memory (``/v1/orgs/.../memory``); off: 404 everywhere.
     project_memory_enabled: bool = True
-    env: Literal["development", "production"] = "development"
-    dev_auth: bool = False
     dev_issuer_key: str = ".grove/dev-issuer.pem"
-    oidc_issuer: str | None = None
-    oidc_jwks_url: str | None = None
-    website_origin: str | None = None
-    api_origin: str | None = None
+    #: The MCP resource: agent tokens' audience and the resource metadata's ``resource``.
     mcp_public_url: str = "http://127.0.0.1:8081/mcp"
     #: Where grove-share is reached from outside: share links are ``<this>/public/shares/…``.
     share_public_url: str = "http://127.0.0.1:8082"
@@ -88,9 +84,9 @@ class ApiSettings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _oidc_complete(self) -> ApiSettings:
-        if self.oidc_issuer and not self.website_origin:
-            raise ValueError("GROVE_WEBSITE_ORIGIN is required with GROVE_OIDC_ISSUER")
-        if self.dev_auth and self.env == "production":
-            raise ValueError("GROVE_DEV_AUTH must not be enabled when GROVE_ENV=production")
+    def _owner_audience(self) -> ApiSettings:
+        if self.oidc_issuer and not self.oidc_audience:
+            raise ValueError(
+                "GROVE_OIDC_AUDIENCE (owner access tokens' aud) is required with GROVE_OIDC_ISSUER"
+            )
         return self

@@ -7,6 +7,7 @@ middleware with our verifier; every tool call runs the registry tool through
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections import Counter
@@ -21,25 +22,20 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CLIENT_INFO_META_KEY
 from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from grove_auth.errors import AuthError, GrantError, ProviderUnavailable
+from grove_auth.errors import AuthError, GrantError, IdentityNotProvisioned, ProviderUnavailable
+from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import KEY_PREFIX, authenticate, derive_secret
-from grove_auth.oauth import (
-    AgentConfig,
-    Introspection,
-    agent_principal,
-    introspect,
-    verify_agent_token,
-)
+from grove_auth.oauth import describe_client
 from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
-from grove_auth.sessions import Jwks
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
 from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS, PROJECT_MEMORY_TOOLS_BY_NAME
 from grove_db.errors import DatabaseError
@@ -59,19 +55,21 @@ from grove_telemetry.traces import configure_tracing
 LOCAL_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOCAL_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 MCP_PATH = "/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
 logger = logging.getLogger("grove.mcp")
 
 
 class KeyVerifier:
     """The SDK's token verifier: API keys, and agent OAuth tokens when a provider is set.
 
-    Checked on every request. If the provider cannot be reached, the request is let
-    through marked ``unavailable`` and every tool call answers
-    ``auth_provider_unavailable``: never a 401 that would restart the client's OAuth.
+    Checked on every request. A valid token that cannot be served, because the
+    provider cannot be reached or the identity owns no account, is let through marked
+    ``refused`` and every tool call answers with that error and its cause: never a 401
+    that would restart the client's OAuth in a loop.
     """
 
     def __init__(
-        self, pool: ConnectionPool, key_secret: bytes, agents: AgentTokens | None = None
+        self, pool: ConnectionPool, key_secret: bytes, agents: ProviderTokens | None = None
     ) -> None:
         self._pool = pool
         self._secret = key_secret
@@ -82,8 +80,9 @@ class KeyVerifier:
             principal = await anyio.to_thread.run_sync(self._principal, token)
         except AuthError:
             return None
-        except ProviderUnavailable:
-            return AccessToken(token=token, client_id="-", scopes=[], claims={"unavailable": True})
+        except (ProviderUnavailable, IdentityNotProvisioned) as ex:
+            refused = {"code": ex.code, "message": ex.message}
+            return AccessToken(token=token, client_id="-", scopes=[], claims={"refused": refused})
         return AccessToken(
             token=token,
             client_id=principal.client_id or str(principal.connection_id),
@@ -97,20 +96,7 @@ class KeyVerifier:
             return authenticate_project_key(self._pool, self._secret, token)
         if token.startswith(KEY_PREFIX) or agents is None:
             return authenticate(self._pool, self._secret, token)
-        if token.count(".") != 2 and agents.introspection is not None:
-            claims = introspect(agents.config, agents.introspection, token)
-        else:
-            claims = verify_agent_token(agents.config, agents.jwks, token)
-        return agent_principal(self._pool, agents.config, claims)
-
-
-@dataclass(frozen=True)
-class AgentTokens:
-    """Verification of agent OAuth tokens from the configured provider."""
-
-    config: AgentConfig
-    jwks: Jwks
-    introspection: Introspection | None = None
+        return agents.principal(self._pool, token)
 
 
 @dataclass
@@ -148,12 +134,9 @@ class ToolRunner:
         token = get_access_token()
         if token is None or not token.claims:
             return failure("unauthorized", "send Authorization: Bearer <api key>", request_id)
-        if token.claims.get("unavailable"):
-            return failure(
-                "auth_provider_unavailable",
-                "the identity provider cannot be reached to verify this token; retry shortly",
-                request_id,
-            )
+        refused = token.claims.get("refused")
+        if refused:
+            return failure(refused["code"], refused["message"], request_id)
         principal: Principal = token.claims["principal"]
         key = str(principal.connection_id)
         if self.running[key] >= self.per_credential:
@@ -240,15 +223,72 @@ class RateLimited:
         await self.app(scope, receive, send)
 
 
-class GetNotAllowed:
-    """Answer ``GET /mcp`` with 405: a stateless server has no stream to offer."""
+class DescribeClient:
+    """Keep what an unapproved client says it is, for the owner's approval page.
 
-    def __init__(self, app: ASGIApp, path: str) -> None:
+    The MCP client's ``clientInfo`` (name, version) comes in ``initialize`` (handshake
+    protocol versions; a stateless server sees it only there) or in every request's
+    ``_meta`` (2026-07-28 on). Only unapproved clients' bodies are read here, at most
+    ``max_body`` bytes, and then passed on unchanged.
+    """
+
+    def __init__(self, app: ASGIApp, pool: ConnectionPool, max_body: int) -> None:
         self.app = app
-        self.path = path
+        self.pool = pool
+        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] == "GET":
+        token: AccessToken | None = getattr(scope.get("user"), "access_token", None)
+        principal = token.claims.get("principal") if token and token.claims else None
+        if not isinstance(principal, Principal) or principal.approval_url is None:
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        size = 0
+        while size <= self.max_body:
+            message = await receive()
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        info = _client_info(b"".join(m.get("body", b"") for m in messages))
+        if info is not None:
+            await anyio.to_thread.run_sync(describe_client, self.pool, principal, *info)
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _client_info(body: bytes) -> tuple[str, str] | None:
+    """The (name, version) a JSON-RPC request's client gives, if it gives one."""
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    params = request.get("params") if isinstance(request, dict) else None
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    info = params.get("clientInfo") or (meta or {}).get(CLIENT_INFO_META_KEY)
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+        return None
+    return info["name"], str(info.get("version", ""))
+
+
+class GetNotAllowed:
+    """Answer ``GET /mcp`` with 405: a stateless server has no stream to offer.
+
+    It sits inside the SDK's authentication, so an unauthenticated GET gets the 401
+    with the resource-metadata challenge first, as clients probing the endpoint expect.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
             response = JSONResponse(
                 error_envelope("method_not_allowed", "use POST for MCP requests", "-"),
                 status_code=405,
@@ -257,6 +297,75 @@ class GetNotAllowed:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class Cors:
+    """CORS for browser-based MCP clients on ``/mcp`` and its resource metadata.
+
+    Only the configured origins (``GROVE_MCP_ALLOWED_ORIGINS``, none by default) get
+    CORS headers; a preflight from any other origin is refused with 403, and what the
+    SDK would add by itself is dropped. A preflight is answered here, before
+    authentication: browsers never send credentials with one.
+    """
+
+    METHODS = "GET, POST, DELETE, OPTIONS"
+    HEADERS = (
+        "Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id,"
+        " Mcp-Method, Mcp-Name, Last-Event-ID"
+    )
+    EXPOSE = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id"
+
+    def __init__(self, app: ASGIApp, origins: list[str], paths: list[str]) -> None:
+        self.app = app
+        self.origins = frozenset(origin.rstrip("/") for origin in origins)
+        self.paths = frozenset(paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        allowed = origin in self.origins
+        preflight = scope["method"] == "OPTIONS" and b"access-control-request-method" in headers
+        if preflight:
+            response: Response = (
+                Response(status_code=204, headers=self._headers(origin, preflight=True))
+                if allowed
+                else JSONResponse(
+                    error_envelope("forbidden", f"origin {origin!r} is not allowed", "-"),
+                    status_code=403,
+                    headers={"Vary": "Origin"},
+                )
+            )
+            await response(scope, receive, send)
+            return
+
+        async def send_with_cors(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                kept = [
+                    (name, value)
+                    for name, value in message.get("headers", [])
+                    if not name.lower().startswith(b"access-control-")
+                ]
+                extra = self._headers(origin, preflight=False) if allowed else {"Vary": "Origin"}
+                kept += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
+                message = {**message, "headers": kept}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
+    def _headers(self, origin: str, *, preflight: bool) -> dict[str, str]:
+        headers = {"Access-Control-Allow-Origin": origin, "Vary": "Origin"}
+        if preflight:
+            headers |= {
+                "Access-Control-Allow-Methods": self.METHODS,
+                "Access-Control-Allow-Headers": self.HEADERS,
+                "Access-Control-Max-Age": "600",
+            }
+        else:
+            headers["Access-Control-Expose-Headers"] = self.EXPOSE
+        return headers
 
 
 def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int) -> ASGIApp:
@@ -293,7 +402,9 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
             # API keys carry no audience; the verifier checks them against the database.
             validate_token_resource=False,
         ),
-        token_verifier=KeyVerifier(store.pool, key_secret, agent_tokens(settings)),
+        token_verifier=KeyVerifier(
+            store.pool, key_secret, provider_tokens(settings, public_url, accept_owners=False)
+        ),
         custom_starlette_routes=[
             Route("/healthz", lambda request: JSONResponse(success_envelope({"status": "ok"}))),
             Route("/readyz", _ready(store.pool)),
@@ -301,31 +412,16 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
     )
     for route in starlette_app.routes:
         if isinstance(route, Route) and route.path == MCP_PATH:
+            require_auth = route.app
+            require_auth.app = GetNotAllowed(  # type: ignore[attr-defined]
+                DescribeClient(require_auth.app, store.pool, settings.max_body_bytes)  # type: ignore[attr-defined]
+            )
             route.app = RateLimited(
-                route.app, store.pool, RateLimit(settings.mcp_rate_limit_per_minute)
+                require_auth, store.pool, RateLimit(settings.mcp_rate_limit_per_minute)
             )
     known = [getattr(route, "path", "") for route in starlette_app.routes]
-    return AsgiTelemetry(GetNotAllowed(starlette_app, MCP_PATH), known)
-
-
-def agent_tokens(settings: McpSettings) -> AgentTokens | None:
-    """Agent OAuth verification, when a provider and the API origin are configured."""
-    if not (settings.oidc_issuer and settings.api_origin and settings.website_origin):
-        return None
-    jwks_url = settings.oidc_jwks_url or f"{settings.oidc_issuer.rstrip('/')}/.well-known/jwks.json"
-    config = AgentConfig(
-        settings.oidc_issuer, f"{settings.api_origin.rstrip('/')}/mcp", settings.website_origin
-    )
-    introspection = (
-        Introspection(
-            settings.oidc_introspection_url,
-            settings.oidc_client_id or "",
-            settings.oidc_client_secret.get_secret_value() if settings.oidc_client_secret else "",
-        )
-        if settings.oidc_introspection_url
-        else None
-    )
-    return AgentTokens(config, Jwks(jwks_url), introspection)
+    cors = Cors(starlette_app, settings.mcp_allowed_origins, [MCP_PATH, METADATA_PATH])
+    return AsgiTelemetry(cors, known)
 
 
 def _ready(pool: ConnectionPool) -> Any:

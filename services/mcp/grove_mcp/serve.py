@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from grove_auth.identity import require_identity
 from grove_db.startup import Gunicorn, checked_settings
 from grove_mcp.settings import McpSettings
 from grove_telemetry import multiproc
@@ -21,6 +22,7 @@ def main() -> None:
     """Entry point of ``grove-mcp``; a bad setting or unsafe role exits with one line."""
     multiproc.prepare("grove-mcp")
     settings = checked_settings("grove-mcp", McpSettings)
+    require_identity("grove-mcp", settings, settings.public_url(settings.mcp_port))
     options = {
         "bind": f"{settings.mcp_host}:{settings.mcp_port}",
         "workers": settings.mcp_workers,

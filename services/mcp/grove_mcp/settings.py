@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
+from grove_auth.identity import IdentitySettings
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
 
 DEFAULT_PORT = 8081
@@ -15,7 +16,7 @@ DEFAULT_PER_CREDENTIAL_CONCURRENCY = 8
 MAX_BODY_BYTES = 64 * 1024
 
 
-class McpSettings(BaseSettings):
+class McpSettings(IdentitySettings):
     """Configuration of ``grove-mcp``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")
@@ -27,15 +28,10 @@ class McpSettings(BaseSettings):
     mcp_workers: Annotated[int, Field(ge=1, le=64)] = 2
     mcp_public_url: str | None = None
     mcp_issuer_url: str | None = None
-    oidc_issuer: str | None = None
-    oidc_jwks_url: str | None = None
-    api_origin: str | None = None
-    oidc_introspection_url: str | None = None
-    oidc_client_id: str | None = None
-    oidc_client_secret: SecretStr | None = None
-    website_origin: str | None = None
-    mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
-    mcp_allowed_origins: Annotated[list[str], NoDecode] = []
+    mcp_allowed_hosts: Annotated[list[str], NoDecode, Field(default_factory=list)]
+    #: Extra ``Origin`` values (DNS-rebinding protection), and the only origins that get
+    #: CORS headers on /mcp and its resource metadata (browser-based clients).
+    mcp_allowed_origins: Annotated[list[str], NoDecode, Field(default_factory=list)]
     mcp_per_credential_concurrency: Annotated[int, Field(ge=1, le=1000)] = (
         DEFAULT_PER_CREDENTIAL_CONCURRENCY
     )

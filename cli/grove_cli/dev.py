@@ -1,10 +1,10 @@
 """``grove dev``: the whole stack on this machine, in the foreground.
 
 Starts (or reuses) the embedded PostgreSQL under ``.grove/pgdata``, creates the
-migration, runtime and share roles, migrates, creates a demo account and key once,
-starts grove-ask, grove-worker, grove-api and grove-mcp as the runtime role and
-grove-share as its own role, writes ``.grove/dev.env`` when everything answers, and
-stops it all on Ctrl-C.
+migration, runtime, share and console roles, migrates, creates a demo account and key
+once, starts grove-ask, grove-worker, grove-api and grove-mcp as the runtime role,
+grove-share and grove-console (the owner website) as their own roles, writes
+``.grove/dev.env`` when everything answers, and stops it all on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ DEFAULT_API_PORT = "8080"
 DEFAULT_ASK_PORT = "50051"
 DEFAULT_MCP_PORT = "8081"
 DEFAULT_SHARE_PORT = "8082"
+DEFAULT_CONSOLE_PORT = "8083"
 DEV_OWNER = "dev-owner"
 
 
@@ -41,7 +42,7 @@ def run() -> int:
     STATE_DIR.mkdir(exist_ok=True)
     secret = _secret()
     db = embedded.start((STATE_DIR / "pgdata").resolve(), cleanup_mode="stop")
-    migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE)
+    migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE, embedded.CONSOLE_ROLE)
     key = _demo_key(db.migration_url, secret)
     port = os.environ.get("GROVE_API_PORT", DEFAULT_API_PORT)
     ask_port = os.environ.get("GROVE_ASK_PORT", DEFAULT_ASK_PORT)
@@ -68,9 +69,16 @@ def run() -> int:
         GROVE_SHARE_PUBLIC_URL=share_url,
         GROVE_SHARE_DATABASE_URL=db.share_url,
     )
-    identity = dev_identity(api_url, mcp_url)
+    console_port = os.environ.get("GROVE_CONSOLE_PORT", DEFAULT_CONSOLE_PORT)
+    console_url = f"http://127.0.0.1:{console_port}"
+    env.update(
+        GROVE_CONSOLE_PORT=console_port,
+        GROVE_CONSOLE_DATABASE_URL=db.console_url,
+        GROVE_CONSOLE_API_URL=api_url,
+    )
+    identity = dev_identity(api_url, mcp_url, console_url)
     env.update(identity)
-    names = ["grove-api", "grove-mcp", "grove-share"]
+    names = ["grove-api", "grove-mcp", "grove-share", "grove-console"]
     if profile != "disabled":
         names = ["grove-ask", "grove-worker", *names]
     processes = {name: subprocess.Popen([_script(name)], env=env) for name in names}
@@ -90,6 +98,7 @@ def run() -> int:
             ("grove-api", api_url),
             ("grove-mcp", mcp_url.removesuffix("/mcp")),
             ("grove-share", share_url),
+            ("grove-console", console_url),
         ):
             if not _wait_ready(f"{url}/readyz", processes[name]):
                 print(f"grove dev: {name} did not become ready", file=sys.stderr)
@@ -100,13 +109,14 @@ def run() -> int:
                 "GROVE_API_KEY": key,
                 "GROVE_MCP_URL": mcp_url,
                 "GROVE_SHARE_URL": share_url,
+                "GROVE_CONSOLE_URL": console_url,
                 "GROVE_ASK_ADDRESS": ask_address,
                 "GROVE_DEMO_ACCOUNT": _demo_account(),
                 **identity,
             },
             db,
         )
-        _banner(api_url, mcp_url, share_url, key)
+        _banner(api_url, mcp_url, share_url, console_url, key)
         while not stopping and all(p.poll() is None for p in processes.values()):
             time.sleep(0.2)
         for name, process in processes.items():
@@ -149,14 +159,15 @@ def _wait_ask(address: str, process: subprocess.Popen[bytes]) -> bool:
     return False
 
 
-def dev_identity(api_url: str, mcp_url: str) -> dict[str, str]:
-    """Settings of the development identity provider (served by grove-api itself)."""
+def dev_identity(api_url: str, mcp_url: str, console_url: str) -> dict[str, str]:
+    """Settings of the development identity provider (served by grove-api itself); the
+    website (grove-console) signs in with it through its development sign-in."""
     return {
         "GROVE_DEV_AUTH": "1",
         "GROVE_DEV_ISSUER_KEY": str((STATE_DIR / "dev-issuer.pem").resolve()),
         "GROVE_OIDC_ISSUER": f"{api_url}{devissuer.ISSUER_PATH}",
         "GROVE_OIDC_AUDIENCE": devissuer.OWNER_AUDIENCE,
-        "GROVE_WEBSITE_ORIGIN": api_url,
+        "GROVE_WEBSITE_ORIGIN": console_url,
         "GROVE_MCP_PUBLIC_URL": mcp_url,
     }
 
@@ -220,13 +231,14 @@ def _write_env(urls: dict[str, str], db: embedded.EmbeddedDatabase) -> None:
     path.chmod(0o600)
 
 
-def _banner(api_url: str, mcp_url: str, share_url: str, key: str) -> None:
+def _banner(api_url: str, mcp_url: str, share_url: str, console_url: str, key: str) -> None:
     print(
         f"""
 Grove is running.
   REST API   {api_url}/v1        (key: {key})
   MCP        {mcp_url}     (the same key as a Bearer token)
   shares     {share_url}/public/shares/…   (public links; see README "Public share links")
+  website    {console_url}        (development sign-in as {DEV_OWNER}: approve agents, keys)
   settings   .grove/dev.env       (source it: set -a; . .grove/dev.env; set +a)
 
 Try:

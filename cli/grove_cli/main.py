@@ -25,19 +25,27 @@ def _uuid_list(text: str) -> list[UUID]:
     return [UUID(part) for part in text.split(",") if part.strip()]
 
 
+def _role(given: str | None, setting: str, url_setting: str) -> str | None:
+    """A role named on the command line, by its setting, or as the user of its URL."""
+    role = given or os.environ.get(setting)
+    if not role and os.environ.get(url_setting):
+        role = conninfo_to_dict(os.environ[url_setting]).get("user")
+    return role
+
+
 def cmd_migrate(args: argparse.Namespace) -> None:
-    runtime_role = args.runtime_role or os.environ.get("GROVE_RUNTIME_ROLE")
-    if not runtime_role and os.environ.get("GROVE_DATABASE_URL"):
-        runtime_role = conninfo_to_dict(os.environ["GROVE_DATABASE_URL"]).get("user")
-    share_role = args.share_role or os.environ.get("GROVE_SHARE_ROLE")
-    if not share_role and os.environ.get("GROVE_SHARE_DATABASE_URL"):
-        share_role = conninfo_to_dict(os.environ["GROVE_SHARE_DATABASE_URL"]).get("user")
-    applied = migrate(_env("GROVE_MIGRATION_DATABASE_URL"), runtime_role, share_role)
+    runtime_role = _role(args.runtime_role, "GROVE_RUNTIME_ROLE", "GROVE_DATABASE_URL")
+    share_role = _role(args.share_role, "GROVE_SHARE_ROLE", "GROVE_SHARE_DATABASE_URL")
+    console_role = _role(args.console_role, "GROVE_CONSOLE_ROLE", "GROVE_CONSOLE_DATABASE_URL")
+    url = _env("GROVE_MIGRATION_DATABASE_URL")
+    applied = migrate(url, runtime_role, share_role, console_role)
     print(f"applied {len(applied)} migration(s)" + (f": {applied}" if applied else ""))
     if runtime_role:
         print(f"granted runtime privileges to {runtime_role}")
     if share_role:
         print(f"granted the public share functions to {share_role}")
+    if console_role:
+        print(f"granted the console session functions to {console_role}")
 
 
 def cmd_accounts_create(args: argparse.Namespace) -> None:
@@ -135,6 +143,9 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("migrate", help="apply pending migrations (migration credentials)")
     p.add_argument("--runtime-role", help="role to grant runtime privileges to")
     p.add_argument("--share-role", help="grove-share's role: may only call the share functions")
+    p.add_argument(
+        "--console-role", help="grove-console's role: may only call its session functions"
+    )
     p.set_defaults(func=cmd_migrate)
 
     accounts = commands.add_parser("accounts", help="manage accounts").add_subparsers(

@@ -42,7 +42,7 @@ def database() -> Iterator[embedded.EmbeddedDatabase]:
     # A short path: the server's Unix socket lives in its data directory.
     root = Path(tempfile.mkdtemp(prefix="grove-test-"))
     db = embedded.start(root / "pgdata", cleanup_mode="delete")
-    migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE)
+    migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE, embedded.CONSOLE_ROLE)
     yield db
     db.server.cleanup()
     shutil.rmtree(root, ignore_errors=True)
@@ -118,6 +118,26 @@ def start_service(script: str, env: dict[str, str], ready: str) -> Running:
     process.wait(timeout=30)
     process.stderr.close()
     raise RuntimeError(f"{script} exited with {process.returncode}: {''.join(seen)[-2000:]}")
+
+
+def start_console(database: embedded.EmbeddedDatabase, port: int, env: dict[str, str]) -> Running:
+    """Start grove-console on ``port`` (its origin must be known beforehand) as its own role;
+    ``url`` is its origin once it listens."""
+    running = start_service(
+        "grove-console",
+        {
+            "GROVE_CONSOLE_DATABASE_URL": database.console_url,
+            "GROVE_CONSOLE_HOST": "127.0.0.1",
+            "GROVE_CONSOLE_PORT": str(port),
+            "GROVE_CONSOLE_METRICS_PORT": "0",
+            "GROVE_CONSOLE_WORKERS": "1",
+            "GROVE_SECRET_KEY": SECRET,
+            **env,
+        },
+        r"Listening at: http://127\.0\.0\.1:(\d+)",
+    )
+    running.url = f"http://127.0.0.1:{port}"
+    return running
 
 
 def start_api(env: dict[str, str]) -> Running:

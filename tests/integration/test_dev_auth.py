@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import requests
+
 from grove_cli import admin
 from grove_cli.dev import dev_identity
 from grove_db import embedded
@@ -19,21 +21,24 @@ from tests.integration.conftest import (
     free_port,
     new_tenant,
     start_api,
+    start_console,
 )
 
 
-def dev_env(tmp_path: Path, port: int) -> dict[str, str]:
+def dev_env(tmp_path: Path, port: int, console_port: int = 1) -> dict[str, str]:
     """The development identity exactly as ``grove dev`` sets it, with a key of this test."""
-    identity = dev_identity(f"http://127.0.0.1:{port}", "http://127.0.0.1:1/mcp")
+    identity = dev_identity(
+        f"http://127.0.0.1:{port}", "http://127.0.0.1:1/mcp", f"http://127.0.0.1:{console_port}"
+    )
     return {**identity, "GROVE_DEV_ISSUER_KEY": str(tmp_path / "dev-issuer.pem")}
 
 
 def start_dev_api(
-    database: embedded.EmbeddedDatabase, tmp_path: Path, **extra: str
+    database: embedded.EmbeddedDatabase, tmp_path: Path, console_port: int = 1, **extra: str
 ) -> tuple[Running, dict[str, str]]:
     """An api with the development provider, as ``make dev`` runs it; and its dev env."""
     port = free_port()
-    env = dev_env(tmp_path, port)
+    env = dev_env(tmp_path, port, console_port)
     api = start_api(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
@@ -118,6 +123,39 @@ def test_dev_token_gives_a_working_owner_session(
         api.stop()
 
 
+def test_the_website_signs_in_with_the_development_issuer(
+    database: embedded.EmbeddedDatabase, tmp_path: Path
+) -> None:
+    console_port = free_port()
+    api, env = start_dev_api(database, tmp_path, console_port)
+    console = start_console(database, console_port, {**env, "GROVE_CONSOLE_API_URL": api.url})
+    try:
+        tenant = new_tenant(database, api.url)
+        subject = f"dev-{tenant.account_id}"
+        issuer = env["GROVE_OIDC_ISSUER"]
+        admin.add_owner(database.migration_url, tenant.account_id, issuer, subject)
+        browser = requests.Session()
+        page = browser.get(f"{console.url}/", timeout=10)
+        assert "Development sign-in" in page.text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert csrf is not None
+        forged = browser.post(
+            f"{console.url}/dev/login", data={"subject": subject, "csrf": "guess"}, timeout=10
+        )
+        assert forged.status_code == 403
+        signed_in = browser.post(
+            f"{console.url}/dev/login",
+            data={"subject": subject, "csrf": csrf.group(1), "next": "/connections"},
+            timeout=10,
+        )
+        assert signed_in.status_code == 200, signed_in.text
+        assert signed_in.url == f"{console.url}/connections"
+        assert (tenant.client.key or "")[:12] in signed_in.text  # the account's key is listed
+    finally:
+        console.stop()
+        api.stop()
+
+
 def test_dev_auth_is_refused_in_production(
     database: embedded.EmbeddedDatabase, tmp_path: Path
 ) -> None:
@@ -144,6 +182,22 @@ def test_dev_auth_is_refused_in_production(
         timeout=60,
     )
     assert token.returncode != 0
+    console = subprocess.run(
+        [str(Path(sys.executable).with_name("grove-console"))],
+        env={
+            **os.environ,
+            **dev_env(tmp_path, free_port()),
+            "GROVE_ENV": "production",
+            "GROVE_WEBSITE_ORIGIN": "https://memory.example",
+            "GROVE_CONSOLE_DATABASE_URL": database.console_url,
+            "GROVE_SECRET_KEY": SECRET,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert console.returncode != 0
+    assert "GROVE_DEV_AUTH" in console.stderr and len(console.stderr.strip().splitlines()) == 1
 
 
 def test_a_malformed_apps_challenge_stops_the_api_at_start(

@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings
 
 from grove_api.settings import ApiSettings
 from grove_ask.settings import AskSettings
+from grove_console.settings import ConsoleSettings
 from grove_mcp.settings import McpSettings
 from grove_share.settings import ShareSettings
 from grove_worker.settings import WorkerSettings
@@ -17,7 +18,8 @@ README = (Path(__file__).parents[2] / "README.md").read_text()
 
 
 @pytest.mark.parametrize(
-    "settings", [ApiSettings, McpSettings, AskSettings, WorkerSettings, ShareSettings]
+    "settings",
+    [ApiSettings, McpSettings, AskSettings, WorkerSettings, ShareSettings, ConsoleSettings],
 )
 def test_every_setting_is_documented(settings: type[BaseSettings]) -> None:
     prefix = settings.model_config.get("env_prefix", "")

@@ -148,7 +148,9 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
         ).fetchone()
         now = conn.execute("SELECT now() AS now").fetchone()
     if row is None:
-        raise ConnectionNotFound("no such connection request")
+        raise ConnectionNotFound(
+            "no such connection request (a newer request of the same client replaces it)"
+        )
     assert now is not None
     request = row["request"] or {}
     status: Literal["pending", "expired", "approved", "denied", "withdrawn"]

@@ -8,6 +8,7 @@ RSA key lives under ``.grove/``; grove-api serves the public half as a JWKS, and
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -28,17 +29,28 @@ TOKEN_SECONDS = 3600
 
 
 def load_or_create_key(path: Path) -> rsa.RSAPrivateKey:
-    """The dev issuer's private key, created (mode 600) on first use."""
+    """The dev issuer's private key, created (mode 600) on first use.
+
+    Creation is atomic (a private temporary file hard-linked into place), so processes
+    starting together (grove-api's workers, ``grove dev-token``) agree on one key.
+    """
     if not path.exists():
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
         )
-        path.chmod(0o600)
+        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(pem)
+        try:
+            os.link(temporary, path)  # fails if another process got there first
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink()
     loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
     assert isinstance(loaded, rsa.RSAPrivateKey)
     return loaded

@@ -21,6 +21,7 @@ DATABASE = "grove"
 MIGRATION_ROLE = "grove_migrator"
 RUNTIME_ROLE = "grove_app"
 SHARE_ROLE = "grove_share"
+CONSOLE_ROLE = "grove_console"
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class EmbeddedDatabase:
     migration_url: str
     runtime_url: str
     share_url: str
+    console_url: str
 
 
 def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabase:
@@ -51,6 +53,7 @@ def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabas
         migration_url=role_url(server.get_uri(DATABASE), MIGRATION_ROLE),
         runtime_url=role_url(server.get_uri(DATABASE), RUNTIME_ROLE),
         share_url=role_url(server.get_uri(DATABASE), SHARE_ROLE),
+        console_url=role_url(server.get_uri(DATABASE), CONSOLE_ROLE),
     )
 
 
@@ -68,6 +71,7 @@ def bootstrap(superuser_url: str) -> None:
             (MIGRATION_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS"),
             (RUNTIME_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
             (SHARE_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
+            (CONSOLE_ROLE, "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
         ):
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
             if not exists:

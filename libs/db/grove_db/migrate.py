@@ -34,11 +34,17 @@ def available_migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
-def migrate(url: str, runtime_role: str | None = None, share_role: str | None = None) -> list[int]:
+def migrate(
+    url: str,
+    runtime_role: str | None = None,
+    share_role: str | None = None,
+    console_role: str | None = None,
+) -> list[int]:
     """Apply pending migrations as the migration role; return the versions applied.
 
     When ``runtime_role`` is given, its privileges are (re)granted afterwards; likewise
-    ``share_role``'s (grove-share's: only the public share functions).
+    ``share_role``'s (grove-share's: only the public share functions) and
+    ``console_role``'s (grove-console's: only its session functions).
     """
     applied: list[int] = []
     with psycopg.connect(url, autocommit=True) as conn:
@@ -60,6 +66,8 @@ def migrate(url: str, runtime_role: str | None = None, share_role: str | None = 
                 grant(conn, "grants.sql", runtime_role)
             if share_role:
                 grant(conn, "share_grants.sql", share_role)
+            if console_role:
+                grant(conn, "console_grants.sql", console_role)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
     return applied

@@ -35,8 +35,14 @@ def check_runtime_role(url: str) -> str:
 
 #: The only functions grove-share's role may call that run with other rights.
 SHARE_FUNCTIONS = ("grove_public_share", "grove_public_share_notes", "grove_public_rate_hit")
+#: The only ones grove-console's role may call: its server-side sessions.
+CONSOLE_FUNCTIONS = (
+    "grove_console_session_drop",
+    "grove_console_session_get",
+    "grove_console_session_put",
+)
 
-SHARE_ROLE_CHECK = """
+DEFINER_ROLE_CHECK = """
     SELECT r.rolname, r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolcreatedb,
            EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
@@ -56,11 +62,25 @@ SHARE_ROLE_CHECK = """
 
 
 def check_share_role(url: str) -> str:
-    """Return grove-share's role name, or raise unless it can do nothing but call the
-    public share functions: no superuser or BYPASSRLS, no role or database creation, no
-    privilege on any table or column, no other ``SECURITY DEFINER`` function."""
+    """grove-share's role name, if it can do nothing but call the public share functions."""
+    return check_definer_role(
+        url, "grove-share", SHARE_FUNCTIONS, "GROVE_SHARE_ROLE (or --share-role)"
+    )
+
+
+def check_console_role(url: str) -> str:
+    """grove-console's role name, if it can do nothing but call its session functions."""
+    return check_definer_role(
+        url, "grove-console", CONSOLE_FUNCTIONS, "GROVE_CONSOLE_ROLE (or --console-role)"
+    )
+
+
+def check_definer_role(url: str, service: str, functions: tuple[str, ...], setting: str) -> str:
+    """Return the role's name, or raise unless it can do nothing but call ``functions``:
+    no superuser or BYPASSRLS, no role or database creation, no privilege on any table or
+    column, no other ``SECURITY DEFINER`` function."""
     with psycopg.connect(url, connect_timeout=10) as conn:
-        row = conn.execute(SHARE_ROLE_CHECK).fetchone()
+        row = conn.execute(DEFINER_ROLE_CHECK).fetchone()
     assert row is not None
     name, superuser, bypass, createrole, createdb, tables, definers = row
     wider = [
@@ -70,22 +90,22 @@ def check_share_role(url: str) -> str:
             ("has BYPASSRLS", bypass),
             ("may create roles", createrole),
             ("may create databases", createdb),
-            ("holds privileges on tables (it must only call the share functions)", tables),
+            (f"holds privileges on tables (it must only call {service}'s functions)", tables),
         )
         if held
     ]
-    others = sorted(set(definers) - set(SHARE_FUNCTIONS))
+    others = sorted(set(definers) - set(functions))
     if others:
         wider.append(f"may call other SECURITY DEFINER functions ({', '.join(others)})")
     if wider:
         raise UnsafeRoleError(
-            f"refusing to run: database role {name!r} has wider rights than grove-share"
+            f"refusing to run: database role {name!r} has wider rights than {service}"
             f" needs: it {'; it '.join(wider)}"
         )
-    missing = sorted(set(SHARE_FUNCTIONS) - set(definers))
+    missing = sorted(set(functions) - set(definers))
     if missing:
         raise UnsafeRoleError(
             f"database role {name!r} may not call {', '.join(missing)}: run `grove migrate`"
-            " with GROVE_SHARE_ROLE (or --share-role) naming it"
+            f" with {setting} naming it"
         )
     return str(name)

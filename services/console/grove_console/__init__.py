@@ -1,0 +1,1 @@
+"""grove-console: the owner website (approve agents, manage connections and keys)."""

@@ -1,0 +1,66 @@
+"""grove-api over REST, as the signed-in owner (the token never leaves the server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+TIMEOUT_SECONDS = 10
+
+
+class ApiError(Exception):
+    """grove-api refused: its status, stable code and message, shown on the page."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class SignedOut(Exception):
+    """grove-api no longer accepts the session's token: sign in again."""
+
+
+@dataclass(frozen=True)
+class Api:
+    base: str
+
+    def call(
+        self,
+        token: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any:
+        """The ``data`` of a successful answer; ``ApiError`` or ``SignedOut`` otherwise."""
+        try:
+            response = requests.request(
+                method,
+                self.base.rstrip("/") + path,
+                json=body,
+                params=params,
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=TIMEOUT_SECONDS,
+            )
+        except requests.RequestException as ex:
+            raise ApiError(
+                503, "unavailable", "Grove's API cannot be reached; retry shortly"
+            ) from ex
+        if response.status_code == 401:
+            raise SignedOut()
+        try:
+            envelope = response.json()
+        except ValueError as ex:
+            raise ApiError(502, "bad_gateway", "Grove's API answered something unreadable") from ex
+        if not response.ok or not envelope.get("success"):
+            error = envelope.get("error") or {}
+            raise ApiError(
+                response.status_code,
+                str(error.get("code", "error")),
+                str(error.get("message", "the request failed")),
+            )
+        return envelope.get("data")

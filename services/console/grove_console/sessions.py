@@ -1,0 +1,99 @@
+"""The website's sessions, held server-side in PostgreSQL.
+
+The browser holds only a random session cookie (HttpOnly, SameSite=Lax, Secure over
+https). The row is keyed by the cookie's SHA-256 and holds the owner's access token and
+the session's CSRF token, sealed with AES-GCM under a key derived from
+``GROVE_SECRET_KEY`` (the key never reaches the database), bound to that hash. grove-
+console's database role may only call ``grove_console_session_put``, ``_get`` and
+``_drop`` (migration 0016); it reads no other table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from psycopg_pool import ConnectionPool
+
+COOKIE = "grove_session"
+NONCE_BYTES = 12
+
+
+@dataclass(frozen=True)
+class Session:
+    """One signed-in owner: the token the API accepts, and the form token."""
+
+    access_token: str
+    csrf: str
+    subject: str
+    expires_at: datetime
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at <= datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class SessionStore:
+    """Sessions in PostgreSQL through grove-console's three functions."""
+
+    pool: ConnectionPool
+    key: bytes  # 32 bytes: AES-256-GCM
+
+    def create(self, access_token: str, subject: str, expires_at: datetime) -> tuple[str, Session]:
+        """A new session; the cookie value (shown once, to the browser) and the session."""
+        cookie = secrets.token_urlsafe(32)
+        session = Session(access_token, secrets.token_urlsafe(32), subject, expires_at)
+        data = asdict(session) | {"expires_at": expires_at.isoformat()}
+        plain = json.dumps(data).encode()
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = nonce + AESGCM(self.key).encrypt(nonce, plain, _hash(cookie))
+        with self.pool.connection() as conn:
+            conn.execute(
+                "SELECT grove_console_session_put(%s, %s, %s)",
+                (_hash(cookie), sealed, expires_at),
+            )
+        return cookie, session
+
+    def load(self, cookie: str | None) -> Session | None:
+        """The live session of a cookie, or None (unknown, expired, or tampered with)."""
+        if not cookie or len(cookie) > 100:
+            return None
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT grove_console_session_get(%s) AS sealed", (_hash(cookie),)
+            ).fetchone()
+        sealed = row["sealed"] if row else None
+        if sealed is None:
+            return None
+        try:
+            nonce, body = sealed[:NONCE_BYTES], sealed[NONCE_BYTES:]
+            plain = AESGCM(self.key).decrypt(nonce, body, _hash(cookie))
+        except InvalidTag:
+            return None
+        data = json.loads(plain)
+        data["expires_at"] = datetime.fromisoformat(data["expires_at"])
+        session = Session(**data)
+        return None if session.expired else session
+
+    def drop(self, cookie: str | None) -> None:
+        """End a session at once (sign-out)."""
+        if cookie and len(cookie) <= 100:
+            with self.pool.connection() as conn:
+                conn.execute("SELECT grove_console_session_drop(%s)", (_hash(cookie),))
+
+
+def session_end(token_expires_at: datetime | None, hours: int) -> datetime:
+    """When a session signed in now ends: with its token, and after ``hours`` at most."""
+    latest = datetime.now(UTC) + timedelta(hours=hours)
+    return min(token_expires_at, latest) if token_expires_at else latest
+
+
+def _hash(cookie: str) -> bytes:
+    return hashlib.sha256(cookie.encode()).digest()

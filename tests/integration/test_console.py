@@ -1,0 +1,603 @@
+"""The owner website (grove-console) in a real browser, against a real provider.
+
+Chromium (Debian's, driven by Playwright) signs in at oidc-provider's own login and
+consent pages; the agent is a real MCP SDK client whose token comes from the same
+provider. Screenshots of each main view are saved under the test's output directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.server
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import mcp_types as types
+import psycopg
+import pytest
+import requests
+from mcp import Client as McpClient
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from pydantic import AnyUrl
+
+from grove_db import embedded
+from tests.integration.conftest import (
+    SECRET,
+    Client,
+    Running,
+    free_port,
+    require_tool,
+    start_api,
+    start_console,
+    start_mcp,
+    wait_until,
+)
+from tests.integration.oidc_provider import OidcProvider
+from tests.integration.test_mcp import error_of as tool_error
+from tests.integration.test_mcp import text_json
+
+API_RESOURCE = "https://grove.test/api"
+CONSOLE = "grove-console"
+CONSOLE_SECRET = "console-secret-for-browser-tests"
+AGENT_CALLBACK = "http://127.0.0.1:9/agent/callback"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@dataclass
+class Site:
+    provider: OidcProvider
+    api: Running
+    mcp: Running
+    console: Running
+
+    def owner_api(self, login: str) -> Client:
+        """The owner's API client, signed in over HTTP (for setting up notes)."""
+        callback = f"{self.console.url}/auth/callback"
+        tokens = self.provider.sign_in(login, CONSOLE, callback, API_RESOURCE, CONSOLE_SECRET)
+        return Client(self.api.url, tokens.access_token)
+
+    def agent_token(self, login: str, client_id: str) -> str:
+        return self.provider.sign_in(login, client_id, AGENT_CALLBACK, self.mcp.url).access_token
+
+
+@pytest.fixture(scope="module")
+def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
+    console_port, mcp_port = free_port(), free_port()
+    origin = f"http://127.0.0.1:{console_port}"
+    mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+    provider = OidcProvider.start(
+        {API_RESOURCE: {}, mcp_url: {}},
+        [
+            {
+                "client_id": CONSOLE,
+                "client_secret": CONSOLE_SECRET,
+                "redirect_uris": [f"{origin}/auth/callback"],
+                "grant_types": ["authorization_code"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "client_secret_basic",
+            }
+        ],
+    )
+    identity = {
+        "GROVE_OIDC_ISSUER": provider.issuer,
+        "GROVE_OIDC_AUDIENCE": API_RESOURCE,
+        "GROVE_WEBSITE_ORIGIN": origin,
+    }
+    services = {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        "GROVE_OIDC_PROVISIONING": "personal",
+        "GROVE_MCP_PUBLIC_URL": mcp_url,
+        **identity,
+    }
+    api = start_api({**services, "GROVE_API_WORKERS": "1"})
+    mcp = start_mcp(services, workers=1, port=mcp_port)
+    console = start_console(
+        database,
+        console_port,
+        {
+            **identity,
+            "GROVE_CONSOLE_API_URL": api.url,
+            "GROVE_CONSOLE_CLIENT_ID": CONSOLE,
+            "GROVE_CONSOLE_CLIENT_SECRET": CONSOLE_SECRET,
+        },
+    )
+    yield Site(provider, api, mcp, console)
+    console.stop()
+    mcp.stop()
+    api.stop()
+    provider.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    chromium = require_tool("chromium")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    fresh = browser.new_context()
+    yield fresh
+    fresh.close()
+
+
+def login() -> str:
+    return f"owner-{uuid.uuid4().hex[:8]}"
+
+
+def sign_in_at_provider(page: Page, person: str) -> None:
+    """The provider's own pages: log in with any password, then consent."""
+    page.fill("input[name=login]", person)
+    page.fill("input[name=password]", "any password")
+    page.click("button[type=submit]")
+    page.click("button[type=submit]")  # the consent page's Continue
+
+
+def sign_in(page: Page, site: Site, person: str, path: str = "/connections") -> None:
+    page.goto(f"{site.console.url}{path}")
+    page.click("text=Sign in with your identity provider")
+    sign_in_at_provider(page, person)
+    page.wait_for_url(f"{site.console.url}{path.split('?')[0]}*")
+
+
+@contextlib.asynccontextmanager
+async def agent(url: str, token: str) -> AsyncIterator[McpClient]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        McpClient(
+            streamable_http_client(url, http_client=http),
+            client_info=types.Implementation(name="Browser Test Agent", version="2.0"),
+        ) as client,
+    ):
+        yield client
+
+
+def search(url: str, token: str, query: str) -> Any:
+    """One agent call, on a thread of its own: Playwright's loop owns this one."""
+
+    async def run() -> Any:
+        async with agent(url, token) as session:
+            return await session.call_tool("search_memories", {"query": query})
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, run()).result(timeout=60)
+
+
+def shot(page: Page, tmp_path: Path, name: str) -> None:
+    """A screenshot for review, kept with the test's output."""
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+
+
+def test_an_owner_approves_an_agent_in_the_browser_and_revokes_it(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    shared = owner.post("/v1/notebooks", {"name": "Shared with agents"}).json()["data"]["id"]
+    owner.post("/v1/notebooks", {"name": "Private"})
+    owner.save("orbital launch checklist", projectId=shared)
+    owner.save("orbital personal diary")
+
+    client_id = site.provider.register("Browser Test Agent", AGENT_CALLBACK)
+    token = site.agent_token(person, client_id)
+    required = tool_error(search(site.mcp.url, token, "orbital"))
+    assert required["code"] == "connection_required"
+    approval = required["approvalUrl"]
+    assert approval.startswith(f"{site.console.url}/connections/approve?request=")
+
+    page = context.new_page()
+    page.goto(approval)  # not signed in: the sign-in page, then back here
+    shot(page, tmp_path, "signin")
+    page.click("text=Sign in with your identity provider")
+    sign_in_at_provider(page, person)
+    page.wait_for_url(f"{site.console.url}/connections/approve*")
+    assert page.locator(".client-id").inner_text().startswith(client_id)
+    assert "Browser Test Agent" in page.locator(".client-name").inner_text()
+    assert page.locator(".status").inner_text() == "pending"
+    shot(page, tmp_path, "approve")
+
+    page.uncheck("input[name=personal]")
+    page.check(f"input[name=projectIds][value='{shared}']")
+    page.click("button[value=approve]")
+    page.wait_for_url(f"{site.console.url}/connections*")
+    assert "Approved Browser Test Agent" in page.locator("[role=status]").inner_text()
+    shot(page, tmp_path, "connections")
+
+    found = search(site.mcp.url, token, "orbital")
+    assert not found.is_error, found
+    assert [i["memory"]["content"] for i in text_json(found)["items"]] == [
+        "orbital launch checklist"
+    ]
+
+    page.goto(approval)  # the request now says what became of it
+    assert page.locator(".status").inner_text() == "approved"
+    assert page.locator("button[value=approve]").count() == 0
+    page.goto(f"{site.console.url}/connections")
+
+    row = page.locator("tr", has_text="Browser Test Agent")
+    row.locator("button", has_text="Revoke").click()
+    page.wait_for_url(f"{site.console.url}/connections*")
+    assert page.locator("tr", has_text="Browser Test Agent").locator(".status").inner_text() == (
+        "revoked"
+    )
+    refused = tool_error(search(site.mcp.url, token, "orbital"))
+    assert refused["code"] == "connection_required"
+    assert "revoked" in refused["message"]
+    assert refused["approvalUrl"] != approval  # a new request, to approve again
+
+
+def test_keys_are_created_once_and_revoked(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    page = context.new_page()
+    sign_in(page, site, login())
+    page.fill("input[name=name]", "laptop")
+    page.click("text=Create key")
+    secret = page.locator("#secret").inner_text()
+    assert secret.startswith("grv_")
+    shot(page, tmp_path, "key-created")
+    key = Client(site.api.url, secret)
+    assert key.get("/v1/memories").status_code == 200
+    assert key.post("/v1/memories", {"content": "c", "kind": "fact"}).status_code == 403
+    page.goto(f"{site.console.url}/connections")
+    assert secret not in page.content()
+    page.locator("tr", has_text="laptop").locator("button", has_text="Revoke").click()
+    page.wait_for_url(f"{site.console.url}/connections*")
+    assert key.get("/v1/memories").status_code == 401
+
+
+def test_grant_edits_are_guarded_against_a_concurrent_change(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    page = context.new_page()
+    sign_in(page, site, login())
+    page.fill("input[name=name]", "phone")
+    page.click("text=Create key")
+    key = Client(site.api.url, page.locator("#secret").inner_text())
+    page.goto(f"{site.console.url}/connections")
+    page.locator("tr", has_text="phone").locator("text=Edit grants").click()
+    stale = context.new_page()  # the same page, opened in a second tab before the edit
+    stale.goto(page.url)
+
+    page.check("input[value='memory:write']")
+    page.click("text=Save grants")
+    page.wait_for_url(f"{site.console.url}/connections*")
+    assert "Updated phone" in page.locator("[role=status]").inner_text()
+    assert key.post("/v1/memories", {"content": "c", "kind": "fact"}).status_code == 201
+
+    stale.uncheck("input[value='memory:read']")
+    stale.check("input[value='memory:delete']")
+    stale.click("text=Save grants")
+    assert "changed since you opened this page" in stale.locator("[role=alert]").inner_text()
+    shot(stale, tmp_path, "grants-conflict")
+    assert key.post("/v1/memories", {"content": "c", "kind": "fact"}).status_code == 201
+    stale.click("text=Reload it")
+    assert stale.locator("input[value='memory:write']").is_checked()
+
+
+def test_forms_need_the_sessions_csrf_token_and_origin(site: Site, context: BrowserContext) -> None:
+    page = context.new_page()
+    sign_in(page, site, login())
+    forged = context.request.post(
+        f"{site.console.url}/keys", form={"name": "forged", "csrf": "guessed"}
+    )
+    assert forged.status == 403
+    csrf = page.locator("input[name=csrf]").first.get_attribute("value") or ""
+    elsewhere = context.request.post(
+        f"{site.console.url}/keys",
+        form={"name": "cross-site", "csrf": csrf},
+        headers={"Origin": "https://evil.test"},
+    )
+    assert elsewhere.status == 403
+    page.goto(f"{site.console.url}/connections")
+    assert "forged" not in page.content() and "cross-site" not in page.content()
+
+
+def test_the_session_cookie_and_headers(site: Site, context: BrowserContext) -> None:
+    page = context.new_page()
+    sign_in(page, site, login())
+    cookie = next(c for c in context.cookies() if c["name"] == "grove_session")
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Lax"
+    # The cookie is random: the token stays on the server.
+    assert cookie["value"].count(".") == 0 and len(cookie["value"]) < 100
+    response = requests.get(f"{site.console.url}/connections", timeout=10)
+    policy = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert response.headers["X-Frame-Options"] == "DENY"
+
+
+def test_sign_out_ends_the_session_everywhere(site: Site, context: BrowserContext) -> None:
+    page = context.new_page()
+    sign_in(page, site, login())
+    cookie = next(c for c in context.cookies() if c["name"] == "grove_session")["value"]
+    page.click("text=Sign out")
+    assert page.locator("h1").inner_text() == "Signed out"
+    # The old cookie, replayed, is gone from the server too.
+    replay = requests.get(
+        f"{site.console.url}/connections",
+        cookies={"grove_session": cookie},
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert replay.status_code == 303
+    assert replay.headers["Location"].startswith("/?next=")
+
+
+def test_a_request_of_another_account_is_not_found(site: Site, context: BrowserContext) -> None:
+    person, stranger = login(), login()
+    client_id = site.provider.register("Someone's Agent", AGENT_CALLBACK)
+    approval = tool_error(search(site.mcp.url, site.agent_token(person, client_id), "x"))
+    page = context.new_page()
+    sign_in(page, site, stranger)
+    response = page.goto(approval["approvalUrl"])
+    assert response is not None and response.status == 404
+
+
+def test_the_session_table_is_sealed_off(database: embedded.EmbeddedDatabase) -> None:
+    # Only grove-console's functions reach it; its role reaches nothing else.
+    for url in (database.runtime_url, database.share_url, database.console_url):
+        with psycopg.connect(url) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM console_sessions")
+    with psycopg.connect(database.console_url) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM memories")
+    for url in (database.runtime_url, database.share_url):
+        with psycopg.connect(url) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT grove_console_session_get(%s)", (b"\0" * 32,))
+
+
+def test_the_console_refuses_a_role_with_wider_rights(database: embedded.EmbeddedDatabase) -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("grove-console"))],
+        env={
+            **os.environ,
+            "GROVE_CONSOLE_DATABASE_URL": database.runtime_url,
+            "GROVE_SECRET_KEY": SECRET,
+            "GROVE_WEBSITE_ORIGIN": "http://127.0.0.1:1",
+            "GROVE_DEV_AUTH": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    line = done.stderr.strip().splitlines()[-1]
+    assert "wider rights than grove-console" in line, done.stderr
+
+
+# --- a real MCP client's own OAuth, with the person signing in in the browser ----------
+
+
+def approve_at_the_website(page: Page, site: Site, person: str, approval: str, name: str) -> None:
+    """The person who just signed the agent in opens its approval link and approves it
+    (personal notes, read); the provider remembers them, so it may ask for consent only."""
+    page.goto(approval)
+    page.click("text=Sign in with your identity provider")
+    if page.locator("input[name=login]").count():
+        sign_in_at_provider(page, person)
+    else:
+        page.click("button[type=submit]")
+    page.wait_for_url(f"{site.console.url}/connections/approve*")
+    assert name in page.locator(".client-name").inner_text()
+    page.click("button[value=approve]")
+    page.wait_for_url(f"{site.console.url}/connections*")
+
+
+class MemoryTokens:
+    """The SDK client's token storage, in memory: one client's registration and tokens."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class Callback:
+    """The client's loopback redirect URI: catches the provider's redirect in the browser."""
+
+    def __init__(self) -> None:
+        self.codes: queue.Queue[dict[str, str]] = queue.Queue()
+        codes = self.codes
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # http.server's method name
+                query = parse_qs(urlsplit(self.path).query)
+                codes.put({k: v[0] for k, v in query.items()})
+                body = b"signed in; you can close this window"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/callback"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class SdkAgent:
+    """The MCP SDK's OAuthClientProvider: it finds the provider through Grove's resource
+    metadata, registers itself, and hands the authorization URL to the browser."""
+
+    def __init__(self, mcp_url: str, callback: Callback) -> None:
+        self.mcp_url = mcp_url
+        self.callback = callback
+        self.storage = MemoryTokens()
+        self.authorize: queue.Queue[str] = queue.Queue()
+
+    def search(self, query: str) -> Future[Any]:
+        """Start one search on a thread of its own; it may first need a browser sign-in."""
+
+        async def redirect(url: str) -> None:
+            self.authorize.put(url)
+
+        async def code() -> AuthorizationCodeResult:
+            answer = await asyncio.to_thread(self.callback.codes.get, True, 60)
+            return AuthorizationCodeResult(
+                code=answer["code"], state=answer.get("state"), iss=answer.get("iss")
+            )
+
+        async def run() -> Any:
+            oauth = OAuthClientProvider(
+                self.mcp_url,
+                OAuthClientMetadata(
+                    client_name="SDK Agent",
+                    redirect_uris=[AnyUrl(self.callback.url)],
+                    grant_types=["authorization_code", "refresh_token"],
+                    response_types=["code"],
+                    token_endpoint_auth_method="none",
+                ),
+                self.storage,
+                redirect_handler=redirect,
+                callback_handler=code,
+            )
+            async with (
+                httpx2.AsyncClient(auth=oauth) as http,
+                McpClient(
+                    streamable_http_client(self.mcp_url, http_client=http),
+                    client_info=types.Implementation(name="SDK Agent", version="1.0"),
+                ) as client,
+            ):
+                return await client.call_tool("search_memories", {"query": query})
+
+        return ThreadPoolExecutor(1).submit(asyncio.run, run())
+
+
+def test_the_mcp_sdk_client_signs_in_in_the_browser_and_waits_for_approval(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    owner.save("nebula field notes")
+    callback = Callback()
+    try:
+        sdk = SdkAgent(site.mcp.url, callback)
+        first = sdk.search("nebula")
+        page = context.new_page()
+        page.goto(sdk.authorize.get(timeout=60))  # the provider's login, for the agent
+        sign_in_at_provider(page, person)
+        page.wait_for_url(f"{callback.url}*")
+        required = tool_error(first.result(timeout=60))
+        assert required["code"] == "connection_required"
+        assert sdk.storage.tokens is not None and sdk.storage.client is not None
+
+        # The same person, now at the website (the provider remembers them: consent only).
+        approve_at_the_website(page, site, person, required["approvalUrl"], "SDK Agent")
+        shot(page, tmp_path, "approved-sdk-agent")
+
+        found = sdk.search("nebula").result(timeout=60)  # no new sign-in: its token
+        assert not found.is_error, found
+        assert [i["memory"]["content"] for i in text_json(found)["items"]] == ["nebula field notes"]
+        assert sdk.authorize.empty()
+    finally:
+        callback.close()
+
+
+MCP_REMOTE = "mcp-remote@0.15.1"
+AUTHORIZE_URL = re.compile(r"Please authorize this client by visiting:\s+(\S+)")
+
+
+def test_mcp_remote_signs_in_in_the_browser_and_waits_for_approval(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    # What desktop clients run for a remote server: mcp-remote, stdio on our side.
+    npx = require_tool("npx")
+    person = login()
+    site.owner_api(person).save("quasar observation log")
+    errors = (tmp_path / "mcp-remote.log").open("w+")
+    approved = threading.Event()
+    answers: queue.Queue[Any] = queue.Queue()
+    server = StdioServerParameters(
+        command=npx,
+        args=["-y", MCP_REMOTE, site.mcp.url, str(free_port()), "--allow-http"],
+        env={
+            **os.environ,
+            "HOME": str(tmp_path),  # its tokens live under ~/.mcp-auth
+            "npm_config_cache": os.environ.get("npm_config_cache", str(Path.home() / ".npm")),
+            "npm_config_update_notifier": "false",
+            "BROWSER": "true",  # we are the browser
+        },
+    )
+
+    async def agent_side() -> None:
+        async with McpClient(
+            stdio_client(server, errlog=errors),
+            client_info=types.Implementation(name="Desktop Agent", version="3.1"),
+        ) as client:
+            answers.put(await client.call_tool("search_memories", {"query": "quasar"}))
+            await asyncio.to_thread(approved.wait, 120)
+            answers.put(await client.call_tool("search_memories", {"query": "quasar"}))
+
+    with ThreadPoolExecutor(1) as thread:
+        done = thread.submit(asyncio.run, agent_side())
+        url = wait_until(lambda: _authorize_url(tmp_path / "mcp-remote.log"), timeout=120)
+        page = context.new_page()
+        page.goto(url)
+        sign_in_at_provider(page, person)
+        required = tool_error(answers.get(timeout=60))
+        assert required["code"] == "connection_required"
+
+        approve_at_the_website(page, site, person, required["approvalUrl"], "Desktop Agent")
+        approved.set()
+        found = answers.get(timeout=60)
+        done.result(timeout=60)
+    errors.close()
+    assert not found.is_error, found
+    assert [i["memory"]["content"] for i in text_json(found)["items"]] == ["quasar observation log"]
+
+
+def _authorize_url(log: Path) -> str | None:
+    match = AUTHORIZE_URL.search(log.read_text())
+    return match.group(1) if match else None

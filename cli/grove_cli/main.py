@@ -125,7 +125,7 @@ def cmd_dev_token(args: argparse.Namespace) -> None:
     if args.client:
         claims = {"aud": _env("GROVE_MCP_PUBLIC_URL"), "client_id": args.client, "scope": "openid"}
     else:
-        claims = {"aud": _env("GROVE_OIDC_AUDIENCE"), "client_id": "grove-dev-console"}
+        claims = devissuer.owner_claims(_env("GROVE_OIDC_AUDIENCE"))
     print(devissuer.token(Path(_env("GROVE_DEV_ISSUER_KEY")), issuer, subject, claims))
 
 

@@ -8,7 +8,6 @@ provider. Screenshots of each main view are saved under the test's output direct
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import http.server
 import os
 import queue
@@ -17,7 +16,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ from tests.integration.conftest import (
 from tests.integration.oidc_provider import OidcProvider
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
+from tests.integration.test_oidc import agent_session
 
 API_RESOURCE = "https://grove.test/api"
 CONSOLE = "grove-console"
@@ -172,23 +172,11 @@ def sign_in(page: Page, site: Site, person: str, path: str = "/connections") -> 
     page.wait_for_url(f"{site.console.url}{path.split('?')[0]}*")
 
 
-@contextlib.asynccontextmanager
-async def agent(url: str, token: str) -> AsyncIterator[McpClient]:
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-        McpClient(
-            streamable_http_client(url, http_client=http),
-            client_info=types.Implementation(name="Browser Test Agent", version="2.0"),
-        ) as client,
-    ):
-        yield client
-
-
 def search(url: str, token: str, query: str) -> Any:
     """One agent call, on a thread of its own: Playwright's loop owns this one."""
 
     async def run() -> Any:
-        async with agent(url, token) as session:
+        async with agent_session(url, token, name="Browser Test Agent", version="2.0") as session:
             return await session.call_tool("search_memories", {"query": query})
 
     with ThreadPoolExecutor(1) as thread:

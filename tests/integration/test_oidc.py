@@ -259,14 +259,17 @@ def test_an_agent_of_another_person_cannot_use_this_approval(stack: Stack) -> No
 
 
 @contextlib.asynccontextmanager
-async def agent_session(url: str, token: str, mode: str = "legacy") -> AsyncIterator[McpClient]:
-    """An MCP SDK client that calls itself "Test Agent" 1.2.3 (its clientInfo)."""
+async def agent_session(
+    url: str, token: str, mode: str = "legacy", name: str = "Test Agent", version: str = "1.2.3"
+) -> AsyncIterator[McpClient]:
+    """An MCP SDK client with a bearer token that calls itself ``name`` ``version`` (its
+    clientInfo)."""
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
         McpClient(
             streamable_http_client(url, http_client=http),
             mode=mode,
-            client_info=types.Implementation(name="Test Agent", version="1.2.3"),
+            client_info=types.Implementation(name=name, version=version),
         ) as client,
     ):
         yield client

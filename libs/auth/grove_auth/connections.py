@@ -37,7 +37,8 @@ from grove_db.pool import Conn, transaction
 SELECT_CONNECTIONS = """
     SELECT c.id, c.name, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
            c.created_at, c.revoked_at, c.last_contact_at, c.approved_at, c.oauth_client_id,
-           c.request_id, c.request_expires_at, c.request,
+           c.request_id, c.request_expires_at, c.request_expires_at > now() AS request_live,
+           c.request,
            (SELECT k.prefix FROM api_keys k WHERE k.connection_id = c.id LIMIT 1) AS key_prefix,
            coalesce(array_agg(cp.project_id ORDER BY cp.project_id)
                     FILTER (WHERE cp.project_id IS NOT NULL), '{}') AS project_ids
@@ -146,16 +147,14 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
         row = conn.execute(
             SELECT_CONNECTIONS + " WHERE c.request_id = %s GROUP BY c.id", (request_id,)
         ).fetchone()
-        now = conn.execute("SELECT now() AS now").fetchone()
     if row is None:
         raise ConnectionNotFound(
             "no such connection request (a newer request of the same client replaces it)"
         )
-    assert now is not None
     request = row["request"] or {}
     status: Literal["pending", "expired", "approved", "denied", "withdrawn"]
     if row["request_expires_at"] is not None:
-        status = "pending" if row["request_expires_at"] > now["now"] else "expired"
+        status = "pending" if row["request_live"] else "expired"
     else:
         status = request.get("outcome", "withdrawn")
     scopes = str(request.get("scopes", "")).split()

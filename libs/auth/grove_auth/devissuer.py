@@ -26,6 +26,8 @@ JWKS_PATH = ISSUER_PATH + "/jwks"
 #: The audience of development owner tokens (the API, as a provider would name it).
 OWNER_AUDIENCE = "grove-api"
 TOKEN_SECONDS = 3600
+#: The client development owner tokens name (the website's, as a provider would issue it).
+CONSOLE_CLIENT = "grove-dev-console"
 
 
 def load_or_create_key(path: Path) -> rsa.RSAPrivateKey:
@@ -72,6 +74,11 @@ def discovery(issuer: str) -> dict[str, Any]:
         "subject_types_supported": ["public"],
         "response_types_supported": [],
     }
+
+
+def owner_claims(audience: str) -> dict[str, Any]:
+    """The claims that make a development token an owner session for ``audience``."""
+    return {"aud": audience, "client_id": CONSOLE_CLIENT}
 
 
 def token(path: Path, issuer: str, subject: str, claims: dict[str, Any]) -> str:

@@ -10,7 +10,6 @@ origin only, no framing, forms post only here).
 from __future__ import annotations
 
 import hmac
-import logging
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -36,8 +35,6 @@ from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging
 from grove_telemetry.middleware import FalconTelemetry, RequestId
 from grove_telemetry.traces import configure_tracing
-
-log = logging.getLogger("grove.console")
 
 STATIC = Path(__file__).parent / "static"
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
@@ -85,7 +82,7 @@ class Page:
         """The signed-in session, or a redirect to sign in (and back here)."""
         session: Session | None = req.context.session
         if session is None:
-            raise falcon.HTTPSeeOther(f"/?next={quote(req.relative_uri, safe='')}")
+            raise to_sign_in(req)
         return session
 
     def form(self, req: falcon.Request, session: Session | None) -> dict[str, list[str]]:
@@ -107,7 +104,12 @@ class Page:
             return self.deps.api.call(session.access_token, method, path, body)
         except SignedOut:
             self.deps.store.drop(req.cookies.get(COOKIE))
-            raise falcon.HTTPSeeOther(f"/?next={quote(req.relative_uri, safe='')}") from None
+            raise to_sign_in(req) from None
+
+
+def to_sign_in(req: falcon.Request) -> falcon.HTTPSeeOther:
+    """The redirect to the sign-in page, which comes back to this page afterwards."""
+    return falcon.HTTPSeeOther(f"/?next={quote(req.relative_uri, safe='')}")
 
 
 def describe(grants: dict[str, Any]) -> str:
@@ -263,10 +265,7 @@ class DevLogin(Callback):
         subject = (fields.get("subject") or [""])[0].strip()[:200]
         if not subject:
             raise falcon.HTTPBadRequest(title="A subject is required")
-        claims = {
-            "aud": settings.oidc_audience or devissuer.OWNER_AUDIENCE,
-            "client_id": "grove-dev-console",
-        }
+        claims = devissuer.owner_claims(settings.oidc_audience or devissuer.OWNER_AUDIENCE)
         token = devissuer.token(
             Path(settings.dev_issuer_key), settings.oidc_issuer, subject, claims
         )

@@ -49,8 +49,10 @@ from tests.integration.conftest import (
     free_port,
     require_tool,
     start_api,
+    start_ask,
     start_console,
     start_mcp,
+    start_share,
     wait_until,
 )
 from tests.integration.oidc_provider import OidcProvider
@@ -77,6 +79,7 @@ class Site:
     api: Running
     mcp: Running
     console: Running
+    share: Running
 
     def owner_api(self, login: str) -> Client:
         """The owner's API client, signed in over HTTP (for setting up notes)."""
@@ -118,7 +121,16 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
         "GROVE_MCP_PUBLIC_URL": mcp_url,
         **identity,
     }
-    api = start_api({**services, "GROVE_API_WORKERS": "1"})
+    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
+    share = start_share(database)
+    api = start_api(
+        {
+            **services,
+            "GROVE_API_WORKERS": "1",
+            "GROVE_ASK_ADDRESS": ask.url,
+            "GROVE_SHARE_PUBLIC_URL": share.url,
+        }
+    )
     mcp = start_mcp(services, workers=1, port=mcp_port)
     console = start_console(
         database,
@@ -130,10 +142,9 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
             "GROVE_CONSOLE_CLIENT_SECRET": CONSOLE_SECRET,
         },
     )
-    yield Site(provider, api, mcp, console)
-    console.stop()
-    mcp.stop()
-    api.stop()
+    yield Site(provider, api, mcp, console, share)
+    for running in (console, mcp, api, share, ask):
+        running.stop()
     provider.stop()
 
 
@@ -352,6 +363,269 @@ def test_a_request_of_another_account_is_not_found(site: Site, context: BrowserC
     sign_in(page, site, stranger)
     response = page.goto(approval["approvalUrl"])
     assert response is not None and response.status == 404
+
+
+# --- the owner's memory in the browser: notes, notebooks, shares, Ask, account ---------
+
+
+def notebook_id(page: Page) -> str:
+    """The notebook the notes page shows (its ?notebook=)."""
+    return parse_qs(urlsplit(page.url).query)["notebook"][0]
+
+
+def test_notes_and_notebooks_in_the_browser(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    page = context.new_page()
+    sign_in(page, site, person, "/notes")
+    owner = site.owner_api(person)
+
+    page.fill("input[name=name]", "Runbooks")
+    page.click("text=Create notebook")
+    page.wait_for_url("**done=notebook*")
+    runbooks = notebook_id(page)
+    page.fill("input[name=name]", "Deploys")
+    page.select_option("select[name=parent]", runbooks)
+    page.click("text=Create notebook")
+    page.wait_for_url("**done=notebook*")
+    deploys = notebook_id(page)
+    assert page.locator(f"aside li.depth-1 a[data-notebook='{deploys}']").count() == 1
+
+    page.fill("textarea[name=content]", "Staging deploys need the VPN")
+    page.select_option("select[name=kind]", "solution")
+    page.click("text=Save note")
+    page.wait_for_url("**/notes/*?done=created")
+    note = urlsplit(page.url).path.rsplit("/", 1)[1]
+    assert page.locator("h1").inner_text() == "Staging deploys need the VPN"
+    assert page.locator(".version").inner_text() == "1"
+    assert owner.get(f"/v1/memories/{note}").json()["data"]["projectId"] == deploys
+
+    page.goto(f"{site.console.url}/notes?q=vpn")
+    assert page.locator(f"tr[data-note='{note}']").count() == 1
+    page.goto(f"{site.console.url}/notes?notebook={runbooks}")  # direct members only
+    assert page.locator(f"tr[data-note='{note}']").count() == 0
+    page.goto(f"{site.console.url}/notes?notebook={deploys}")
+    page.click("text=Staging deploys need the VPN")
+    shot(page, tmp_path, "notes-note")
+
+    page.fill("textarea[name=content]", "Staging deploys need the VPN and a ticket")
+    page.click("text=Save a new revision")
+    page.wait_for_url("**done=edited")
+    assert page.locator(".version").inner_text() == "2"
+    assert page.locator("ol.revisions li").count() == 2
+
+    stale = context.new_page()  # the note as it is now, in a second tab
+    stale.goto(f"{site.console.url}/notes/{note}")
+    changed = owner.patch(f"/v1/memories/{note}", {"content": "Deploys moved to Fridays"})
+    assert changed.status_code == 200, changed.text
+    stale.fill("textarea[name=content]", "my stale edit")
+    stale.click("text=Save a new revision")
+    assert "changed since you opened it" in stale.locator("[role=alert]").inner_text()
+    assert stale.locator("textarea[name=content]").input_value() == "my stale edit"
+    assert stale.locator(".version").inner_text() == "3"
+    shot(stale, tmp_path, "notes-conflict")
+    assert owner.get(f"/v1/memories/{note}").json()["data"]["content"] == "Deploys moved to Fridays"
+
+    page.goto(f"{site.console.url}/notes/{note}")
+    page.locator("li[data-version='1']").locator("text=Restore this version").click()
+    page.wait_for_url("**done=reverted")
+    assert page.locator(".version").inner_text() == "4"
+    assert page.locator("h1").inner_text() == "Staging deploys need the VPN"
+
+    page.click("button:text-is('Archive')")
+    page.wait_for_url("**done=archived")
+    assert page.locator(".state").inner_text().startswith("archived")
+    page.goto(f"{site.console.url}/notes")
+    assert page.locator(f"tr[data-note='{note}']").count() == 0
+    page.goto(f"{site.console.url}/notes?archived=1")
+    assert page.locator(f"tr[data-note='{note}']").count() == 1
+    page.goto(f"{site.console.url}/notes/{note}")
+    page.click("text=Restore from the archive")
+    page.wait_for_url("**done=unarchived")
+    assert page.locator(".state").inner_text().startswith("live")
+
+    # A whole notebook: the exact counts, bound to what was shown.
+    page.goto(f"{site.console.url}/notebooks/{runbooks}")
+    assert page.locator(".count-notebooks").inner_text() == "2"
+    assert page.locator(".count-notes").inner_text() == "1"
+    owner.save("Rollbacks take ten minutes", projectId=deploys)  # after the page was shown
+    page.click("button:has-text('Archive 2 notebooks and 1 notes')")
+    assert "changed since you looked" in page.locator("[role=alert]").inner_text()
+    assert page.locator(".count-notes").inner_text() == "2"
+    shot(page, tmp_path, "notebook-changed")
+    page.click("button:has-text('Archive 2 notebooks and 2 notes')")
+    page.wait_for_url("**done=archive")
+    assert page.locator(f"aside a[data-notebook='{runbooks}']").count() == 0
+    page.goto(f"{site.console.url}/notebooks/archived")
+    page.click("text=Runbooks")
+    page.click("button:has-text('Restore 2 notebooks and 2 notes')")
+    page.wait_for_url("**done=restore")
+    assert page.locator(f"aside a[data-notebook='{runbooks}']").count() == 1
+    assert owner.get(f"/v1/memories/{note}").json()["data"]["archived"] is False
+
+    forgettable = owner.save("a note to forget")["id"]
+    page.goto(f"{site.console.url}/notes/{forgettable}")
+    page.click("text=Forget for good")
+    page.wait_for_url("**done=forgotten")
+    assert owner.get(f"/v1/memories/{forgettable}").status_code == 404
+
+    page.goto(f"{site.console.url}/notebooks/{runbooks}")
+    page.click("button:has-text('Delete 2 notebooks and 2 notes')")
+    page.wait_for_url("**done=delete")
+    assert owner.get(f"/v1/memories/{note}").status_code == 404
+    shot(page, tmp_path, "notes")
+
+
+def test_shares_in_the_browser(site: Site, context: BrowserContext, tmp_path: Path) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    note = owner.save("The office wifi password rotates monthly")["id"]
+    page = context.new_page()
+    sign_in(page, site, person, f"/notes/{note}")
+    page.fill("form.share input[name=title]", "Wifi")
+    page.click("text=Create a public link")
+    link = page.locator("#link").inner_text()
+    shot(page, tmp_path, "share-created")
+    assert link.startswith(site.share.url)
+    opened = requests.get(link, timeout=10)
+    assert opened.status_code == 200 and "office wifi password" in opened.text
+
+    page.goto(f"{site.console.url}/shares")
+    row = page.locator("tr", has_text="Wifi")
+    assert row.locator(".status").inner_text() == "active"
+    assert link not in page.content()  # the link is shown once
+    shot(page, tmp_path, "shares")
+    row.locator("text=Revoke").click()
+    page.wait_for_url("**done=revoked")
+    assert page.locator("tr", has_text="Wifi").locator(".status").inner_text() == "revoked"
+    assert requests.get(link, timeout=10).status_code == 404
+
+
+def test_ask_in_the_browser(site: Site, context: BrowserContext, tmp_path: Path) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    owner.save("The staging database is restored every Sunday at 02:00")
+    cited_note = owner.save("Backups of staging are kept for thirty days")["id"]
+    page = context.new_page()
+    sign_in(page, site, person, "/ask")
+    page.fill("input[name=title]", "Staging questions")
+    page.click("text=New conversation")
+    page.wait_for_url(re.compile(r".*/ask/[0-9a-f-]{36}$"))
+    conversation = page.url
+    stale = context.new_page()  # the conversation, open in a second tab
+    stale.goto(conversation)
+
+    page.fill("textarea[name=query]", "How long are staging backups kept?")
+    page.click("button:text-is('Ask')")
+    page.wait_for_url("**#turn-1")
+    turn = page.locator("#turn-1")
+    assert turn.get_attribute("data-status") == "completed"
+    citation = turn.locator("ol.citations a").first
+    assert "thirty days" in citation.inner_text()
+    assert citation.get_attribute("href") == f"/notes/{cited_note}?version=1#v1"
+    shot(page, tmp_path, "ask")
+
+    stale.fill("textarea[name=query]", "And when is it restored?")
+    stale.click("button:text-is('Ask')")
+    assert "moved on since you opened it" in stale.locator("[role=alert]").inner_text()
+    assert stale.locator("textarea[name=query]").input_value() == "And when is it restored?"
+
+    # A follow-up answered from the cited note only.
+    page.goto(conversation)
+    page.click("text=Context (optional)")
+    page.check(f"input[name=contextNotes][value='{cited_note}']")
+    page.check("input[name=only]")
+    page.fill("textarea[name=query]", "When is staging restored?")
+    page.click("button:text-is('Ask')")
+    page.wait_for_url("**#turn-2")
+    second = page.locator("#turn-2")
+    cited = [a.get_attribute("href") for a in second.locator("ol.citations a").all()]
+    assert all(href and href.startswith(f"/notes/{cited_note}?") for href in cited)
+
+    page.locator("#turn-1 ol.citations a").first.click()  # to the exact revision quoted
+    page.wait_for_url(f"**/notes/{cited_note}?version=1#v1")
+    assert page.locator("li.marked").get_attribute("data-version") == "1"
+
+    page.goto(f"{site.console.url}/ask?q=backups")
+    assert page.locator("ul.conversations li", has_text="Staging questions").count() == 1
+    page.goto(conversation)
+    page.click("text=Delete this conversation")
+    page.wait_for_url("**done=deleted")
+    assert page.locator("ul.conversations li", has_text="Staging questions").count() == 0
+
+
+def test_account_export_and_deletion(site: Site, context: BrowserContext, tmp_path: Path) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    owner.save("exported note about tides")
+    page = context.new_page()
+    sign_in(page, site, person, "/account")
+    shot(page, tmp_path, "account")
+    with page.expect_download() as download:
+        page.click("text=Download the export")
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert '"type":"export"' in lines[0] and any(
+        "exported note about tides" in line for line in lines
+    )
+    assert download.value.suggested_filename.endswith(".ndjson")
+
+    page.fill("input[name=confirmation]", "delete my account")
+    page.click("text=Delete my account")
+    assert "Nothing was deleted" in page.locator("[role=alert]").inner_text()
+    assert owner.get("/v1/memories").status_code == 200
+
+    page.fill("input[name=confirmation]", "delete my Grove account")
+    page.click("text=Delete my account")
+    assert page.locator("h1").inner_text() == "Account deleted"
+    assert owner.get("/v1/memories").status_code in (401, 403)
+    page.goto(f"{site.console.url}/notes")
+    page.wait_for_url(f"{site.console.url}/?next=*")
+
+
+def test_a_session_ends_when_it_expires(
+    site: Site, context: BrowserContext, database: embedded.EmbeddedDatabase
+) -> None:
+    page = context.new_page()
+    sign_in(page, site, login(), "/notes")
+    cookie = next(c for c in context.cookies() if c["name"] == "grove_session")["value"]
+    with psycopg.connect(database.migration_url) as conn:
+        conn.execute(
+            "UPDATE console_sessions SET expires_at = now() - interval '1 second'"
+            " WHERE id_hash = sha256(%s::bytea)",
+            (cookie.encode(),),
+        )
+    page.goto(f"{site.console.url}/notes")
+    page.wait_for_url(f"{site.console.url}/?next=%2Fnotes")
+    assert page.locator("text=Sign in with your identity provider").count() == 1
+
+
+def test_pages_of_another_account_are_not_found(site: Site, context: BrowserContext) -> None:
+    person, stranger = login(), login()
+    owner = site.owner_api(person)
+    notebook = owner.post("/v1/notebooks", {"name": "Theirs"}).json()["data"]["id"]
+    note = owner.save("their secret plan", projectId=notebook)["id"]
+    conversation = str(uuid.uuid4())
+    assert owner.post("/v1/conversations", {"id": conversation}).status_code == 201
+    share = owner.post("/v1/shares", {"target": {"type": "note", "id": note}}).json()["data"]
+
+    page = context.new_page()
+    sign_in(page, site, stranger, "/notes")
+    for path in (f"/notes/{note}", f"/notebooks/{notebook}", f"/ask/{conversation}"):
+        response = page.goto(f"{site.console.url}{path}")
+        assert response is not None and response.status == 404, path
+        assert "their secret plan" not in page.content()
+    page.goto(f"{site.console.url}/notes?q=secret")
+    assert page.locator("tr[data-note]").count() == 0
+    csrf = page.locator("input[name=csrf]").first.get_attribute("value") or ""
+    for path in (f"/notes/{note}/forget", f"/shares/{share['id']}/revoke", f"/notes/{note}/edit"):
+        posted = context.request.post(
+            f"{site.console.url}{path}",
+            form={"csrf": csrf, "content": "overwritten", "kind": "fact", "notebook": ""},
+        )
+        assert posted.status == 404, path
+    assert owner.get(f"/v1/memories/{note}").json()["data"]["content"] == "their secret plan"
+    assert requests.get(share["url"], timeout=10).status_code == 200
 
 
 def test_the_session_table_is_sealed_off(database: embedded.EmbeddedDatabase) -> None:

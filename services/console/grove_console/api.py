@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import requests
 
 TIMEOUT_SECONDS = 10
+#: A download is relayed in pieces of this size: memory stays bounded at any account size.
+CHUNK_BYTES = 64 * 1024
 
 
 class ApiError(Exception):
@@ -37,6 +40,30 @@ class Api:
         params: dict[str, Any] | None = None,
     ) -> Any:
         """The ``data`` of a successful answer; ``ApiError`` or ``SignedOut`` otherwise."""
+        response = self._send(token, method, path, body, params, stream=False)
+        return self._data(response)
+
+    def stream(self, token: str, path: str) -> Iterator[bytes]:
+        """A successful answer's body in pieces (each read within the timeout)."""
+        response = self._send(token, "GET", path, None, None, stream=True)
+        if not response.ok:
+            self._data(response)
+
+        def pieces() -> Iterator[bytes]:
+            with response:
+                yield from response.iter_content(CHUNK_BYTES)
+
+        return pieces()
+
+    def _send(
+        self,
+        token: str,
+        method: str,
+        path: str,
+        body: Any,
+        params: dict[str, Any] | None,
+        stream: bool,
+    ) -> requests.Response:
         try:
             response = requests.request(
                 method,
@@ -45,13 +72,19 @@ class Api:
                 params=params,
                 headers={"Authorization": f"Bearer {token}"},
                 timeout=TIMEOUT_SECONDS,
+                stream=stream,
             )
         except requests.RequestException as ex:
             raise ApiError(
                 503, "unavailable", "Grove's API cannot be reached; retry shortly"
             ) from ex
         if response.status_code == 401:
+            response.close()
             raise SignedOut()
+        return response
+
+    @staticmethod
+    def _data(response: requests.Response) -> Any:
         try:
             envelope = response.json()
         except ValueError as ex:

@@ -1,0 +1,187 @@
+"""What every page shares: its dependencies, rendering, the session, forms and the API."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qs, quote
+from uuid import UUID
+
+import falcon
+from jinja2 import Environment
+
+from grove_console import signin
+from grove_console.api import Api, SignedOut
+from grove_console.sessions import COOKIE, Session, SessionStore
+from grove_console.settings import ConsoleSettings
+
+Fields = dict[str, list[str]]
+
+
+class Forbidden(Exception):
+    """A form that is not this session's (CSRF) or not from this origin."""
+
+
+@dataclass(frozen=True)
+class Deps:
+    store: SessionStore
+    api: Api
+    provider: signin.Provider | None
+    login_key: bytes
+    settings: ConsoleSettings
+    templates: Environment
+
+
+class Page:
+    """Rendering and the session, shared by every page."""
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def render(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        template: str,
+        status: int = 200,
+        **values: Any,
+    ) -> None:
+        """``template`` with ``values`` and the signed-in session (if any) as ``session``."""
+        values.setdefault("session", req.context.get("session"))
+        resp.status = falcon.code_to_http_status(status)
+        resp.content_type = falcon.MEDIA_HTML
+        resp.text = self.deps.templates.get_template(template).render(**values)
+
+    def message(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        status: int,
+        title: str,
+        message: str,
+        link: dict[str, str] | None = None,
+        tone: str = "note",
+    ) -> None:
+        """A page that says one thing (and links on)."""
+        self.render(
+            req, resp, "message.html", status, title=title, message=message, link=link, tone=tone
+        )
+
+    def session(self, req: falcon.Request) -> Session:
+        """The signed-in session, or a redirect to sign in (and back here)."""
+        session: Session | None = req.context.session
+        if session is None:
+            raise to_sign_in(req)
+        return session
+
+    def form(self, req: falcon.Request, session: Session | None) -> Fields:
+        """The posted form, refused unless it carries ``session``'s CSRF token."""
+        length = req.content_length or 0
+        if length > self.deps.settings.console_max_body_bytes:
+            raise falcon.HTTPContentTooLarge(title="The form is too large")
+        fields = parse_qs(
+            req.bounded_stream.read(length).decode(errors="replace"), keep_blank_values=True
+        )
+        expected = session.csrf if session else req.cookies.get(signin.LOGIN_COOKIE + "_csrf")
+        sent = one(fields, "csrf")
+        if not expected or not hmac.compare_digest(sent, expected):
+            raise Forbidden()
+        return fields
+
+    def posted(self, req: falcon.Request) -> Fields:
+        """The form of a signed-in owner (sign in first, CSRF checked)."""
+        return self.form(req, self.session(req))
+
+    def call(
+        self,
+        req: falcon.Request,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any:
+        """grove-api as this session's owner; a refused token ends the session."""
+        session = self.session(req)
+        try:
+            return self.deps.api.call(session.access_token, method, path, body, params)
+        except SignedOut:
+            self.deps.store.drop(req.cookies.get(COOKIE))
+            raise to_sign_in(req) from None
+
+    def notebooks(self, req: falcon.Request) -> list[dict[str, Any]]:
+        """Every live notebook of the owner (the API's pages followed, bounded)."""
+        found: list[dict[str, Any]] = []
+        cursor = None
+        for _ in range(MAX_NOTEBOOK_PAGES):
+            params = {"limit": 100, **({"cursor": cursor} if cursor else {})}
+            page = self.call(req, "GET", "/v1/notebooks", params=params)
+            found.extend(page["items"])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        return found
+
+
+#: The notebook tree shows at most this many pages of 100 notebooks.
+MAX_NOTEBOOK_PAGES = 20
+
+
+def one(fields: Fields, name: str) -> str:
+    """A form field's first value ('' when absent)."""
+    return (fields.get(name) or [""])[0]
+
+
+def uuid_field(fields: Fields, name: str) -> UUID:
+    """A form field that must be an ID (a bad one is the browser's error: 400)."""
+    try:
+        return UUID(one(fields, name))
+    except ValueError:
+        raise falcon.HTTPBadRequest(title=f"{name} is not an ID") from None
+
+
+def int_field(fields: Fields, name: str) -> int | None:
+    """A whole-number form field (None when blank; a bad one is a 400)."""
+    value = one(fields, name)
+    if not value:
+        return None
+    if not value.isdigit():
+        raise falcon.HTTPBadRequest(title=f"{name} is not a number")
+    return int(value)
+
+
+def to_sign_in(req: falcon.Request) -> falcon.HTTPSeeOther:
+    """The redirect to the sign-in page, which comes back to this page afterwards."""
+    return falcon.HTTPSeeOther(f"/?next={quote(req.relative_uri, safe='')}")
+
+
+def notice(req: falcon.Request, texts: dict[str, str]) -> str | None:
+    """What the last form did, from a fixed text per ``?done=`` value (never the URL's own
+    words, so a link cannot put words on a page)."""
+    return texts.get(req.get_param("done") or "")
+
+
+def safe_next(value: str | None) -> str:
+    """A return path on this website only (never another host)."""
+    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/notes"
+    return value
+
+
+def set_cookie(
+    resp: falcon.Response, settings: ConsoleSettings, name: str, value: str, seconds: int
+) -> None:
+    resp.set_cookie(
+        name,
+        value,
+        max_age=seconds,
+        path="/",
+        secure=settings.secure_cookies,
+        http_only=True,
+        same_site="Lax",
+    )
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

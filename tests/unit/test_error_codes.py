@@ -1,0 +1,51 @@
+"""Every error a library raises answers with a code that ERROR_STATUS knows, at the
+status ERROR_STATUS gives it (the edges map codes to statuses through that table)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+from grove_contracts.errors import ERROR_STATUS
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = sorted(p.name for p in ROOT.glob("libs/*/grove_*") if (p / "__init__.py").exists())
+
+
+def error_classes() -> dict[str, tuple[str, int]]:
+    """Each exception class of the libraries that carries a ``code`` and ``status``."""
+    found: dict[str, tuple[str, int]] = {}
+    for package in PACKAGES:
+        root = importlib.import_module(package)
+        modules = [root] + [
+            importlib.import_module(info.name)
+            for info in pkgutil.walk_packages(root.__path__, package + ".")
+        ]
+        for module in modules:
+            for value in vars(module).values():
+                if (
+                    isinstance(value, type)
+                    and issubclass(value, Exception)
+                    and value.__module__ == module.__name__
+                    and isinstance(getattr(value, "code", None), str)
+                    and isinstance(getattr(value, "status", None), int)
+                ):
+                    found[f"{module.__name__}.{value.__qualname__}"] = (value.code, value.status)
+    return found
+
+
+ERRORS = error_classes()
+
+
+def test_the_walk_finds_the_errors() -> None:
+    assert len(ERRORS) > 30
+    assert ERRORS["grove_memory.errors.VersionConflict"] == ("version_conflict", 409)
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_each_error_code_has_its_status_in_the_table(name: str) -> None:
+    code, status = ERRORS[name]
+    assert ERROR_STATUS.get(code) == status, f"{name}: {code} answers {status}"

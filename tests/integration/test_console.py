@@ -18,7 +18,8 @@ import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -41,7 +42,10 @@ from mcp.shared.auth import (
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 from pydantic import AnyUrl
 
+from grove_auth.keys import derive_secret
+from grove_console.sessions import SessionStore
 from grove_db import embedded
+from grove_db.pool import open_pool
 from tests.integration.conftest import (
     SECRET,
     Client,
@@ -103,7 +107,7 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
                 "client_id": CONSOLE,
                 "client_secret": CONSOLE_SECRET,
                 "redirect_uris": [f"{origin}/auth/callback"],
-                "grant_types": ["authorization_code"],
+                "grant_types": ["authorization_code", "refresh_token"],
                 "response_types": ["code"],
                 "token_endpoint_auth_method": "client_secret_basic",
             }
@@ -140,6 +144,7 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
             "GROVE_CONSOLE_API_URL": api.url,
             "GROVE_CONSOLE_CLIENT_ID": CONSOLE,
             "GROVE_CONSOLE_CLIENT_SECRET": CONSOLE_SECRET,
+            "GROVE_CONSOLE_SCOPES": "openid offline_access",
         },
     )
     yield Site(provider, api, mcp, console, share)
@@ -598,6 +603,43 @@ def test_a_session_ends_when_it_expires(
     page.goto(f"{site.console.url}/notes")
     page.wait_for_url(f"{site.console.url}/?next=%2Fnotes")
     assert page.locator("text=Sign in with your identity provider").count() == 1
+
+
+def test_an_ending_access_token_is_renewed_with_the_refresh_token(
+    site: Site, context: BrowserContext, database: embedded.EmbeddedDatabase
+) -> None:
+    page = context.new_page()
+    sign_in(page, site, login(), "/notes")
+    cookie = next(c for c in context.cookies() if c["name"] == "grove_session")["value"]
+    pool = open_pool(database.console_url, max_size=1)
+    store = SessionStore(pool, derive_secret(SECRET, "console-session"))
+    try:
+        signed_in = store.load(cookie)
+        assert signed_in is not None and signed_in.refresh_token
+        assert signed_in.token_expires_at is not None
+        assert signed_in.expires_at > signed_in.token_expires_at  # outlives its token
+
+        # A token about to end is renewed before it is used; one the API refuses is
+        # renewed and the call retried.
+        for ends in (datetime.now(UTC), datetime.now(UTC) + timedelta(hours=1)):
+            store.save(
+                cookie, replace(signed_in, access_token="not-a-token", token_expires_at=ends)
+            )
+            page.goto(f"{site.console.url}/notes")
+            assert page.locator("h1").inner_text() == "All notes"
+            renewed = store.load(cookie)
+            assert renewed is not None and renewed.access_token != "not-a-token"
+            assert renewed.token_expires_at and renewed.token_expires_at > datetime.now(UTC)
+
+        # A refresh token the provider no longer honours ends the session.
+        assert renewed.refresh_token
+        site.provider.revoke(renewed.refresh_token, CONSOLE, CONSOLE_SECRET)
+        store.save(cookie, replace(renewed, access_token="not-a-token"))
+        page.goto(f"{site.console.url}/notes")
+        page.wait_for_url(f"{site.console.url}/?next=%2Fnotes")
+        assert store.load(cookie) is None
+    finally:
+        pool.close()
 
 
 def test_pages_of_another_account_are_not_found(site: Site, context: BrowserContext) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import falcon
 
 from grove_console.api import ApiError, SignedOut
-from grove_console.page import Page, now, one, to_sign_in
+from grove_console.page import Page, now, one
 from grove_console.sessions import COOKIE
 
 #: What the owner types to delete the account (the API checks it too).
@@ -24,12 +24,11 @@ class Export(Page):
     """``GET /account/export``: the account's NDJSON export, relayed as a download."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        session = self.session(req)
+        session = self.token(req)
         try:
             upstream = self.deps.api.stream(session.access_token, "/v1/export")
         except SignedOut:
-            self.deps.store.drop(req.cookies.get(COOKIE))
-            raise to_sign_in(req) from None
+            raise self.signed_out(req) from None
         name = f"grove-export-{now():%Y%m%d-%H%M%S}.ndjson"
         resp.content_type = "application/x-ndjson"
         resp.set_header("Content-Disposition", f'attachment; filename="{name}"')

@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import falcon
 
@@ -78,15 +77,20 @@ class Callback(Page):
             text = ex.message if isinstance(ex, ProviderUnavailable) else str(ex)
             self.message(req, resp, 400, "Sign-in failed", text, again, "warn")
             return
-        self.start_session(resp, signed_in.access_token, signed_in.subject, signed_in.expires_at)
+        self.start_session(resp, signed_in)
         raise falcon.HTTPSeeOther(safe_next(pending.get("next")))
 
-    def start_session(
-        self, resp: falcon.Response, token: str, subject: str, expires_at: Any
-    ) -> None:
+    def start_session(self, resp: falcon.Response, signed_in: signin.SignedIn) -> None:
         settings = self.deps.settings
-        end = session_end(expires_at, settings.console_session_hours)
-        cookie, _ = self.deps.store.create(token, subject, end)
+        renewable = signed_in.refresh_token is not None
+        end = session_end(signed_in.expires_at, renewable, settings.console_session_hours)
+        cookie, _ = self.deps.store.create(
+            signed_in.access_token,
+            signed_in.subject,
+            end,
+            signed_in.refresh_token,
+            signed_in.expires_at,
+        )
         seconds = max(1, int((end - now()).total_seconds()))
         set_cookie(resp, settings, COOKIE, cookie, seconds)
 
@@ -107,7 +111,7 @@ class DevLogin(Callback):
             Path(settings.dev_issuer_key), settings.oidc_issuer, subject, claims
         )
         expires = now() + timedelta(seconds=devissuer.TOKEN_SECONDS)
-        self.start_session(resp, token, subject, expires)
+        self.start_session(resp, signin.SignedIn(token, expires, subject))
         resp.unset_cookie(signin.LOGIN_COOKIE + "_csrf", path="/")
         raise falcon.HTTPSeeOther(safe_next(one(fields, "next")))
 

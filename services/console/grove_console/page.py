@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, quote
 from uuid import UUID
@@ -12,6 +12,7 @@ from uuid import UUID
 import falcon
 from jinja2 import Environment
 
+from grove_auth.provider import ProviderUnavailable
 from grove_console import signin
 from grove_console.api import Api, SignedOut
 from grove_console.sessions import COOKIE, Session, SessionStore
@@ -102,13 +103,48 @@ class Page:
         body: Any = None,
         params: dict[str, Any] | None = None,
     ) -> Any:
-        """grove-api as this session's owner; a refused token ends the session."""
-        session = self.session(req)
+        """grove-api as this session's owner. An access token about to end is renewed
+        first, and one the API refuses is renewed once and the call retried; a session
+        that cannot be renewed ends (sign in again)."""
+        session = self.token(req)
         try:
             return self.deps.api.call(session.access_token, method, path, body, params)
         except SignedOut:
-            self.deps.store.drop(req.cookies.get(COOKIE))
-            raise to_sign_in(req) from None
+            renewed = self.renew(req, session)
+        try:
+            return self.deps.api.call(renewed.access_token, method, path, body, params)
+        except SignedOut:
+            raise self.signed_out(req) from None
+
+    def token(self, req: falcon.Request) -> Session:
+        """The session, its access token renewed if it ends within a minute."""
+        session = self.session(req)
+        return self.renew(req, session) if session.stale(RENEW_MARGIN) else session
+
+    def renew(self, req: falcon.Request, session: Session) -> Session:
+        """The session with a new access token from its refresh token (stored at once);
+        without one, or if the provider refuses, the session ends."""
+        provider, cookie = self.deps.provider, req.cookies.get(COOKIE)
+        if provider is None or not session.refresh_token or not cookie:
+            raise self.signed_out(req)
+        try:
+            fresh = provider.refresh(session.refresh_token, session.subject)
+        except (signin.SignInFailed, ProviderUnavailable):
+            raise self.signed_out(req) from None
+        renewed = replace(
+            session,
+            access_token=fresh.access_token,
+            refresh_token=fresh.refresh_token,
+            token_expires_at=fresh.expires_at,
+        )
+        self.deps.store.save(cookie, renewed)
+        req.context.session = renewed
+        return renewed
+
+    def signed_out(self, req: falcon.Request) -> falcon.HTTPSeeOther:
+        """End this session here and in the database; on to sign in again."""
+        self.deps.store.drop(req.cookies.get(COOKIE))
+        return to_sign_in(req)
 
     def notebooks(self, req: falcon.Request) -> list[dict[str, Any]]:
         """Every live notebook of the owner (the API's pages followed, bounded)."""
@@ -124,6 +160,8 @@ class Page:
         return found
 
 
+#: An access token this close to its end is renewed before it is used.
+RENEW_MARGIN = timedelta(minutes=1)
 #: The notebook tree shows at most this many pages of 100 notebooks.
 MAX_NOTEBOOK_PAGES = 20
 

@@ -20,11 +20,13 @@ import hmac
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import jwt
+import requests
+from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 
@@ -43,6 +45,7 @@ class SignedIn:
     access_token: str
     expires_at: datetime | None
     subject: str
+    refresh_token: str | None = None
 
 
 def signed(key: bytes, payload: dict[str, Any]) -> str:
@@ -91,11 +94,15 @@ class Provider:
         """The provider URL to send the browser to, and what the callback must check."""
         verifier = secrets.token_urlsafe(48)
         nonce = secrets.token_urlsafe(16)
+        # A refresh token (offline_access) is granted only with consent asked for
+        # (OpenID Connect Core 11).
+        offline = {"prompt": "consent"} if "offline_access" in self.scopes.split() else {}
         url, state = self._client().create_authorization_url(
             self.discovery.endpoint("authorization_endpoint"),
             code_verifier=verifier,
             nonce=nonce,
             resource=self.audience,
+            **offline,
         )
         pending = {"state": state, "verifier": verifier, "nonce": nonce, "next": next_path}
         return url, pending | {"at": time.time()}
@@ -116,14 +123,39 @@ class Provider:
                 resource=self.audience,
                 timeout=10,
             )
-        except OAuth2Error as ex:
+        except (OAuth2Error, OAuthError) as ex:
             raise SignInFailed(f"the identity provider refused the code: {ex.error}") from ex
+        except requests.RequestException as ex:
+            raise SignInFailed(f"the identity provider cannot be reached: {ex}") from ex
+        return self._signed_in(token, self._person(token.get("id_token"), pending["nonce"]))
+
+    def refresh(self, refresh_token: str, subject: str) -> SignedIn:
+        """A new access token for the API from the session's refresh token."""
+        try:
+            token: dict[str, Any] = self._client().fetch_token(
+                self.discovery.endpoint("token_endpoint"),
+                grant_type="refresh_token",
+                refresh_token=refresh_token,
+                resource=self.audience,
+                timeout=10,
+            )
+        except (OAuth2Error, OAuthError) as ex:
+            raise SignInFailed(f"the identity provider refused to renew: {ex.error}") from ex
+        except requests.RequestException as ex:
+            raise SignInFailed(f"the identity provider cannot be reached: {ex}") from ex
+        renewed = self._signed_in(token, subject)
+        # Without a new one (no rotation), the refresh token stays valid.
+        return renewed if renewed.refresh_token else replace(renewed, refresh_token=refresh_token)
+
+    @staticmethod
+    def _signed_in(token: dict[str, Any], subject: str) -> SignedIn:
         access = token.get("access_token")
         if not isinstance(access, str):
             raise SignInFailed("the identity provider issued no access token")
         expires = token.get("expires_at")
         expires_at = datetime.fromtimestamp(float(expires), UTC) if expires else None
-        return SignedIn(access, expires_at, self._person(token.get("id_token"), pending["nonce"]))
+        refresh = token.get("refresh_token")
+        return SignedIn(access, expires_at, subject, refresh if isinstance(refresh, str) else None)
 
     def _person(self, id_token: Any, nonce: str) -> str:
         """Who signed in, for the page: from the ID token, whose claims are checked."""

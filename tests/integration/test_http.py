@@ -132,6 +132,19 @@ def test_malformed_json_answers_400(tenant: Tenant, raw: str) -> None:
     assert error_of(response)["code"] in {"invalid_json", "validation_error"}
 
 
+@pytest.mark.parametrize("raw", ["[" * 30_000, '{"a":' * 6_000 + "1" + "}" * 6_000])
+def test_deeply_nested_json_answers_400_not_500(tenant: Tenant, raw: str) -> None:
+    for path in ("/v1/memories", "/v1/tools/remember"):
+        response = tenant.client.session.post(
+            tenant.client.base + path,
+            data=raw,
+            headers=tenant.client.headers({"Content-Type": "application/json"}),
+            timeout=10,
+        )
+        assert response.status_code == 400, (path, response.text)
+        assert error_of(response)["code"] == "invalid_json"
+
+
 def test_wrong_content_type_answers_415(tenant: Tenant) -> None:
     response = tenant.client.session.post(
         tenant.client.base + "/v1/memories",

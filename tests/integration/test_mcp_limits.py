@@ -94,6 +94,29 @@ def test_bodies_over_the_limit_are_refused(mcp_url: str, tenant: Tenant) -> None
     assert response.status_code == 413
 
 
+@pytest.mark.parametrize("nested", ["[" * 60_000, '{"a":' * 10_000 + "1" + "}" * 10_000])
+def test_deeply_nested_json_is_refused_without_a_500(
+    mcp_url: str, tenant: Tenant, nested: str
+) -> None:
+    for body in (
+        nested,
+        '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + nested + "}",
+    ):
+        response = requests.post(
+            mcp_url,
+            data=body,
+            headers={
+                **MCP_ACCEPT,
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {tenant.client.key}",
+                "MCP-Protocol-Version": "2025-11-25",
+            },
+            timeout=30,
+        )
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == -32700  # JSON-RPC parse error
+
+
 @pytest.mark.parametrize("name", ["archive_notebook", "delete_notebook", "list_archived_notebooks"])
 def test_owner_session_operations_are_refused_to_keys(tenant: Tenant, name: str) -> None:
     response = tenant.client.post(f"/v1/tools/{name}", {"id": "x"})

@@ -79,6 +79,7 @@ def test_an_empty_answer_means_the_evidence_does_not_answer() -> None:
     [
         ("Sure! We deploy on Tuesdays.", "not_json", "not a JSON object"),
         ('["Tuesday"]', "not_json", "not a JSON object"),
+        ('{"answer": ' + "[" * 5000 + "}", "not_json", "not a JSON object"),
         ('{"answer": 3, "citations": []}', "not_json", '{"answer": string'),
         (reply("Tuesday."), "no_citations", "no citations"),
         (reply("Tuesday.", (3, "every Tuesday")), "invalid_citation", "no evidence 3 (1 to 2)"),

@@ -30,9 +30,14 @@ def read_json(req: falcon.Request, model: type[M], max_bytes: int) -> M:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as ex:
         raise ApiError("invalid_json", "the body is not valid JSON") from ex
+    except RecursionError as ex:
+        raise ApiError("invalid_json", "the body is nested too deeply") from ex
     if not isinstance(data, dict):
         raise ApiError("validation_error", "the body must be a JSON object")
-    return model.model_validate(data)
+    try:
+        return model.model_validate(data)
+    except RecursionError as ex:
+        raise ApiError("invalid_json", "the body is nested too deeply") from ex
 
 
 def _discard(req: falcon.Request, max_bytes: int) -> None:

@@ -142,7 +142,7 @@ def _json_object(reply: str) -> dict[str, Any]:
     start, end = reply.find("{"), reply.rfind("}")
     try:
         found = json.loads(reply[start : end + 1]) if 0 <= start < end else None
-    except ValueError:
+    except (ValueError, RecursionError):
         found = None
     if not isinstance(found, dict):
         raise InvalidReply("not_json", "the reply is not a JSON object")

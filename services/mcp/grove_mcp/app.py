@@ -265,7 +265,7 @@ def _client_info(body: bytes) -> tuple[str, str] | None:
     """The (name, version) a JSON-RPC request's client gives, if it gives one."""
     try:
         request = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply: the SDK answers
         return None
     params = request.get("params") if isinstance(request, dict) else None
     if not isinstance(params, dict):

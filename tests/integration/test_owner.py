@@ -412,6 +412,54 @@ def test_grant_edit_is_a_compare_and_set_on_the_state(setup: Setup) -> None:
     assert without_state.status_code == 200
 
 
+def test_two_edits_from_the_same_state_cannot_both_win(
+    setup: Setup, database: embedded.EmbeddedDatabase
+) -> None:
+    owner = setup.owner()
+    connection = owner.get("/v1/connections").json()["data"]["items"][0]
+    path = f"{owner.base}/v1/connections/{connection['id']}"
+    edits = [
+        {"personal": True, "allProjects": False, "capabilities": ["memory:read"]},
+        {"personal": True, "allProjects": True, "capabilities": ["memory:read", "memory:write"]},
+    ]
+    results: list[requests.Response] = []
+    with psycopg.connect(database.runtime_url) as held:
+        # Hold the row so both edits read the same state and then queue on its lock.
+        held.execute(
+            "SELECT set_config('grove.account_id', %s, true)", (str(setup.tenant.account_id),)
+        )
+        held.execute("SELECT 1 FROM connections WHERE id = %s FOR UPDATE", (connection["id"],))
+        threads = [
+            threading.Thread(
+                target=lambda g=grants: results.append(
+                    requests.patch(
+                        path,
+                        json={"grants": g, "expectedState": connection["state"]},
+                        headers=owner.headers(),
+                        timeout=30,
+                    )
+                )
+            )
+            for grants in edits
+        ]
+        for thread in threads:
+            thread.start()
+        with psycopg.connect(database.superuser_url, autocommit=True) as watcher:
+            wait_until(
+                lambda: (
+                    watcher.execute(
+                        "SELECT count(*) AS n FROM pg_stat_activity"
+                        " WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'"
+                    ).fetchone()[0]
+                    == 2
+                )
+            )
+        held.rollback()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(r.status_code for r in results) == [200, 409], [r.text for r in results]
+
+
 def test_revocation_is_immediate_and_permanent(setup: Setup) -> None:
     owner = setup.owner()
     connection = owner.get("/v1/connections").json()["data"]["items"][0]

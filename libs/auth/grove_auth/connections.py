@@ -283,13 +283,14 @@ def revoke_key(pool: ConnectionPool, principal: Principal, key_id: UUID) -> dict
 
 
 def _lock(conn: Conn, connection_id: UUID) -> dict[str, Any]:
-    row = conn.execute(
-        SELECT_CONNECTIONS + " WHERE c.id = %s GROUP BY c.id", (connection_id,)
+    """Lock the connection's row, then read its state: read after the lock (each statement
+    sees what committed before it), so an edit that waited sees the one it waited for."""
+    locked = conn.execute(
+        "SELECT 1 FROM connections WHERE id = %s FOR UPDATE", (connection_id,)
     ).fetchone()
-    if row is None:
+    if locked is None:
         raise ConnectionNotFound()
-    conn.execute("SELECT 1 FROM connections WHERE id = %s FOR UPDATE", (connection_id,))
-    resource = connection_json(row)
+    resource = _one(conn, connection_id)
     return {"state": resource["state"], "revoked": resource["status"] == "revoked"}
 
 

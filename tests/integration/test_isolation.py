@@ -396,6 +396,43 @@ def test_read_only_key_cannot_write_but_can_read(grants: Grants) -> None:
     )
 
 
+def test_a_notebook_key_reads_no_revision_saved_outside_its_grants(tenant: Tenant) -> None:
+    notebook = tenant.notebook("banking")
+    note = tenant.client.save("Bank PIN is 4711")  # personal then
+    tenant.client.patch(f"/v1/memories/{note['id']}", {"content": "Bank PIN: ask me"})
+    moved = tenant.client.patch(f"/v1/memories/{note['id']}", {"projectId": notebook})
+    assert moved.json()["data"]["version"] == 3
+    reader = tenant.key(
+        "banking reader",
+        personal=False,
+        all_projects=False,
+        project_ids=[UUID(notebook)],
+        read_only=True,
+    )
+    writer = tenant.key(
+        "banking writer", personal=False, all_projects=False, project_ids=[UUID(notebook)]
+    )
+
+    def versions(items: list[dict[str, Any]]) -> list[int]:
+        return [r["version"] for r in items]
+
+    revisions = reader.get(f"/v1/memories/{note['id']}/revisions").json()["data"]["items"]
+    assert versions(revisions) == [3]
+    history = reader.post("/v1/tools/memory_history", {"id": note["id"]}).json()["data"]
+    assert versions(history["items"]) == [3]
+    lines = [json.loads(line) for line in reader.get("/v1/export").text.splitlines()]
+    exported_note = next(line for line in lines if line["type"] == "memory")
+    assert versions(exported_note["revisions"]) == [3]
+    assert "4711" not in json.dumps(lines)
+    restored = writer.post("/v1/tools/restore_memory", {"id": note["id"], "version": 1})
+    assert_error(restored, 404, "not_found")
+    current = tenant.client.get(f"/v1/memories/{note['id']}").json()["data"]
+    assert (current["version"], current["content"]) == (3, "Bank PIN: ask me")
+    # The account's own full key still sees every revision.
+    full = tenant.client.get(f"/v1/memories/{note['id']}/revisions").json()["data"]["items"]
+    assert versions(full) == [1, 2, 3]
+
+
 # --- Row-level security in the database ----------------------------------------------
 
 

@@ -4,7 +4,8 @@ Lines, in order: a header ``{"type": "export", "version": 1, "exportedAt": …}`
 one ``notebook`` line per granted notebook; for an owner session, one ``connection``
 line per connection (grants and status, never secrets) and one ``conversation`` line per
 live conversation carrying all of its turns (questions, selectors, answers, citations);
-then one ``memory`` line per note carrying all of its revisions. One REPEATABLE READ
+then one ``memory`` line per note carrying its revisions (those saved in a scope the
+caller may read). One REPEATABLE READ
 snapshot and server-side cursors keep memory flat however large the account.
 """
 
@@ -21,7 +22,7 @@ from grove_db.pool import Conn, transaction
 from grove_memory.conversations import conversation_json, exported_conversations, turn_json
 from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
-from grove_memory.scope import VISIBLE, params
+from grove_memory.scope import VISIBLE, granted, params
 from grove_memory.store import Store, require
 
 FORMAT_VERSION = 1
@@ -35,7 +36,7 @@ NOTES_WITH_REVISIONS = f"""
     SELECT {MEMORY_COLUMNS}, {REVISION_ALIASED}
     FROM memories m
     JOIN memory_revisions r ON r.account_id = m.account_id AND r.memory_id = m.id
-    WHERE {VISIBLE}
+    WHERE {VISIBLE} AND {granted("r")}
     ORDER BY m.created_at, m.id, r.version
 """
 

@@ -25,7 +25,7 @@ from grove_memory.notes import (
     write_correction,
 )
 from grove_memory.rows import MEMORY_COLUMNS, memory_json
-from grove_memory.scope import check_project, params
+from grove_memory.scope import check_project, granted, params
 from grove_memory.store import Store, require
 
 RESTORED_FIELDS = ("content", "kind", "task_id", "capture", "source_agent", "source_ref")
@@ -72,7 +72,7 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str
         ).fetchone()
         values = {name: current[name] for name in NOTE_FIELDS}
         if req.version is not None:
-            values.update(_revision(conn, req.id, req.version))
+            values.update(_revision(conn, principal, req.id, req.version))
         if req.durable:
             if values["kind"] != "handoff":
                 raise InvalidRequest("durable", "only a handoff can be made durable")
@@ -100,11 +100,12 @@ def _move_one(
     return record_revision(conn, store, row, req.operationId)
 
 
-def _revision(conn: Conn, memory_id: Any, version: int) -> dict[str, Any]:
+def _revision(conn: Conn, principal: Principal, memory_id: Any, version: int) -> dict[str, Any]:
+    """Revision ``version``'s content, if it was saved in a scope the caller may read."""
     row = conn.execute(
-        f"SELECT {', '.join(RESTORED_FIELDS)} FROM memory_revisions"
-        " WHERE memory_id = %s AND version = %s",
-        (memory_id, version),
+        f"SELECT {', '.join(RESTORED_FIELDS)} FROM memory_revisions r"
+        f" WHERE r.memory_id = %(id)s AND r.version = %(version)s AND {granted('r')}",
+        params(principal, id=memory_id, version=version),
     ).fetchone()
     if row is None:
         raise NotFound(f"the note has no version {version}")

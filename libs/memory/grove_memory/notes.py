@@ -26,7 +26,7 @@ from grove_memory.errors import (
     VersionConflict,
 )
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
-from grove_memory.scope import VISIBLE, check_project, params
+from grove_memory.scope import VISIBLE, check_project, granted, params
 from grove_memory.store import Store, require
 
 HANDOFF_DEFAULT_RETENTION_DAYS = 30
@@ -182,7 +182,8 @@ def get_memory(store: Store, principal: Principal, memory_id: UUID) -> dict[str,
 def list_revisions(
     store: Store, principal: Principal, memory_id: UUID, after_version: int, limit: int
 ) -> dict[str, Any]:
-    """A note's immutable revisions, oldest first, ``limit`` at a time."""
+    """A note's immutable revisions in the caller's grants, oldest first, ``limit`` at a
+    time."""
     require(principal, "read")
     with transaction(store.pool, principal.account_id) as conn:
         visible = conn.execute(
@@ -191,10 +192,13 @@ def list_revisions(
         ).fetchone()
         if visible is None:
             raise NotFound("note not found")
+        # Only revisions saved in a scope the caller may read (a note moved into a granted
+        # notebook does not reveal what it said while it was elsewhere).
         rows = conn.execute(
             f"SELECT {REVISION_COLUMNS} FROM memory_revisions r"
-            " WHERE r.memory_id = %s AND r.version > %s ORDER BY r.version LIMIT %s",
-            (memory_id, after_version, limit + 1),
+            f" WHERE r.memory_id = %(id)s AND r.version > %(after)s AND {granted('r')}"
+            " ORDER BY r.version LIMIT %(limit)s",
+            params(principal, id=memory_id, after=after_version, limit=limit + 1),
         ).fetchall()
     items = [revision_json(r) for r in rows[:limit]]
     more = len(rows) > limit

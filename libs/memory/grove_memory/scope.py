@@ -12,12 +12,19 @@ from grove_memory.errors import NotFound
 #: Live notes: not deleted and not expired at this statement's time.
 LIVE = "m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())"
 
+
 #: Notes in scopes the principal is granted (parameters from ``Principal.scope_params``).
-GRANTED = (
-    "((m.project_id IS NULL AND %(personal)s)"
-    " OR (m.project_id IS NOT NULL AND %(all_projects)s)"
-    " OR m.project_id = ANY(%(project_ids)s::uuid[]))"
-)
+def granted(alias: str) -> str:
+    """Rows of ``alias`` (notes ``m``, or revisions ``r``: each revision keeps the scope it
+    was saved in) whose scope the caller's grants cover."""
+    return (
+        f"(({alias}.project_id IS NULL AND %(personal)s)"
+        f" OR ({alias}.project_id IS NOT NULL AND %(all_projects)s)"
+        f" OR {alias}.project_id = ANY(%(project_ids)s::uuid[]))"
+    )
+
+
+GRANTED = granted("m")
 
 VISIBLE = f"{LIVE} AND {GRANTED}"
 

@@ -8,6 +8,7 @@ making sure the current window has time left for them.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 import uuid
@@ -374,3 +375,85 @@ def test_the_worker_metrics_port_answers_health_probes(
     finally:
         worker.stop()
     assert worker.process.returncode == 0
+
+
+# --- readers that stop reading ------------------------------------------------------
+
+BIG_NOTES = """
+    WITH made AS (
+        INSERT INTO memories (account_id, id, kind, content, version, indexing)
+        SELECT %(account)s, gen_random_uuid(), 'fact',
+               'export note ' || i || ' ' || repeat('lorem ipsum ', 300), 1, 'disabled'
+        FROM generate_series(1, %(count)s) AS i
+        RETURNING account_id, id, content, kind, capture
+    )
+    INSERT INTO memory_revisions (account_id, memory_id, version, content, kind, capture)
+    SELECT account_id, id, 1, content, kind, capture FROM made
+"""
+
+
+def stalled_export(api: Running, key: str) -> socket.socket:
+    """``GET /v1/export`` from a client that never reads (a 4 KiB receive buffer)."""
+    host, port = api.url.removeprefix("http://").split(":")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.connect((host, int(port)))
+    reader.sendall(
+        f"GET /v1/export HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n\r\n".encode()
+    )
+    return reader
+
+
+def exports_waiting_on_clients(database: embedded.EmbeddedDatabase) -> int:
+    with psycopg.connect(database.superuser_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE usename = %s AND state = 'idle in transaction'",
+            (embedded.RUNTIME_ROLE,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_exports_that_stop_being_read_cost_a_bounded_time(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            "GROVE_API_THREADS": "4",
+            "GROVE_EXPORT_SEND_TIMEOUT_SECONDS": "3",
+        }
+    )
+    readers: list[socket.socket] = []
+    try:
+        tenants = [new_tenant(database, api.url) for _ in range(3)]
+        with psycopg.connect(database.migration_url) as conn:
+            for tenant in tenants:  # about 10 MB of export each: more than any socket buffers
+                with conn.transaction():
+                    set_tenant(conn, tenant.account_id)
+                    conn.execute(BIG_NOTES, {"account": tenant.account_id, "count": 1400})
+        readers = [stalled_export(api, str(t.client.key)) for t in tenants]
+        wait_until(lambda: exports_waiting_on_clients(database) == 3, timeout=15)
+
+        # The same account may not start a second export meanwhile; others are served.
+        again = tenants[0].client.get("/v1/export")
+        assert again.status_code == 429 and again.headers["Retry-After"] == "30"
+        assert error_of(again)["code"] == "rate_limited"
+        started = time.monotonic()
+        assert requests.get(f"{api.url}/healthz", timeout=5).status_code == 200
+        searched = tenants[1].client.post("/v1/memories/search", {"query": "note 7"})
+        assert searched.status_code == 200
+        assert time.monotonic() - started < 2
+
+        # Each stalled export is cut off once a piece waits past the send timeout: its
+        # transaction ends and its slot is free again.
+        wait_until(lambda: exports_waiting_on_clients(database) == 0, timeout=20)
+        whole = tenants[0].client.get("/v1/export")
+        assert whole.status_code == 200
+        assert sum(1 for line in whole.text.splitlines() if '"memory"' in line) == 1400
+    finally:
+        for reader in readers:
+            reader.close()
+        api.stop()

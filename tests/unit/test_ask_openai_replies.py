@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from grove_api.ask import AccountSlots
+from grove_api.middleware import AccountSlots
 from grove_ask.answer import Evidence
 from grove_ask.cancel import Cancellation
 from grove_ask.chat import InvalidReply, correction, prompt, read_reply

@@ -16,6 +16,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from grove_db.errors import DatabaseError, QueryTimeout
 
 Conn = psycopg.Connection[dict[str, Any]]
+#: A transaction idle this long (waiting on its client, not the database) is ended.
+DEFAULT_IDLE_IN_TRANSACTION_MS = 60_000
 tracer = trace.get_tracer("grove.db")
 
 
@@ -46,13 +48,18 @@ def open_pool(
     max_size: int = 4,
     timeout: float = 5.0,
     statement_timeout_ms: int | None = None,
+    idle_in_transaction_timeout_ms: int = DEFAULT_IDLE_IN_TRANSACTION_MS,
 ) -> ConnectionPool:
     """Open a pool of runtime connections that return rows as dicts.
 
     ``statement_timeout_ms`` bounds every statement (PostgreSQL cancels it): a request's
-    database deadline. ``timeout`` is how long to wait for a free connection.
+    database deadline. ``idle_in_transaction_timeout_ms`` ends a session whose open
+    transaction waits on its client longer than that (nothing holds back VACUUM for
+    long, whatever the code above does). ``timeout`` is how long to wait for a free
+    connection.
     """
     options = "-c TimeZone=UTC"
+    options += f" -c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_ms)}"
     if statement_timeout_ms:
         options += f" -c statement_timeout={int(statement_timeout_ms)}"
     pool: ConnectionPool = ConnectionPool(

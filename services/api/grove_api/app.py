@@ -80,7 +80,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route("/v1/recall", resources.Recall(store, limit))
     answerer = deps.answerer or deps.embedder
     app.add_route("/v1/ask", ask.Ask(store, answerer, settings.answer_timeout_ms / 1000, limit))
-    app.add_route("/v1/export", resources.Export(store, limit))
+    app.add_route("/v1/export", resources.Export(store, limit, settings))
     talk = (store, answerer, settings.answer_timeout_ms / 1000, limit)
     app.add_route("/v1/conversations", conversations.Conversations(*talk))
     app.add_route("/v1/conversations/search", conversations.Search(*talk))
@@ -141,6 +141,7 @@ def deps_from(settings: ApiSettings) -> Deps:
             settings.database_url,
             max_size=settings.db_pool_size,
             statement_timeout_ms=settings.db_statement_timeout_ms,
+            idle_in_transaction_timeout_ms=settings.db_idle_in_transaction_timeout_ms,
         ),
         key_secret=derive_secret(secret, "api-key"),
         cursor_secret=derive_secret(secret, "cursor"),

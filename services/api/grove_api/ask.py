@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import select
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from uuid import UUID
 
 import falcon
 from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
+from grove_api.middleware import AccountSlots
 from grove_contracts.ask import AskRequest, AskResponse
 from grove_contracts.errors import success_envelope
 from grove_db.ratelimit import RateLimit
@@ -84,31 +83,6 @@ def client_gone(connection: socket.socket | None) -> Callable[[], bool]:
             return True
 
     return gone
-
-
-class AccountSlots:
-    """At most ``limit`` asks of one account in progress at once in this process."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._lock = threading.Lock()
-        self._busy: dict[UUID, int] = {}
-
-    def take(self, account_id: UUID) -> bool:
-        """Take a slot; False if the account already holds ``limit`` (0: never)."""
-        with self._lock:
-            busy = self._busy.get(account_id, 0)
-            if self.limit and busy >= self.limit:
-                return False
-            self._busy[account_id] = busy + 1
-            return True
-
-    def give_back(self, account_id: UUID) -> None:
-        """Release a slot taken with ``take``."""
-        with self._lock:
-            left = self._busy.pop(account_id) - 1
-            if left:
-                self._busy[account_id] = left
 
 
 class AskLimiter:

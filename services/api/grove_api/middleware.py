@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
+from uuid import UUID
 
 import falcon
 from psycopg_pool import ConnectionPool
@@ -81,3 +83,29 @@ class RateLimiter:
         if wait is not None:
             metrics.RATE_LIMITED.labels(metrics.service()).inc()
             raise falcon.HTTPTooManyRequests(title=self._limit.refusal(wait), retry_after=wait)
+
+
+class AccountSlots:
+    """At most ``limit`` requests of one account in progress at once in this process (asks,
+    exports)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._busy: dict[UUID, int] = {}
+
+    def take(self, account_id: UUID) -> bool:
+        """Take a slot; False if the account already holds ``limit`` (0: never)."""
+        with self._lock:
+            busy = self._busy.get(account_id, 0)
+            if self.limit and busy >= self.limit:
+                return False
+            self._busy[account_id] = busy + 1
+            return True
+
+    def give_back(self, account_id: UUID) -> None:
+        """Release a slot taken with ``take``."""
+        with self._lock:
+            left = self._busy.pop(account_id) - 1
+            if left:
+                self._busy[account_id] = left

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable, Iterator
 from uuid import UUID
 
 import falcon
 from pydantic import BaseModel, ConfigDict
 
 from grove_api.body import operation_id, read_json, read_query
+from grove_api.middleware import AccountSlots
+from grove_api.settings import ApiSettings
 from grove_contracts.errors import success_envelope
 from grove_contracts.notebooks import (
     CreateNotebookRequest,
@@ -27,6 +32,9 @@ from grove_contracts.notes import (
 from grove_contracts.tools import TOOLS
 from grove_memory import export, lifecycle, listing, notebooks, notes, recall, subtrees, tools
 from grove_memory.store import Store
+from grove_telemetry import metrics
+
+log = logging.getLogger("grove.api")
 
 
 class Arguments(BaseModel):
@@ -112,14 +120,79 @@ class Forget(Resource):
 
 
 class Export(Resource):
-    """``GET /v1/export``: NDJSON of notes then revisions, streamed."""
+    """``GET /v1/export``: NDJSON of notes then revisions, streamed.
+
+    A client that stops reading costs one thread and one connection for a bounded time:
+    each piece must be taken within ``export_send_timeout_seconds`` (the socket's send
+    timeout), the whole export within ``export_max_seconds``, and one account streams
+    at most ``export_max_concurrent_per_account`` exports at once per process (one more:
+    429). Either cut-off ends the stream without its final chunk, so the client sees an
+    incomplete response, and ends the export's transaction at once.
+    """
+
+    def __init__(self, store: Store, max_body_bytes: int, settings: ApiSettings) -> None:
+        super().__init__(store, max_body_bytes)
+        self.slots = AccountSlots(settings.export_max_concurrent_per_account)
+        self.send_timeout = settings.export_send_timeout_seconds
+        self.max_seconds = settings.export_max_seconds
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         read_query(req, Strict)
-        lines = export.export_lines(self.store, req.context.principal)
+        principal = req.context.principal
+        lines = export.export_lines(self.store, principal)
+        if not self.slots.take(principal.account_id):
+            metrics.RATE_LIMITED.labels(metrics.service()).inc()
+            raise falcon.HTTPTooManyRequests(
+                title=f"at most {self.slots.limit} export(s) of this account at a time;"
+                " retry when the running one ends",
+                retry_after=EXPORT_RETRY_SECONDS,
+            )
+        connection = req.env.get("gunicorn.socket")
+        if connection is not None:
+            connection.settimeout(self.send_timeout)
         resp.content_type = "application/x-ndjson"
         resp.downloadable_as = "grove-export.ndjson"
-        resp.stream = lines
+        resp.stream = BoundedStream(
+            lines, self.max_seconds, lambda: self.slots.give_back(principal.account_id)
+        )
+
+
+#: How long a refused export is told to wait before trying again.
+EXPORT_RETRY_SECONDS = 30
+
+
+class ExportTooLong(Exception):
+    """The export ran past ``export_max_seconds``: the stream is cut off."""
+
+
+class BoundedStream:
+    """A response body that stops (with an error, so the response stays incomplete)
+    after ``seconds``, and runs ``release`` exactly once when the server closes it,
+    whether or not it was ever read."""
+
+    def __init__(self, lines: Iterator[bytes], seconds: float, release: Callable[[], None]) -> None:
+        self._lines = lines
+        self._deadline = time.monotonic() + seconds
+        self._release: Callable[[], None] | None = release
+
+    def __iter__(self) -> BoundedStream:
+        return self
+
+    def __next__(self) -> bytes:
+        if time.monotonic() > self._deadline:
+            log.warning("export cut off: it ran past its time limit")
+            raise ExportTooLong("the export ran past its time limit")
+        return next(self._lines)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._lines, "close", None)
+            if close is not None:
+                close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
 
 class Notebooks(Resource):

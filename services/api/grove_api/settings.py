@@ -41,6 +41,14 @@ class ApiSettings(IdentitySettings):
     db_pool_size: Annotated[int, Field(ge=1, le=100)] = DEFAULT_POOL_SIZE
     #: Every statement is cancelled after this long: the database part of a request\'s deadline.
     db_statement_timeout_ms: Annotated[int, Field(ge=10, le=600_000)] = 10_000
+    #: A session whose transaction waits this long on its client is ended by PostgreSQL.
+    db_idle_in_transaction_timeout_ms: Annotated[int, Field(ge=100, le=3_600_000)] = 60_000
+    #: An export whose client takes longer than this to accept one piece is cut off.
+    export_send_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30
+    #: An export still streaming after this long is cut off (its transaction ends).
+    export_max_seconds: Annotated[int, Field(ge=1, le=86_400)] = 900
+    #: Exports of one account streaming at once, per api process (0: no limit).
+    export_max_concurrent_per_account: Annotated[int, Field(ge=0, le=100)] = 1
     api_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     metrics_host: str = DEFAULT_HOST
     #: Requests per minute per credential, across all replicas (0: no limit).

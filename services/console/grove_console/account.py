@@ -10,6 +10,8 @@ from grove_console.sessions import COOKIE
 
 #: What the owner types to delete the account (the API checks it too).
 PHRASE = "delete my Grove account"
+#: A download whose browser takes longer than this to accept one piece is cut off.
+SEND_TIMEOUT_SECONDS = 30
 
 
 class Account(Page):
@@ -29,6 +31,9 @@ class Export(Page):
             upstream = self.deps.api.stream(session.access_token, "/v1/export")
         except SignedOut:
             raise self.signed_out(req) from None
+        connection = req.env.get("gunicorn.socket")
+        if connection is not None:  # a browser that stops reading is cut off, as at the API
+            connection.settimeout(SEND_TIMEOUT_SECONDS)
         name = f"grove-export-{now():%Y%m%d-%H%M%S}.ndjson"
         resp.content_type = "application/x-ndjson"
         resp.set_header("Content-Disposition", f'attachment; filename="{name}"')

@@ -992,6 +992,32 @@ def test_expired_notes_enter_the_window_and_the_owner_can_restore_them(
     assert setup.tenant.client.get(f"/v1/memories/{notes[0]['id']}").status_code == 200
 
 
+def test_a_new_handoff_for_the_task_keeps_the_expired_one_restorable(
+    setup: Setup, database: embedded.EmbeddedDatabase
+) -> None:
+    key = setup.tenant.client
+    old = key.save("where I stopped on Monday", "handoff", taskId="weekly-report")
+    superuser_sql(
+        database,
+        "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+        old["id"],
+    )
+    fresh = key.save("where I stopped on Friday", "handoff", taskId="weekly-report")
+    assert fresh["id"] != old["id"]
+    restored = setup.owner().post(f"/v1/memories/{old['id']}/restore", {})
+    assert restored.status_code == 200, restored.text
+    assert key.get(f"/v1/memories/{old['id']}").json()["data"]["content"] == (
+        "where I stopped on Monday"
+    )
+    # The task's handoff is still the fresh note: the next save corrects it.
+    again = key.post(
+        "/v1/memories",
+        {"content": "where I stopped on Saturday", "kind": "handoff", "taskId": "weekly-report"},
+    )
+    assert again.status_code == 200, again.text
+    assert (again.json()["data"]["id"], again.json()["data"]["version"]) == (fresh["id"], 2)
+
+
 def test_the_window_ends_in_soft_deletion_unless_restored(
     setup: Setup, database: embedded.EmbeddedDatabase, sweepers: list[Running]
 ) -> None:

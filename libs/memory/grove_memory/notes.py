@@ -51,7 +51,7 @@ INSERT_NOTE = f"""
             statement_timestamp() + make_interval(days => %(retention_days)s), %(indexing)s)
     ON CONFLICT (account_id,
                  coalesce(project_id, '00000000-0000-0000-0000-000000000000'::uuid), task_id)
-        WHERE kind = 'handoff' AND deleted_at IS NULL
+        WHERE kind = 'handoff' AND deleted_at IS NULL AND superseded_at IS NULL
     DO NOTHING
     RETURNING {MEMORY_COLUMNS}
 """
@@ -106,8 +106,8 @@ LOCK_VISIBLE = f"""
 LOCK_HANDOFF = f"""
     SELECT {MEMORY_COLUMNS}, statement_timestamp() >= m.expires_at AS expired
     FROM memories m
-    WHERE m.kind = 'handoff' AND m.deleted_at IS NULL AND m.task_id = %(task_id)s
-      AND m.project_id IS NOT DISTINCT FROM %(project_id)s
+    WHERE m.kind = 'handoff' AND m.deleted_at IS NULL AND m.superseded_at IS NULL
+      AND m.task_id = %(task_id)s AND m.project_id IS NOT DISTINCT FROM %(project_id)s
     FOR UPDATE
 """
 
@@ -313,11 +313,12 @@ def _create_or_update_handoff(
     if row is not None:
         return row, True
     # A live handoff for this task exists (perhaps committed a moment ago): correct it,
-    # unless it has expired, in which case it is retired and a fresh note starts.
+    # unless it has expired, in which case it is superseded (it stays restorable for its
+    # whole restoration window) and a fresh note starts.
     current = conn.execute(LOCK_HANDOFF, values).fetchone()
     if current is not None and current["expired"]:
         conn.execute(
-            "UPDATE memories SET deleted_at = statement_timestamp() WHERE id = %s",
+            "UPDATE memories SET superseded_at = statement_timestamp() WHERE id = %s",
             (current["id"],),
         )
         return _create_or_update_handoff(conn, store, principal, req, values)

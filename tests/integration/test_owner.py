@@ -24,7 +24,7 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import AuthError, ProviderUnavailable
 from grove_auth.oauth import AgentConfig, agent_principal
 from grove_auth.provider import Jwks
 from grove_cli import admin
@@ -65,11 +65,15 @@ class Provider:
         self.ec = ec.generate_private_key(ec.SECP256R1())
         self.up = True
         self.fetches = 0
+        self.cache_control: str | None = None  # the JWKS response's Cache-Control
+        self.retired: set[str] = set()  # kids left out of the JWKS
+        self.delay = 0.0  # seconds each JWKS answer takes
         provider = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # http.server's method name
                 provider.fetches += 1
+                time.sleep(provider.delay)
                 if not provider.up:
                     self.send_response(503)
                     self.end_headers()
@@ -78,6 +82,8 @@ class Provider:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
+                if provider.cache_control:
+                    self.send_header("Cache-Control", provider.cache_control)
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -92,6 +98,8 @@ class Provider:
     def jwks(self) -> dict[str, Any]:
         keys = []
         for kid, key, alg in (("rsa-1", self.rsa, "RS256"), ("ec-1", self.ec, "ES256")):
+            if kid in self.retired:
+                continue
             public = json.loads(
                 jwt.algorithms.get_default_algorithms()[alg].to_jwk(key.public_key())
             )
@@ -542,6 +550,91 @@ def test_jwks_refetches_for_an_unknown_kid_at_most_once_a_minute(provider: Provi
     with pytest.raises(AuthError):
         jwks.key("rotated-kid")
     assert provider.fetches - before == 2
+
+
+@pytest.fixture
+def jwks_provider() -> Iterator[Provider]:
+    """A provider of its own: these tests change what its JWKS answers."""
+    fake = Provider()
+    yield fake
+    fake.close()
+
+
+def test_jwks_keys_expire_so_a_removed_key_stops_being_trusted(jwks_provider: Provider) -> None:
+    now = [1000.0]
+    jwks = Jwks(lambda: jwks_provider.url, clock=lambda: now[0])
+    assert jwks.key("rsa-1") is not None
+    jwks_provider.retired = {"rsa-1"}
+    now[0] += 3599
+    assert jwks.key("rsa-1") is not None  # kept for an hour without a Cache-Control
+    assert jwks_provider.fetches == 1
+    now[0] += 2
+    with pytest.raises(AuthError):
+        jwks.key("rsa-1")
+    assert jwks_provider.fetches == 2
+
+
+def test_jwks_honour_cache_control_within_bounds(jwks_provider: Provider) -> None:
+    now = [1000.0]
+    jwks = Jwks(lambda: jwks_provider.url, clock=lambda: now[0])
+    jwks_provider.cache_control = "public, max-age=120"
+    jwks.key("rsa-1")
+    now[0] += 119
+    jwks.key("rsa-1")
+    assert jwks_provider.fetches == 1
+    now[0] += 2
+    jwks.key("rsa-1")
+    assert jwks_provider.fetches == 2
+    jwks_provider.cache_control = "no-store"  # kept a minute all the same
+    now[0] += 121
+    jwks.key("rsa-1")
+    now[0] += 59
+    jwks.key("rsa-1")
+    assert jwks_provider.fetches == 3
+
+
+def test_jwks_fetch_once_for_many_callers_and_old_keys_serve_meanwhile(
+    jwks_provider: Provider,
+) -> None:
+    now = [1000.0]
+    jwks = Jwks(lambda: jwks_provider.url, clock=lambda: now[0])
+    jwks_provider.delay = 0.5
+
+    def many(count: int) -> list[float]:
+        took: list[float] = []
+
+        def one() -> None:
+            started = time.monotonic()
+            assert jwks.key("ec-1") is not None
+            took.append(time.monotonic() - started)
+
+        threads = [threading.Thread(target=one) for _ in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert len(took) == count
+        return sorted(took)
+
+    many(6)  # no keys yet: every caller waits for the one fetch
+    assert jwks_provider.fetches == 1
+    now[0] += 3601
+    took = many(6)  # expired keys: one caller refetches, the others go on with the old
+    assert jwks_provider.fetches == 2
+    assert took[-1] >= 0.5 and took[-2] < 0.3
+
+
+def test_jwks_keep_expired_keys_while_the_provider_is_down(jwks_provider: Provider) -> None:
+    now = [1000.0]
+    jwks = Jwks(lambda: jwks_provider.url, clock=lambda: now[0])
+    jwks.key("rsa-1")
+    jwks_provider.up = False
+    now[0] += 3601
+    assert jwks.key("rsa-1") is not None  # the refetch failed: the old keys stay in use
+    assert jwks.key("rsa-1") is not None
+    assert jwks_provider.fetches == 2  # and the next attempt waits a minute
+    with pytest.raises(ProviderUnavailable):
+        jwks.key("never-seen")
 
 
 # --- agent OAuth tokens and the approval of new clients ------------------------------

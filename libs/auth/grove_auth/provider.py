@@ -27,6 +27,8 @@ FETCH_TIMEOUT_SECONDS = 5
 #: Keys are refetched for an unknown ``kid`` at most this often; discovery is re-read
 #: as often when it failed, and at most once an hour otherwise.
 REFRESH_INTERVAL_SECONDS = 60
+#: Signing keys are refetched after at most this long (sooner if the JWKS says so).
+JWKS_MAX_AGE_SECONDS = 3600
 DISCOVERY_TTL_SECONDS = 3600
 LEEWAY_SECONDS = 60
 DISCOVERY_PATH = "/.well-known/openid-configuration"
@@ -36,6 +38,11 @@ log = logging.getLogger("grove.auth")
 
 def fetch_json(url: str, what: str) -> dict[str, Any]:
     """GET a JSON object from the provider, or ``ProviderUnavailable`` naming the cause."""
+    return fetch_json_with_age(url, what)[0]
+
+
+def fetch_json_with_age(url: str, what: str) -> tuple[dict[str, Any], float]:
+    """``fetch_json``, with how long the answer may be kept (``max_age``)."""
     try:
         response = requests.get(url, timeout=FETCH_TIMEOUT_SECONDS)
         response.raise_for_status()
@@ -50,7 +57,21 @@ def fetch_json(url: str, what: str) -> dict[str, Any]:
         raise _unavailable(what, f"{url} did not answer JSON") from ex
     if not isinstance(document, dict):
         raise _unavailable(what, f"{url} did not answer a JSON object")
-    return document
+    return document, max_age(response.headers.get("Cache-Control", ""))
+
+
+def max_age(cache_control: str) -> float:
+    """How long a response with this ``Cache-Control`` is kept: its ``max-age`` (``no-store``
+    and ``no-cache``: none), within ``REFRESH_INTERVAL_SECONDS`` and
+    ``JWKS_MAX_AGE_SECONDS`` (the default)."""
+    age = float(JWKS_MAX_AGE_SECONDS)
+    for directive in (d.strip().lower() for d in cache_control.split(",")):
+        name, _, value = directive.partition("=")
+        if name in ("no-store", "no-cache"):
+            age = 0.0
+        elif name == "max-age" and value.strip().isdigit():
+            age = min(age, float(value.strip()))
+    return max(age, float(REFRESH_INTERVAL_SECONDS))
 
 
 def _unavailable(what: str, cause: str) -> ProviderUnavailable:
@@ -115,47 +136,85 @@ class Discovery:
 
 
 class Jwks:
-    """The provider's signing keys, fetched lazily and refreshed on an unknown ``kid``."""
+    """The provider's signing keys, fetched lazily and kept for the JWKS response's
+    ``Cache-Control: max-age`` (1 minute to ``JWKS_MAX_AGE_SECONDS``, the default), so a
+    key the provider removed stops being trusted; an unknown ``kid`` refetches at most
+    once every ``REFRESH_INTERVAL_SECONDS``. Fetches run outside the lock, one at a time
+    (single flight): other verifications go on with the keys at hand, or wait for that
+    one fetch when they have none. If a refetch of expired keys fails, the old keys stay
+    in use until the next attempt (the failure is logged)."""
 
     def __init__(self, locate: Callable[[], str], clock: Callable[[], float] = time.monotonic):
         self._locate = locate
         self._clock = clock
         self._keys: dict[str, Any] = {}
-        self._fetched_at: float | None = None
+        self._fetched_at: float | None = None  # the last attempt, failed or not
+        self._expires_at: float | None = None  # when the keys at hand must be refetched
         self._failure: ProviderUnavailable | None = None
         self._lock = threading.Lock()
+        self._fetching: threading.Event | None = None
 
     def key(self, kid: str) -> Any:
         """The verification key for ``kid``; ``AuthError`` if the provider has none."""
-        with self._lock:
-            if kid not in self._keys and self._may_refresh():
-                self._refresh()
-            if kid not in self._keys:
-                if self._failure is not None:
-                    # Until the next attempt, the keys are unknown, not the token bad.
-                    raise ProviderUnavailable(self._failure.message)
-                raise AuthError("token signed with an unknown key")
-            return self._keys[kid]
+        while True:
+            with self._lock:
+                now = self._clock()
+                stale = self._expires_at is None or now >= self._expires_at
+                unknown = kid not in self._keys and self._may_retry(now)
+                if not (stale or unknown) or (stale and not unknown and self._waited(now)):
+                    return self._known(kid)
+                if self._fetching is not None:
+                    running = self._fetching
+                else:
+                    running = None
+                    self._fetching = threading.Event()
+                    self._fetched_at = now
+            if running is not None:
+                if kid in self._keys and not unknown:
+                    return self._known(kid)  # the old keys meanwhile
+                running.wait(FETCH_TIMEOUT_SECONDS * 2)
+                continue
+            try:
+                self._fetch()
+            finally:
+                with self._lock:
+                    done, self._fetching = self._fetching, None
+                assert done is not None
+                done.set()
+            with self._lock:
+                return self._known(kid)
 
-    def _may_refresh(self) -> bool:
-        return self._fetched_at is None or (
-            self._clock() - self._fetched_at >= REFRESH_INTERVAL_SECONDS
-        )
+    def _may_retry(self, now: float) -> bool:
+        return self._fetched_at is None or now - self._fetched_at >= REFRESH_INTERVAL_SECONDS
 
-    def _refresh(self) -> None:
-        self._fetched_at = self._clock()  # attempts, failed or not, are rate-limited
+    def _waited(self, now: float) -> bool:
+        """Stale keys whose refetch failed are used until the next attempt is due."""
+        return self._failure is not None and not self._may_retry(now)
+
+    def _known(self, kid: str) -> Any:
+        if kid not in self._keys:
+            if self._failure is not None:
+                # Until the next attempt, the keys are unknown, not the token bad.
+                raise ProviderUnavailable(self._failure.message)
+            raise AuthError("token signed with an unknown key")
+        return self._keys[kid]
+
+    def _fetch(self) -> None:
         try:
             url = self._locate()
-            document = fetch_json(url, "signing keys")
+            document, max_age = fetch_json_with_age(url, "signing keys")
             try:
                 keys = jwt.PyJWKSet.from_dict(document).keys
             except jwt.PyJWTError as ex:
                 raise _unavailable("signing keys", f"{url} is not a usable JWKS ({ex})") from ex
         except ProviderUnavailable as ex:
-            self._failure = ex
-            raise
-        self._failure = None
-        self._keys = {key.key_id: key.key for key in keys if key.key_id}
+            with self._lock:
+                self._failure = ex
+            return
+        with self._lock:
+            self._failure = None
+            self._keys = {key.key_id: key.key for key in keys if key.key_id}
+            self._expires_at = self._clock() + max_age
 
 
 @dataclass(frozen=True)

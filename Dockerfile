@@ -2,13 +2,13 @@
 #
 # Grove: one install, two images.
 #
-#   docker build --target runtime -t grove:latest .      # grove-api, -mcp, -share, -worker, grove
+#   docker build --target runtime -t grove:latest .      # grove-api, -mcp, -share, -console, -worker, grove
 #   docker build --target ask     -t grove-ask:latest .  # grove-ask (torch CPU + MiniLM)
 #
 # The runtime image serves every service but ask; the container's command picks the
-# service (`grove-api`, `grove-mcp`, `grove-share`, `grove-worker`, `grove migrate`). Only
-# grove-ask needs torch (~700 MB), so it gets an image of its own instead of weighing down
-# the others.
+# service (`grove-api`, `grove-mcp`, `grove-share`, `grove-console`, `grove-worker`,
+# `grove migrate`). Only grove-ask needs torch (~700 MB), so it gets an image of its own
+# instead of weighing down the others.
 #
 # Build stages have pip and a C toolchain; the final stages have neither compilers nor
 # sources, only /opt/venv, and run as the unprivileged uid 10001.
@@ -80,14 +80,15 @@ EXPOSE 50051 9051
 CMD ["grove-ask"]
 
 # ---------------------------------------------------------------------------------------
-# runtime (the default target): grove-api, grove-mcp, grove-share, grove-worker and the
-# grove CLI
+# runtime (the default target): grove-api, grove-mcp, grove-share, grove-console,
+# grove-worker and the grove CLI
 # ---------------------------------------------------------------------------------------
 FROM base AS runtime
 COPY --from=builder /opt/venv /opt/venv
 ARG GROVE_BUILD_COMMIT=unknown
 ENV GROVE_BUILD_COMMIT=${GROVE_BUILD_COMMIT}
 USER 10001:10001
-# api 8080/9080, mcp 8081/9081, share 8082/9082, worker 9090 (service port/metrics port)
-EXPOSE 8080 8081 8082 9080 9081 9082 9090
+# api 8080/9080, mcp 8081/9081, share 8082/9082, console 8083/9083, worker 9090
+# (service port/metrics port)
+EXPOSE 8080 8081 8082 8083 9080 9081 9082 9083 9090
 CMD ["grove-api"]

@@ -2,13 +2,17 @@
 
 No Docker engine runs in the test environment, so this reads the files: the services and
 their commands, build targets, start-up order, host ports, the database roles, and the
-Prometheus and Grafana configuration that must agree with the services' ports.
+Prometheus and Grafana configuration that must agree with the services' ports. The owner
+website (console) sits behind a compose profile; its settings are also read the way
+compose interpolates them and handed to the console's own settings check.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,13 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from pydantic import ValidationError
+
+from grove_api.settings import ApiSettings
+from grove_auth.identity import check_identity
+from grove_console.settings import ConsoleSettings
+from grove_contracts.errors import settings_problems
+from grove_mcp.settings import McpSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_DIR = ROOT / "deploy" / "compose"
@@ -29,6 +40,7 @@ COMMANDS = {
     "ask": ["grove-ask"],
     "worker": ["grove-worker"],
     "share": ["grove-share"],
+    "console": ["grove-console"],
 }
 TARGETS = {
     "migrate": "runtime",
@@ -36,13 +48,19 @@ TARGETS = {
     "mcp": "runtime",
     "worker": "runtime",
     "share": "runtime",
+    "console": "runtime",
     "ask": "ask",
 }
-SCRAPED = ("api", "mcp", "share", "ask", "worker")
+SCRAPED = ("api", "mcp", "share", "console", "ask", "worker")
 DATABASE_CLIENTS = ("migrate", "api", "mcp", "worker")
 RUNTIME_ROLE = "grove_app"
 # grove-share's own role: no table privileges, only the share functions.
 SHARE_ROLE = "grove_share"
+# grove-console's own role: no table privileges, only its session functions.
+CONSOLE_ROLE = "grove_console"
+CONSOLE_PROFILE = "console"
+# What compose substitutes: ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:?error}, ...
+INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?::?[-?+])([^}]*))?\}")
 LOCKED_DOWN = {"LOGIN", "NOSUPERUSER", "NOBYPASSRLS", "NOCREATEDB", "NOCREATEROLE"}
 RULES_IN_CONTAINER = "/etc/prometheus/rules.yml"
 DASHBOARDS_IN_CONTAINER = "/var/lib/grafana/dashboards"
@@ -187,7 +205,12 @@ def test_published_host_ports_do_not_collide() -> None:
 
 @pytest.mark.parametrize(
     ("name", "variable"),
-    [("api", "GROVE_API_PORT"), ("mcp", "GROVE_MCP_PORT"), ("share", "GROVE_SHARE_PORT")],
+    [
+        ("api", "GROVE_API_PORT"),
+        ("mcp", "GROVE_MCP_PORT"),
+        ("share", "GROVE_SHARE_PORT"),
+        ("console", "GROVE_CONSOLE_PORT"),
+    ],
 )
 def test_http_services_publish_the_port_they_listen_on(name: str, variable: str) -> None:
     service = services()[name]
@@ -202,7 +225,7 @@ def test_start_up_order_waits_for_the_database_and_the_migration() -> None:
     assert every["postgres"].get("healthcheck"), "postgres needs a healthcheck to wait on"
     assert every["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert every["migrate"].get("restart") == "no"
-    for name in ("api", "mcp", "worker", "share"):
+    for name in ("api", "mcp", "worker", "share", "console"):
         condition = every[name]["depends_on"]["migrate"]["condition"]
         assert condition == "service_completed_successfully", name
     assert every["ask"].get("healthcheck"), "the worker waits for ask to be healthy"
@@ -210,6 +233,9 @@ def test_start_up_order_waits_for_the_database_and_the_migration() -> None:
     # share reads PostgreSQL only; it must not wait for (or depend on) the model.
     assert set(every["share"]["depends_on"]) == {"migrate"}
     assert every["share"].get("healthcheck"), "share needs a healthcheck like api and mcp"
+    # console calls the api, never ask.
+    assert set(every["console"]["depends_on"]) == {"migrate", "api"}
+    assert every["console"].get("healthcheck"), "console needs a healthcheck like api and mcp"
 
 
 def test_services_use_the_runtime_role_and_migrate_uses_the_owner() -> None:
@@ -222,6 +248,129 @@ def test_services_use_the_runtime_role_and_migrate_uses_the_owner() -> None:
     owner = re.match(r"postgresql://([^:@]+)", migration)
     assert owner and owner.group(1) != RUNTIME_ROLE
     assert "GROVE_DATABASE_URL" not in environment(services()["ask"])
+
+
+def test_console_is_behind_its_profile_and_nothing_else_is() -> None:
+    every = services()
+    assert every["console"].get("profiles") == [CONSOLE_PROFILE]
+    # A plain `docker compose up` starts everything else, and nothing waits for console.
+    for name, service in every.items():
+        if name == "console":
+            continue
+        assert not service.get("profiles"), f"{name} is behind a profile"
+        assert "console" not in (service.get("depends_on") or {}), f"{name} waits for console"
+
+
+def strings(node: object) -> Iterator[str]:
+    """Every string (keys and values) of a parsed YAML document; comments are not in it."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from strings(key)
+            yield from strings(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from strings(item)
+
+
+def interpolations() -> list[tuple[str, str, str]]:
+    """``(variable, operator, default)`` of every ``${...}`` compose substitutes."""
+    found = []
+    for text in strings(compose()):
+        text = text.replace("$$", "")  # `$$` is a literal dollar sign
+        matches = list(INTERPOLATION.finditer(text))
+        assert text.count("${") == len(matches), f"compose cannot read {text!r}"
+        found += [(m.group(1), m.group(2) or "", m.group(3) or "") for m in matches]
+    return found
+
+
+def test_interpolated_variables_all_have_defaults() -> None:
+    # `${VAR:?}` or `${VAR?}` would stop compose from reading the file at all, profile or
+    # not; a bare `${VAR}` warns on every command. Each one names its default.
+    found = interpolations()
+    assert found, "the console reads its identity settings from the environment"
+    for variable, operator, _ in found:
+        assert operator.startswith((":-", "-")), f"${{{variable}{operator}}} has no default"
+
+
+def interpolated(env: dict[str, str]) -> dict[str, str]:
+    """A service's environment as compose resolves it with nothing set in the shell."""
+
+    def default(match: re.Match[str]) -> str:
+        return match.group(3) or ""
+
+    return {key: INTERPOLATION.sub(default, value) for key, value in env.items()}
+
+
+def console_refusal(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The line grove-console stops with on these settings (its settings check)."""
+    for key in [key for key in os.environ if key.startswith("GROVE_")]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ValidationError) as refused:
+        ConsoleSettings()  # type: ignore[call-arg]
+    return settings_problems(refused.value)
+
+
+def test_console_refuses_the_compose_defaults_naming_what_to_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = environment(services()["console"])
+    assert env["GROVE_ENV"] == "production"
+    identity = ("GROVE_OIDC_ISSUER", "GROVE_OIDC_AUDIENCE", "GROVE_CONSOLE_CLIENT_ID")
+    for name in (*identity, "GROVE_CONSOLE_CLIENT_SECRET", "GROVE_WEBSITE_ORIGIN"):
+        read = INTERPOLATION.fullmatch(env[name])
+        assert read and read.group(1) == name, f"{name} is not read from the environment"
+    defaults = interpolated(env)
+    # The default origin is the published port's, which production refuses by name ...
+    origin = urlsplit(defaults["GROVE_WEBSITE_ORIGIN"])
+    console = services()["console"]
+    assert (origin.port, int(env["GROVE_CONSOLE_PORT"])) in published_ports(console)
+    assert "GROVE_WEBSITE_ORIGIN must be https" in console_refusal(defaults, monkeypatch)
+    # ... and with an https origin, the provider settings still to set, all of them.
+    https = {**defaults, "GROVE_WEBSITE_ORIGIN": "https://console.example.com"}
+    refusal = console_refusal(https, monkeypatch)
+    for name in (*identity, "GROVE_CONSOLE_CLIENT_SECRET"):
+        assert name in refusal, refusal
+
+
+@pytest.mark.parametrize("name", ["api", "mcp"])
+def test_api_and_mcp_accept_their_compose_identity_settings(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Production without a provider (keys only): nothing in the identity settings may
+    # stop them at start-up (the check they run before serving).
+    env = interpolated(environment(services()[name]))
+    assert env["GROVE_ENV"] == "production"
+    for key in [key for key in os.environ if key.startswith(("GROVE_", "OIDC"))]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    settings = ApiSettings() if name == "api" else McpSettings()  # type: ignore[call-arg]
+    assert check_identity(settings, settings.mcp_public_url) == []
+
+
+def test_console_reaches_the_api_over_the_compose_network() -> None:
+    url = urlsplit(environment(services()["console"])["GROVE_CONSOLE_API_URL"])
+    assert url.scheme == "http" and url.hostname == "api", url
+    assert url.port == int(environment(services()["api"])["GROVE_API_PORT"])
+
+
+def test_console_uses_its_own_role_and_never_the_runtime_roles_url() -> None:
+    env = environment(services()["console"])
+    user, _ = url_credentials(env["GROVE_CONSOLE_DATABASE_URL"])
+    assert user == CONSOLE_ROLE
+    assert "GROVE_DATABASE_URL" not in env
+    leaked = [key for key, value in env.items() if RUNTIME_ROLE in value]
+    assert not leaked, f"console is given the runtime role in {leaked}"
+    # The sessions' tokens are sealed with a key derived from the secret; the same one as
+    # the api's, like every service here.
+    assert env["GROVE_SECRET_KEY"] == environment(services()["api"])["GROVE_SECRET_KEY"]
+    assert len(env["GROVE_SECRET_KEY"]) >= 32
+    # The migration grants the session functions to that role.
+    assert environment(services()["migrate"])["GROVE_CONSOLE_ROLE"] == CONSOLE_ROLE
 
 
 def test_share_uses_its_own_role_and_never_the_runtime_roles_url() -> None:
@@ -253,15 +402,16 @@ def test_postgres_init_script_creates_a_runtime_role_that_cannot_bypass_rls() ->
     assert re.search(r"CREATE EXTENSION (IF NOT EXISTS )?vector", init_sql(), re.IGNORECASE)
 
 
-def test_postgres_init_script_creates_a_share_role_with_no_rights() -> None:
-    options = set(role_statement(SHARE_ROLE).upper().split())
+@pytest.mark.parametrize("role", [SHARE_ROLE, CONSOLE_ROLE])
+def test_postgres_init_script_creates_the_own_roles_with_no_rights(role: str) -> None:
+    options = set(role_statement(role).upper().split())
     assert options >= LOCKED_DOWN
     assert not options & {"SUPERUSER", "BYPASSRLS", "CREATEDB", "CREATEROLE"}
     # No membership either: IN ROLE grove_app would hand it the runtime role's privileges.
     assert not options & {"IN", "ROLE", "GROUP", "ADMIN", "USER"}
-    # `grove migrate` grants it the share functions; nothing else may.
-    assert not re.search(rf"\bGRANT\b[^;]*\bTO\s+{SHARE_ROLE}\b", init_sql(), re.IGNORECASE)
-    assert not re.search(rf"\bGRANT\s+{SHARE_ROLE}\b", init_sql(), re.IGNORECASE)
+    # `grove migrate` grants it its functions; nothing else may.
+    assert not re.search(rf"\bGRANT\b[^;]*\bTO\s+{role}\b", init_sql(), re.IGNORECASE)
+    assert not re.search(rf"\bGRANT\s+{role}\b", init_sql(), re.IGNORECASE)
 
 
 @pytest.mark.parametrize(
@@ -270,6 +420,7 @@ def test_postgres_init_script_creates_a_share_role_with_no_rights() -> None:
         ("api", "GROVE_DATABASE_URL"),
         ("migrate", "GROVE_MIGRATION_DATABASE_URL"),
         ("share", "GROVE_SHARE_DATABASE_URL"),
+        ("console", "GROVE_CONSOLE_DATABASE_URL"),
     ],
 )
 def test_database_urls_use_the_passwords_the_init_script_sets(name: str, variable: str) -> None:

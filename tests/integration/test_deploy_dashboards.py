@@ -2,16 +2,15 @@
 
 Fast and offline: the files parse, every panel queries something, every alert is complete
 and links to a runbook that exists, the Kubernetes copy of the alerts equals the compose
-one, and every metric they name is one the services export. When ``promtool`` is on PATH
-the rules (and the dashboards' PromQL) are also checked by Prometheus itself, and the
-alerts are run against synthetic series.
+one, and every metric they name is one the services export. Debian's ``promtool`` (CI
+installs it; elsewhere these skip without it) also checks the rules and the dashboards'
+PromQL, and runs the alerts against synthetic series.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.conftest import require_tool
 from tests.integration.deploy_names import (
     OPERATIONS,
     PROMETHEUS_RULE,
@@ -40,7 +40,7 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_db_pool_size": "gauge",
     "grove_db_pool_in_use": "gauge",
     "grove_db_pool_waiting": "gauge",
-    # HTTP services (api, mcp, share)
+    # HTTP services (api, mcp, share, console)
     "grove_http_requests_total": "counter",
     "grove_http_request_duration_seconds": "histogram",
     "grove_http_requests_in_flight": "gauge",
@@ -87,7 +87,15 @@ def _series_types() -> dict[str, str]:
 
 
 KNOWN_SERIES = _series_types()
-DASHBOARD_FILES = {"overview.json", "api.json", "mcp.json", "share.json", "ask.json", "worker.json"}
+DASHBOARD_FILES = {
+    "overview.json",
+    "api.json",
+    "mcp.json",
+    "share.json",
+    "console.json",
+    "ask.json",
+    "worker.json",
+}
 ALERTS = {
     "GroveHighErrorRatio",
     "GroveHighLatencyP95",
@@ -261,24 +269,21 @@ def test_rates_apply_to_counters_and_deltas_to_gauges() -> None:
             assert KNOWN_SERIES.get(name) == wanted, f"{function}({name}) in {expr}"
 
 
-# --- promtool, when installed -------------------------------------------------------------
-
-PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not on PATH")
+# --- promtool ---------------------------------------------------------------------------
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    assert PROMTOOL is not None
-    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=120)
+    """Run Debian's promtool (package prometheus; .ci/run installs it): skipped without it
+    outside CI, a failure under CI."""
+    promtool = require_tool("promtool")
+    return subprocess.run([promtool, *args], capture_output=True, text=True, timeout=120)
 
 
-@needs_promtool
 def test_promtool_accepts_the_rules() -> None:
     result = _promtool("check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@needs_promtool
 def test_promtool_parses_every_dashboard_query(tmp_path: Path) -> None:
     """Each panel's PromQL, with Grafana's variables filled in, as a recording rule."""
     substitutes = {"$__rate_interval": "5m", "$route": ".*", "$kind": ".*"}
@@ -566,7 +571,6 @@ def _alert_cases() -> list[dict[str, Any]]:
     ]
 
 
-@needs_promtool
 def test_alerts_fire_on_synthetic_series(tmp_path: Path) -> None:
     """promtool's rule unit tests; annotations are left out here (their templates are
     checked by ``promtool check rules``), so the cases state only labels."""

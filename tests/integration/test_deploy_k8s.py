@@ -6,7 +6,8 @@ The Prometheus Operator's custom resources have no bundled schema, so their shap
 checked here. The rest are the rules a reviewer would otherwise check by eye: probes,
 resources and a locked-down security context on every pod, credentials only from the
 Secret, commands that exist, selectors that select something, and network policies that
-keep ask private and the public share service confined to PostgreSQL.
+keep ask private, the public share service confined to PostgreSQL and the owner website
+(console) to PostgreSQL, the api and its identity provider.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
@@ -34,26 +36,47 @@ KUBERNETES_VERSION = "1.37"
 CUSTOM_KINDS = {"ServiceMonitor", "PrometheusRule"}
 MONITORING_API = "monitoring.coreos.com/v1"
 
-SERVICES = ("api", "mcp", "share", "ask", "worker")
+SERVICES = ("api", "mcp", "share", "console", "ask", "worker")
 COMMANDS = {
     "api": "grove-api",
     "mcp": "grove-mcp",
     "share": "grove-share",
+    "console": "grove-console",
     "ask": "grove-ask",
     "worker": "grove-worker",
 }
-AUTOSCALED = ("api", "mcp", "share", "worker")
-PUBLIC_HTTP = ("api", "mcp", "share")
+AUTOSCALED = ("api", "mcp", "share", "console", "worker")
+PUBLIC_HTTP = ("api", "mcp", "share", "console")
 ASK_CALLERS = frozenset({"api", "mcp", "worker"})
+DNS_AND_POSTGRES = frozenset({("UDP", 53), ("TCP", 53), ("TCP", 5432)})
 # grove-share faces the internet: DNS and PostgreSQL are all it may reach.
-SHARE_EGRESS = frozenset({("UDP", 53), ("TCP", 53), ("TCP", 5432)})
-SHARE_ROLE = "grove_share"
+SHARE_EGRESS = DNS_AND_POSTGRES
+HTTPS = ("TCP", 443)  # the identity provider
+# The services that connect as a role of their own, which the migration Job grants.
+OWN_ROLES = {
+    "share": ("GROVE_SHARE_ROLE", "grove_share"),
+    "console": ("GROVE_CONSOLE_ROLE", "grove_console"),
+}
+# Read by api, mcp and console alike (grove-config): they must agree.
+IDENTITY_SETTINGS = (
+    "GROVE_OIDC_ISSUER",
+    "GROVE_OIDC_AUDIENCE",
+    "GROVE_WEBSITE_ORIGIN",
+    "GROVE_CONSOLE_CLIENT_ID",
+)
 COMPONENT = "app.kubernetes.io/component"
 NAME = "app.kubernetes.io/name"
 
 SECRET_NAME = "grove-secrets"
 SECRET_KEYS = frozenset(
-    {"database-url", "migration-database-url", "share-database-url", "secret-key"}
+    {
+        "database-url",
+        "migration-database-url",
+        "share-database-url",
+        "console-database-url",
+        "secret-key",
+        "console-client-secret",
+    }
 )
 SENSITIVE_WORDS = ("SECRET", "PASSWORD", "DATABASE_URL", "TOKEN", "API_KEY")
 RUN_AS_USER = 10001
@@ -337,6 +360,13 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
             "GROVE_SHARE_DATABASE_URL": "share-database-url",
             "GROVE_SECRET_KEY": "secret-key",
         },
+        # Its own role too; the api's secret seals the sessions' tokens; the website's
+        # client secret at the identity provider.
+        "console": {
+            "GROVE_CONSOLE_DATABASE_URL": "console-database-url",
+            "GROVE_SECRET_KEY": "secret-key",
+            "GROVE_CONSOLE_CLIENT_SECRET": "console-client-secret",
+        },
         "ask": {},  # no database access at all
     }
     for service, keys in expected.items():
@@ -349,17 +379,19 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
     }
 
 
-def test_the_migration_grants_the_share_role_and_share_never_sees_the_runtime_role(
-    rendered: tuple[Manifest, ...],
+@pytest.mark.parametrize("service", sorted(OWN_ROLES))
+def test_the_migration_grants_each_own_role_and_it_never_sees_the_runtime_role(
+    rendered: tuple[Manifest, ...], service: str
 ) -> None:
+    setting, role = OWN_ROLES[service]
     (job,) = of_kind(rendered, "Job")
     (migrate,) = job["spec"]["template"]["spec"]["containers"]
-    assert env_value(migrate, "GROVE_SHARE_ROLE") == SHARE_ROLE
-    share = deployment_container(rendered, "share")
-    names = {variable["name"] for variable in share.get("env", [])}
+    assert env_value(migrate, setting) == role
+    container = deployment_container(rendered, service)
+    names = {variable["name"] for variable in container.get("env", [])}
     assert "GROVE_DATABASE_URL" not in names
-    assert "database-url" not in secret_keys_of(share).values()
-    for source in share.get("envFrom", []):
+    assert "database-url" not in secret_keys_of(container).values()
+    for source in container.get("envFrom", []):
         config = by_name(rendered, "ConfigMap")[source["configMapRef"]["name"]]
         assert "GROVE_DATABASE_URL" not in config.get("data", {})
 
@@ -415,6 +447,57 @@ def test_config_maps_exist_and_point_callers_at_the_ask_service(
     for service in ("api", "share"):
         sources = deployment_container(rendered, service).get("envFrom", [])
         assert any(s["configMapRef"]["name"] == config["metadata"]["name"] for s in sources)
+
+
+def grove_config(objects: tuple[Manifest, ...]) -> Manifest:
+    (config,) = [
+        c for n, c in by_name(objects, "ConfigMap").items() if n.startswith("grove-config")
+    ]
+    return config
+
+
+def test_identity_settings_are_shared_by_api_mcp_and_console(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    config = grove_config(rendered)
+    data = config["data"]
+    for name in IDENTITY_SETTINGS:
+        assert data.get(name), f"grove-config has no {name}"
+    # One copy: a Deployment that set its own would disagree with the others one day.
+    for service in ("api", "mcp", "console"):
+        container = deployment_container(rendered, service)
+        sources = {s["configMapRef"]["name"] for s in container.get("envFrom", [])}
+        assert config["metadata"]["name"] in sources, service
+        own = {variable["name"] for variable in container.get("env", [])}
+        assert not own & set(IDENTITY_SETTINGS), (
+            f"{service} overrides {own & set(IDENTITY_SETTINGS)}"
+        )
+    # The console's checks at start-up: an origin (no path), https in production.
+    origin = urlsplit(data["GROVE_WEBSITE_ORIGIN"])
+    assert origin.scheme in ("http", "https") and origin.netloc and not origin.path, origin
+    production = data["GROVE_ENV"] == "production"
+    if production:
+        assert origin.scheme == "https", "the console refuses a non-https origin in production"
+    assert urlsplit(data["GROVE_OIDC_ISSUER"]).scheme == "https"
+    # Owner tokens (the console's) and agent tokens (MCP) must not share an audience.
+    assert data["GROVE_OIDC_AUDIENCE"] != data["GROVE_MCP_PUBLIC_URL"]
+    # Development sign-in is refused in production; never shipped on.
+    for name, template in pod_templates(rendered):
+        for container in containers(template):
+            assert env_value(container, "GROVE_DEV_AUTH") is None, name
+    assert "GROVE_DEV_AUTH" not in data
+
+
+def test_console_reaches_the_api_service_on_its_http_port(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    url = env_value(deployment_container(rendered, "console"), "GROVE_CONSOLE_API_URL")
+    assert url, "GROVE_CONSOLE_API_URL is not set (its default is 127.0.0.1)"
+    parts = urlsplit(url)
+    assert parts.scheme == "http" and parts.path in ("", "/"), url
+    api = by_name(rendered, "Service")[str(parts.hostname)]
+    http = {p["name"]: p["port"] for p in api["spec"]["ports"]}["http"]
+    assert parts.port == http, url
 
 
 def test_services_select_pods_and_target_their_named_ports(
@@ -560,18 +643,69 @@ def test_every_pod_may_reach_dns_and_postgres(rendered: tuple[Manifest, ...]) ->
             assert needed in allowed, f"{name} cannot reach {needed}"
 
 
-def test_share_may_reach_only_dns_and_postgres(rendered: tuple[Manifest, ...]) -> None:
-    labels = by_name(rendered, "Deployment")["share"]["spec"]["template"]["metadata"]["labels"]
-    allowed: set[tuple[str, object]] = set()
-    for policy in of_kind(rendered, "NetworkPolicy"):
+def egress_rules_for(objects: tuple[Manifest, ...], service: str) -> list[Manifest]:
+    """Every egress rule of the policies that select ``service``'s pods; none may open
+    every port."""
+    labels = by_name(objects, "Deployment")[service]["spec"]["template"]["metadata"]["labels"]
+    rules: list[Manifest] = []
+    for policy in of_kind(objects, "NetworkPolicy"):
         spec = policy["spec"]
         if "Egress" not in spec.get("policyTypes", []) or not selects(spec["podSelector"], labels):
             continue
         for rule in spec.get("egress", []):
-            ports = rule.get("ports")
-            assert ports, f"{policy['metadata']['name']}: share may reach every port"
-            allowed |= {(port.get("protocol", "TCP"), port.get("port")) for port in ports}
+            assert rule.get("ports"), (
+                f"{policy['metadata']['name']}: {service} may reach every port"
+            )
+            rules.append(rule)
+    return rules
+
+
+def rule_ports(rule: Manifest) -> set[tuple[str, object]]:
+    return {(port.get("protocol", "TCP"), port.get("port")) for port in rule["ports"]}
+
+
+def test_share_may_reach_only_dns_and_postgres(rendered: tuple[Manifest, ...]) -> None:
+    allowed = set().union(*(rule_ports(r) for r in egress_rules_for(rendered, "share")))
     assert allowed == SHARE_EGRESS
+
+
+def test_console_may_reach_only_dns_postgres_the_api_and_https(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    api_http = container_ports(deployment_container(rendered, "api"))["http"]
+    rules = egress_rules_for(rendered, "console")
+    allowed = set().union(*(rule_ports(rule) for rule in rules))
+    # No ask, no OTLP, no other port.
+    assert allowed == DNS_AND_POSTGRES | {("TCP", api_http), HTTPS}
+    for rule in rules:
+        if ("TCP", api_http) not in rule_ports(rule):
+            continue
+        # The api's port is opened towards api pods only, never anywhere.
+        peers = rule.get("to")
+        assert peers, f"console may reach port {api_http} anywhere: {rule}"
+        assert rule_ports(rule) == {("TCP", api_http)}, rule
+        for peer in peers:
+            assert set(peer) == {"podSelector"}, peer
+            assert components_matched(rendered, peer["podSelector"]) == {"api"}, peer
+
+
+def test_api_admits_the_console_on_its_http_port(rendered: tuple[Manifest, ...]) -> None:
+    api_http = container_ports(deployment_container(rendered, "api"))["http"]
+    labels = by_name(rendered, "Deployment")["api"]["spec"]["template"]["metadata"]["labels"]
+    # Named for console pods, not only through the open rule: narrowing that one to the
+    # Ingress controller must not cut the website off.
+    named = [
+        rule
+        for rule in ingress_rules_for(rendered, labels)
+        if any(
+            "console" in components_matched(rendered, peer.get("podSelector", {}))
+            for peer in rule.get("from", [])
+            if set(peer) == {"podSelector"}
+        )
+    ]
+    assert named, "no rule of the api's admits console pods"
+    for rule in named:
+        assert {p.get("port") for p in rule.get("ports", [])} <= {"http", api_http}, rule
 
 
 def test_share_trusts_the_forwarded_hops_of_one_ingress(rendered: tuple[Manifest, ...]) -> None:

@@ -12,6 +12,10 @@
 --                   table; `grove migrate` (with GROVE_SHARE_ROLE=grove_share) lets it
 --                   call the public share functions and nothing else. grove-share refuses
 --                   to start as a role with wider rights. Grant it nothing here.
+--   grove_console   grove-console's role (GROVE_CONSOLE_DATABASE_URL), the same way: no
+--                   privilege on any table; `grove migrate` (with
+--                   GROVE_CONSOLE_ROLE=grove_console) lets it call the three session
+--                   functions and nothing else. Grant it nothing here.
 --
 -- DEVELOPMENT PASSWORDS ONLY: they are repeated in docker-compose.yml. Never reuse them.
 
@@ -21,6 +25,8 @@ CREATE ROLE grove_app LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE
     PASSWORD 'grove-app-dev-password';
 CREATE ROLE grove_share LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE
     PASSWORD 'grove-share-dev-password';
+CREATE ROLE grove_console LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE
+    PASSWORD 'grove-console-dev-password';
 
 ALTER DATABASE grove OWNER TO grove_migrator;
 -- pgvector must be created by a superuser; the migrations only use it.

@@ -146,11 +146,15 @@ def provider_tokens(
 def check_identity(settings: IdentitySettings, mcp_resource: str) -> list[str]:
     """What is wrong with the identity settings, read against the provider itself.
 
-    Empty when everything lines up: the discovery document answers and names the
-    issuer exactly, its JWKS has keys, introspection (if used) has an endpoint, the MCP
-    resource is an absolute URL (https in production) and differs from the API audience.
+    Empty when everything lines up, or when there is no provider (keys only): the
+    discovery document answers and names the issuer exactly, its JWKS has keys,
+    introspection (if used) has an endpoint, the MCP resource is an absolute URL (https
+    in production) and differs from the API audience.
     """
     problems: list[str] = []
+    discovery = settings.discovery()
+    if discovery is None:
+        return problems  # no provider: keys only, and no agent token names a resource
     resource = urlsplit(mcp_resource)
     secure = resource.scheme == "https" or settings.env != "production"
     if resource.scheme not in ("http", "https") or not resource.netloc or not secure:
@@ -158,9 +162,6 @@ def check_identity(settings: IdentitySettings, mcp_resource: str) -> list[str]:
             f"GROVE_MCP_PUBLIC_URL must be an absolute {'https' if not secure else 'http(s)'}"
             f" URL (the MCP resource agents' tokens name), not {mcp_resource!r}"
         )
-    discovery = settings.discovery()
-    if discovery is None:
-        return problems
     if settings.oidc_audience == mcp_resource:
         problems.append("GROVE_OIDC_AUDIENCE must differ from GROVE_MCP_PUBLIC_URL")
     try:

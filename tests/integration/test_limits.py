@@ -457,3 +457,29 @@ def test_exports_that_stop_being_read_cost_a_bounded_time(
         for reader in readers:
             reader.close()
         api.stop()
+
+
+def test_the_worker_deletes_rate_limit_windows_long_over(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    old, recent = f"test:old:{uuid.uuid4()}", f"test:recent:{uuid.uuid4()}"
+    grove = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    with psycopg.connect(grove, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO rate_limits (bucket, window_start, hits) VALUES"
+            " (%s, now() - interval '11 minutes', 3), (%s, now() - interval '30 seconds', 3)",
+            (old, recent),
+        )
+    worker = start_worker(database, "127.0.0.1:1", GROVE_EMBEDDING_PROFILE="disabled")
+    try:
+
+        def left() -> set[str]:
+            with psycopg.connect(grove, autocommit=True) as conn:
+                rows = conn.execute(
+                    "SELECT bucket FROM rate_limits WHERE bucket = ANY(%s)", ([old, recent],)
+                ).fetchall()
+            return {row[0] for row in rows}
+
+        wait_until(lambda: left() == {recent}, timeout=30)
+    finally:
+        worker.stop()

@@ -1310,14 +1310,38 @@ def test_saves_racing_an_account_deletion_never_survive_it(setup: Setup) -> None
     assert live[0][0] == 0
 
 
+def test_a_deletion_webhook_without_a_signing_secret_stops_the_worker(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    with pytest.raises(RuntimeError, match="GROVE_ACCOUNT_DELETION_WEBHOOK_SECRET"):
+        start_worker(
+            database,
+            "127.0.0.1:1",
+            GROVE_EMBEDDING_PROFILE="disabled",
+            GROVE_ACCOUNT_DELETION_WEBHOOK="http://127.0.0.1:9/hook",
+        )
+
+
 def test_provider_side_deletion_is_requested_with_retries(
     setup: Setup, database: embedded.EmbeddedDatabase
 ) -> None:
     received: list[dict[str, Any]] = []
+    secret = "webhook-secret-for-tests-0123456789abcdef"
 
     class Hook(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # http.server's method name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            # The documented check: HMAC-SHA256 of "<timestamp>.<body>", a fresh timestamp.
+            stamp = self.headers["Grove-Timestamp"]
+            expected = hmac.new(secret.encode(), f"{stamp}.".encode() + raw, hashlib.sha256)
+            signed = hmac.compare_digest(
+                self.headers["Grove-Signature"], f"v1={expected.hexdigest()}"
+            )
+            if not signed or abs(time.time() - int(stamp)) > 300:
+                self.send_response(401)
+                self.end_headers()
+                return
+            body = json.loads(raw)
             received.append(body)
             # The first request for each identity fails (other tests' jobs come here too).
             self.send_response(500 if received.count(body) == 1 else 204)
@@ -1334,6 +1358,7 @@ def test_provider_side_deletion_is_requested_with_retries(
         "127.0.0.1:1",
         GROVE_EMBEDDING_PROFILE="disabled",
         GROVE_ACCOUNT_DELETION_WEBHOOK=f"http://127.0.0.1:{server.server_address[1]}/hook",
+        GROVE_ACCOUNT_DELETION_WEBHOOK_SECRET=secret,
         GROVE_WORKER_BACKOFF_SECONDS="0.1",
     )
     try:

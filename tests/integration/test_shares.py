@@ -575,13 +575,16 @@ def test_per_address_and_per_link_limits(stack: Stack, owner: Owner) -> None:
         token = owner.share("note", note["id"])["token"]
         url = f"{share.url}/public/shares/{token}"
         fresh_window(15)
-        # Per link: three readers from three addresses pass, a fourth is refused.
-        link = [read(url, **{"X-Forwarded-For": f"203.0.113.{i}"}) for i in range(1, 5)]
+        # Per link and address: one reader passes three times, the fourth is refused,
+        # and the link still answers everyone else.
+        reader = {"X-Forwarded-For": "203.0.113.1"}
+        link = [read(url, **reader) for _ in range(4)]
         assert [r.status_code for r in link] == [200, 200, 200, 429]
         assert 1 <= int(link[3].headers["Retry-After"]) <= 61
-        assert "this link" in link[3].text
-        # Per address: one address reading four unknown links passes four times, not five.
-        # Unknown links count like known ones.
+        assert "this link from this address" in link[3].text
+        assert read(url, **{"X-Forwarded-For": "203.0.113.2"}).status_code == 200
+        # Per address: one address reading four unknown links passes four times, not five;
+        # guesses are counted against the address alone (no bucket per guessed link).
         address = [
             read(
                 f"{share.url}/public/shares/unknown-{i}",
@@ -593,6 +596,11 @@ def test_per_address_and_per_link_limits(stack: Stack, owner: Owner) -> None:
         assert [r.status_code for r in address] == [404, 404, 404, 404, 429]
         assert error_of(address[4])["code"] == "rate_limited"
         assert "this address" in error_of(address[4])["message"]
+        with superuser(stack) as conn:
+            guessed = conn.execute(
+                "SELECT count(*) FROM rate_limits WHERE bucket LIKE 'share:link:%:198.51.100.7'"
+            ).fetchone()
+        assert guessed == (0,)
         samples = scrape(share)
         limited = {s[0]["limit"]: s[1] for s in samples["grove_share_rate_limited_total"]}
         assert limited == {"ip": 1.0, "link": 1.0}

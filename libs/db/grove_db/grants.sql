@@ -1,5 +1,5 @@
 -- Privileges of the runtime role, re-applied after every migration run. The runtime role
--- owns nothing; revisions are append-only, accounts are read-only, nothing is ever deleted.
+-- owns nothing; revisions are append-only, accounts are read-only, no note is ever deleted.
 GRANT USAGE ON SCHEMA public TO {role};
 GRANT SELECT ON accounts TO {role};
 GRANT SELECT, INSERT, UPDATE ON projects, memories, operations, connections,
@@ -10,7 +10,8 @@ GRANT SELECT ON account_owners TO {role};
 GRANT DELETE ON connection_projects TO {role};
 GRANT UPDATE (deleted_at) ON accounts TO {role};
 GRANT SELECT, INSERT ON identity_tombstones TO {role};
-GRANT SELECT, INSERT, UPDATE ON rate_limits TO {role};
+-- rate_limits: counters, not tenant data; the worker deletes windows long over.
+GRANT SELECT, INSERT, UPDATE, DELETE ON rate_limits TO {role};
 GRANT SELECT, INSERT ON shares TO {role};
 GRANT UPDATE (revoked_at) ON shares TO {role};
 GRANT SELECT, INSERT ON conversations, conversation_turns TO {role};

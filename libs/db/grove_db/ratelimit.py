@@ -48,3 +48,25 @@ class RateLimit:
     def refusal(self, wait: int, per: str = "this credential") -> str:
         """What a refused caller is told (every service says the same)."""
         return f"at most {self.limit} requests per minute for {per}; retry in {wait} s"
+
+
+#: Windows that ended this long ago are deleted by ``prune`` (every window is a minute).
+PRUNE_AFTER_SECONDS = 600
+PRUNE_BATCH = 10_000
+
+
+def prune(pool: ConnectionPool, older_than_seconds: int = PRUNE_AFTER_SECONDS) -> int:
+    """Delete the buckets whose window started over ``older_than_seconds`` ago (a bucket
+    seen again starts afresh anyway), in batches; how many went."""
+    deleted = 0
+    while True:
+        with transaction(pool) as conn:
+            gone = conn.execute(
+                "DELETE FROM rate_limits WHERE bucket IN (SELECT bucket FROM rate_limits"
+                " WHERE window_start < clock_timestamp() - make_interval(secs => %s)"
+                " LIMIT %s FOR UPDATE SKIP LOCKED)",
+                (older_than_seconds, PRUNE_BATCH),
+            ).rowcount
+        deleted += gone
+        if gone < PRUNE_BATCH:
+            return deleted

@@ -114,7 +114,8 @@ class SharePage:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
         token_hash = shares.hash_token(self.deps.token_secret, token)
-        self._limit(req, token_hash)
+        address = client_address(req, self.hops)
+        self._limit(self.per_ip, f"ip:{address}", "ip", "this address")
         try:
             query = PublicPageQuery.model_validate(dict(req.params))
         except ValidationError as ex:
@@ -124,6 +125,10 @@ class SharePage:
         if found is None:
             NOT_FOUND.inc()
             raise PublicError(404, "not_found", NOT_FOUND_MESSAGE)
+        # Only a real link is counted per link, and per reader: guessing costs the
+        # guesser's address alone, and no reader can use up a link for the others.
+        bucket = f"link:{token_hash.hex()[:32]}:{address}"
+        self._limit(self.per_link, bucket, "link", "this link from this address")
         notes = [
             PublicNote(
                 kind=row["kind"],
@@ -161,15 +166,11 @@ class SharePage:
 
     on_get_notes = on_get
 
-    def _limit(self, req: falcon.Request, token_hash: bytes) -> None:
-        """Count the request against its address and its link (known or not)."""
-        pool = self.deps.pool
-        wait = self.per_ip.hit(pool, f"ip:{client_address(req, self.hops)}")
+    def _limit(self, limit: RateLimit, bucket: str, label: str, per: str) -> None:
+        """Count the request in ``bucket``; over ``limit``: 429 with Retry-After."""
+        wait = limit.hit(self.deps.pool, bucket)
         if wait is not None:
-            self._refuse("ip", self.per_ip.refusal(wait, "this address"), wait)
-        wait = self.per_link.hit(pool, f"link:{token_hash.hex()[:32]}")
-        if wait is not None:
-            self._refuse("link", self.per_link.refusal(wait, "this link"), wait)
+            self._refuse(label, limit.refusal(wait, per), wait)
 
     def _refuse(self, limit: str, message: str, wait: int) -> None:
         LIMITED.labels(limit).inc()

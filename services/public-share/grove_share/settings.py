@@ -30,9 +30,10 @@ class ShareSettings(BaseSettings):
     share_db_statement_timeout_ms: Annotated[int, Field(ge=10, le=600_000)] = 2_000
     share_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     metrics_host: str = "127.0.0.1"
-    #: Requests per minute from one client address, and to one link (0: no limit).
+    #: Requests per minute from one client address, and to one real link from one address
+    #: (0: no limit).
     share_rate_limit_per_ip_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 120
-    share_rate_limit_per_link_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 300
+    share_rate_limit_per_link_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 60
     #: Proxies in front that append to X-Forwarded-For (0: the peer address is the client).
     share_forwarded_hops: Annotated[int, Field(ge=0, le=10)] = 0
     #: Origins (``https://host``) whose images a page may load; none by default.

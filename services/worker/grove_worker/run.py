@@ -21,7 +21,8 @@ from types import FrameType
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from grove_db import queue
+from grove_db import queue, ratelimit
+from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.startup import checked_settings
 from grove_memory.inference import InferenceClient
@@ -33,6 +34,9 @@ from grove_telemetry.traces import configure_tracing
 from grove_worker import sweeps, telemetry
 from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
+
+#: How often a worker deletes rate-limit windows long over (``ratelimit.prune``).
+PRUNE_EVERY_SECONDS = 600
 
 logger = logging.getLogger("grove.worker")
 
@@ -56,12 +60,16 @@ class Worker:
         self.webhook = (
             sweeps.IdentityWebhook(
                 settings.account_deletion_webhook,
+                settings.account_deletion_webhook_secret.get_secret_value().encode()
+                if settings.account_deletion_webhook_secret
+                else b"",
                 settings.worker_max_attempts,
                 settings.worker_backoff_seconds,
             )
             if settings.account_deletion_webhook
             else None
         )
+        self._pruned_at: float | None = None
         self._held: set[int] = set()
         self._held_lock = threading.Lock()
         self.policy = Policy(
@@ -82,6 +90,7 @@ class Worker:
         try:
             with self._heartbeat():
                 while True:
+                    self._prune_if_due()
                     batch = None if self.stopping.is_set() else self._start_batch(embedder)
                     if in_flight is not None:
                         self._finish(in_flight)
@@ -95,6 +104,20 @@ class Worker:
             # or given back already, and closing the client cancels the call.
             embedder.shutdown(wait=False, cancel_futures=True)
         log("stopped", owner=self.owner)
+
+    def _prune_if_due(self) -> None:
+        """Delete rate-limit windows long over (at start, then every PRUNE_EVERY_SECONDS)."""
+        now = time.monotonic()
+        if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY_SECONDS:
+            return
+        self._pruned_at = now
+        try:
+            deleted = ratelimit.prune(self.pool)
+        except (DatabaseError, psycopg.Error) as ex:  # never worth stopping the worker for
+            log("prune_failed", error=type(ex).__name__)
+            return
+        if deleted:
+            log("pruned_rate_limits", deleted=deleted)
 
     def _start_batch(self, embedder: ThreadPoolExecutor) -> Batch | None:
         settings = self.settings

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
+MIN_WEBHOOK_SECRET = 32
 
 
 class WorkerSettings(BaseSettings):
@@ -32,3 +33,17 @@ class WorkerSettings(BaseSettings):
     #: On SIGTERM, how long to wait for an embedding in flight before giving its jobs back.
     worker_shutdown_grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10.0
     account_deletion_webhook: str | None = None
+    #: Signs every webhook request (``Grove-Signature``); required with the webhook.
+    account_deletion_webhook_secret: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _signed(self) -> WorkerSettings:
+        secret = self.account_deletion_webhook_secret
+        if self.account_deletion_webhook and (
+            secret is None or len(secret.get_secret_value()) < MIN_WEBHOOK_SECRET
+        ):
+            raise ValueError(
+                "GROVE_ACCOUNT_DELETION_WEBHOOK needs GROVE_ACCOUNT_DELETION_WEBHOOK_SECRET"
+                f" (at least {MIN_WEBHOOK_SECRET} characters) to sign its requests"
+            )
+        return self

@@ -8,6 +8,10 @@ deleted meanwhile is left alone) and run under the note's own account.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import time
 from dataclasses import dataclass
 
 import requests
@@ -82,11 +86,24 @@ def _step(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
 
 @dataclass(frozen=True)
 class IdentityWebhook:
-    """Where the provider-side deletion of an identity is requested, and retry policy."""
+    """Where the provider-side deletion of an identity is requested, the key that signs
+    each request, and the retry policy."""
 
     url: str
+    secret: bytes
     max_attempts: int
     backoff_seconds: float
+
+    def headers(self, body: bytes, now: float | None = None) -> dict[str, str]:
+        """The request's headers: ``Grove-Timestamp`` (Unix seconds) and ``Grove-Signature:
+        v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`` (docs/operations.md has the check)."""
+        timestamp = str(int(time.time() if now is None else now))
+        signed = hmac.new(self.secret, timestamp.encode() + b"." + body, hashlib.sha256)
+        return {
+            "Content-Type": "application/json",
+            "Grove-Timestamp": timestamp,
+            "Grove-Signature": f"v1={signed.hexdigest()}",
+        }
 
 
 def _delete_identity(
@@ -100,7 +117,10 @@ def _delete_identity(
     reason = "no_deletion_webhook"
     if webhook is not None:
         try:
-            response = requests.post(webhook.url, json=job.payload, timeout=10)
+            body = json.dumps(job.payload, separators=(",", ":")).encode()
+            response = requests.post(
+                webhook.url, data=body, headers=webhook.headers(body), timeout=10
+            )
             reason = "" if response.ok else f"webhook_http_{response.status_code}"
         except requests.RequestException as ex:
             reason = f"webhook_unreachable_{type(ex).__name__}"

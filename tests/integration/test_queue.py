@@ -19,6 +19,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from grove_cli import admin
+from grove_db import embedded, queue
+from grove_db.pool import open_pool
 from tests.integration.conftest import OpenAIStack, Running, data_of, scrape, wait_until
 
 # Generous: CPU is shared. Gates are held for a few seconds at most, though: grove-ask
@@ -491,3 +494,34 @@ def test_a_provider_that_recovers_makes_the_retried_job_succeed(
     assert (row["indexing"], row["indexing_error"]) == ("ready", None)
     assert [row["version"] for row in embeddings_of(stack, note)] == [1]
     assert stack.fake.calls.count(text) == 2
+
+
+def test_claiming_is_round_robin_across_accounts(database: embedded.EmbeddedDatabase) -> None:
+    # Account A has a backlog of 200 jobs queued an hour ago; B queues one a minute ago.
+    # B's job is in the very next claim, beside A's oldest: no account waits behind
+    # another's backlog. (Their own profile keeps other tests' jobs out of the way.)
+    profile = f"fairness-{uuid.uuid4().hex[:8]}"
+    backlog, single = (admin.create_account(database.migration_url, n) for n in ("A", "B"))
+    grove = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    with psycopg.connect(grove, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO jobs (account_id, kind, profile, run_after)"
+            " SELECT %s, 'embed_revision', %s, now() - interval '1 hour' + i * interval '1 ms'"
+            " FROM generate_series(1, 200) AS i",
+            (backlog, profile),
+        )
+        conn.execute(
+            "INSERT INTO jobs (account_id, kind, profile, run_after)"
+            " VALUES (%s, 'embed_revision', %s, now() - interval '1 minute')",
+            (single, profile),
+        )
+    pool = open_pool(database.runtime_url, max_size=2)
+    try:
+        first = queue.claim(pool, "fair-test", profile, 4, 60, sweeps=[])
+        assert sorted(str(job.account_id) for job in first).count(str(single)) == 1
+        assert len(first) == 4
+        rest = queue.claim(pool, "fair-test", profile, 500, 60, sweeps=[])
+        assert len(rest) == 197  # every job exactly once
+        assert {job.id for job in first}.isdisjoint({job.id for job in rest})
+    finally:
+        pool.close()

@@ -27,15 +27,51 @@ DELETE_IDENTITY = "delete_identity"
 SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, DELETE_IDENTITY]
 RESTORATION_WINDOW_DAYS = 60
 
+#: Runnable jobs are claimed round-robin across accounts: each account's oldest job
+#: first (``turn`` 1), then each one's second, and so on; jobs whose worker died (an
+#: expired lease) come before all of them. The accounts with queued jobs are walked with
+#: a loose index scan (one probe per account), and only the jobs finally chosen are
+#: locked, so one account's backlog of any size costs the others nothing.
 CLAIM = """
-    WITH next AS (
-        SELECT id, status = 'running' AS reclaimed FROM jobs
-        WHERE (profile = %(profile)s OR (profile IS NULL AND kind = ANY(%(sweeps)s)))
-          AND ((status = 'queued' AND run_after <= now())
-               OR (status = 'running' AND lease_expires_at < now()))
-        ORDER BY run_after, id
+    WITH RECURSIVE accounts AS (
+        (SELECT account_id FROM jobs WHERE status = 'queued' ORDER BY account_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.account_id FROM jobs j
+                WHERE j.status = 'queued' AND j.account_id > a.account_id
+                ORDER BY j.account_id LIMIT 1)
+        FROM accounts a WHERE a.account_id IS NOT NULL
+    ),
+    candidates AS (
+        SELECT c.id, c.run_after,
+               row_number() OVER (PARTITION BY a.account_id ORDER BY c.run_after, c.id) AS turn
+        FROM accounts a
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.run_after FROM jobs j
+            WHERE j.account_id = a.account_id AND j.status = 'queued' AND j.run_after <= now()
+              AND (j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))
+            ORDER BY j.run_after, j.id
+            LIMIT %(limit)s
+        ) c
+        WHERE a.account_id IS NOT NULL
+        UNION ALL
+        (SELECT j.id, j.run_after, 0 FROM jobs j
+         WHERE j.status = 'running' AND j.lease_expires_at < now()
+           AND (j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))
+         ORDER BY j.lease_expires_at
+         LIMIT %(limit)s)
+    ),
+    chosen AS (
+        SELECT id, turn, run_after FROM candidates ORDER BY turn, run_after, id
+        LIMIT %(limit)s * 2
+    ),
+    next AS (
+        SELECT j.id, j.status = 'running' AS reclaimed FROM jobs j
+        JOIN chosen c ON c.id = j.id
+        WHERE (j.status = 'queued' AND j.run_after <= now())
+           OR (j.status = 'running' AND j.lease_expires_at < now())
+        ORDER BY c.turn, c.run_after, j.id
         LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE OF j SKIP LOCKED
     )
     UPDATE jobs j SET status = 'running', lease_owner = %(owner)s,
         lease_expires_at = now() + make_interval(secs => %(lease)s),

@@ -192,6 +192,38 @@ def test_the_api_limit_is_shared_by_every_replica(
         assert 1 <= int(response.headers["Retry-After"]) <= 60
 
 
+def test_an_accounts_credentials_share_one_limit_across_api_and_mcp(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    env = {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        "GROVE_ACCOUNT_RATE_LIMIT_PER_MINUTE": "5",
+    }
+    api, mcp = start_api(env), start_mcp(env, workers=1)
+    try:
+        tenant, other = new_tenant(database, api.url), new_tenant(database, api.url)
+        keys = [tenant.client, tenant.key("second"), tenant.key("third")]
+
+        def initialize(key: str) -> requests.Response:
+            headers = {**MCP_ACCEPT, "Authorization": f"Bearer {key}"}
+            return requests.post(mcp.url, json=INITIALIZE, headers=headers, timeout=30)
+
+        fresh_window(20)
+        for key in keys[:2]:  # four over REST, with two credentials ...
+            for _ in range(2):
+                assert key.get("/v1/memories").status_code == 200
+        assert initialize(keys[2].key or "").status_code == 200  # ... and one over MCP
+        for refused in (keys[2].get("/v1/memories"), initialize(keys[0].key or "")):
+            assert refused.status_code == 429, refused.text
+            assert "this account" in refused.json()["error"]["message"]
+            assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        assert other.client.get("/v1/memories").status_code == 200  # other accounts go on
+    finally:
+        mcp.stop()
+        api.stop()
+
+
 def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDatabase) -> None:
     mcp = start_mcp(
         {

@@ -1,4 +1,5 @@
-"""Per-credential rate limits whose counters live in PostgreSQL, shared by every replica.
+"""Per-credential and per-account rate limits whose counters live in PostgreSQL, shared by
+every replica.
 
 A fixed window per bucket: the first request of a window resets the count, every
 request adds one, and a request over the limit learns how long until the window ends.
@@ -48,6 +49,43 @@ class RateLimit:
     def refusal(self, wait: int, per: str = "this credential") -> str:
         """What a refused caller is told (every service says the same)."""
         return f"at most {self.limit} requests per minute for {per}; retry in {wait} s"
+
+
+def request_buckets(
+    service: str,
+    credential_id: object,
+    account_id: object,
+    credential: RateLimit,
+    account: RateLimit,
+) -> list[tuple[RateLimit, str, str]]:
+    """The buckets one authenticated request counts in: its credential's for this service,
+    and its account's, shared by every credential and by api and mcp (so minting keys does
+    not multiply the limit)."""
+    return [
+        (credential, f"{service}:{credential_id}", "this credential"),
+        (account, f"account:{account_id}", "this account"),
+    ]
+
+
+def hit_all(
+    pool: ConnectionPool, checks: list[tuple[RateLimit, str, str]]
+) -> tuple[str, int] | None:
+    """Count one request in each ``(limit, bucket, per)`` at once (one statement, runtime
+    role); the first refusal as ``(message, seconds to wait)``, or None if all allow it."""
+    counted = [(limit, bucket, per) for limit, bucket, per in checks if limit.limit > 0]
+    if not counted:
+        return None
+    statement = " UNION ALL ".join(
+        f"SELECT {i} AS i, hits, remaining FROM grove_rate_hit(%s, %s)" for i in range(len(counted))
+    )
+    values = [v for limit, bucket, _ in counted for v in (bucket, limit.window_seconds)]
+    with transaction(pool) as conn:
+        rows = {row["i"]: row for row in conn.execute(statement, values).fetchall()}
+    for i, (limit, _, per) in enumerate(counted):
+        if rows[i]["hits"] > limit.limit:
+            wait = max(1, math.ceil(float(rows[i]["remaining"])))
+            return limit.refusal(wait, per), wait
+    return None
 
 
 #: Windows that ended this long ago are deleted by ``prune`` (every window is a minute).

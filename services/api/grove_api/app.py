@@ -47,7 +47,12 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
             RequestId(),
             FalconTelemetry(),
             BearerAuth(deps.pool, deps.key_secret, deps.tokens),
-            RateLimiter(deps.pool, RateLimit(settings.api_rate_limit_per_minute), "api"),
+            RateLimiter(
+                deps.pool,
+                RateLimit(settings.api_rate_limit_per_minute),
+                RateLimit(settings.account_rate_limit_per_minute),
+                "api",
+            ),
             ask.AskLimiter(
                 deps.pool,
                 settings.ask_rate_limit_per_minute,

@@ -14,7 +14,7 @@ from grove_auth.errors import AuthError
 from grove_auth.identity import ProviderTokens
 from grove_auth.keys import KEY_PREFIX, authenticate
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
-from grove_db.ratelimit import RateLimit
+from grove_db.ratelimit import RateLimit, hit_all, request_buckets
 from grove_memory.project_memory import CredentialNotAllowed
 from grove_telemetry import metrics
 
@@ -68,9 +68,12 @@ class RateLimiter:
     across every replica of the service. Unauthenticated requests are not counted.
     """
 
-    def __init__(self, pool: ConnectionPool, limit: RateLimit, service: str) -> None:
+    def __init__(
+        self, pool: ConnectionPool, limit: RateLimit, account: RateLimit, service: str
+    ) -> None:
         self._pool = pool
         self._limit = limit
+        self._account = account
         self._service = service
 
     def process_resource(
@@ -79,10 +82,13 @@ class RateLimiter:
         principal = req.context.get("principal")
         if principal is None:
             return
-        wait = self._limit.hit(self._pool, f"{self._service}:{principal.connection_id}")
-        if wait is not None:
+        checks = request_buckets(
+            self._service, principal.connection_id, principal.account_id, self._limit, self._account
+        )
+        refused = hit_all(self._pool, checks)
+        if refused is not None:
             metrics.RATE_LIMITED.labels(metrics.service()).inc()
-            raise falcon.HTTPTooManyRequests(title=self._limit.refusal(wait), retry_after=wait)
+            raise falcon.HTTPTooManyRequests(title=refused[0], retry_after=refused[1])
 
 
 class AccountSlots:

@@ -55,6 +55,9 @@ class ApiSettings(IdentitySettings):
     api_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = (
         DEFAULT_RATE_LIMIT_PER_MINUTE
     )
+    #: Requests per minute per account, all its credentials together, api and mcp counted
+    #: in one bucket across all replicas (0: no limit).
+    account_rate_limit_per_minute: Annotated[int, Field(ge=0, le=10_000_000)] = 3000
     embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
     automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = DEFAULT_ASK_ADDRESS

@@ -40,7 +40,7 @@ from grove_contracts.errors import error_envelope, success_envelope, validation_
 from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS, PROJECT_MEMORY_TOOLS_BY_NAME
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
-from grove_db.ratelimit import RateLimit
+from grove_db.ratelimit import RateLimit, hit_all, request_buckets
 from grove_mcp.results import failure, mcp_tool, success, tool_list
 from grove_mcp.settings import McpSettings
 from grove_memory import project_memory, tools
@@ -199,22 +199,28 @@ class RateLimited:
     principal is known; the counters live in PostgreSQL, shared by every replica.
     """
 
-    def __init__(self, app: ASGIApp, pool: ConnectionPool, limit: RateLimit) -> None:
+    def __init__(
+        self, app: ASGIApp, pool: ConnectionPool, limit: RateLimit, account: RateLimit
+    ) -> None:
         self.app = app
         self.pool = pool
         self.limit = limit
+        self.account = account
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         token: AccessToken | None = getattr(scope.get("user"), "access_token", None)
         principal = token.claims.get("principal") if token and token.claims else None
         if isinstance(principal, Principal):
-            bucket = f"mcp:{principal.connection_id}"
-            wait = await anyio.to_thread.run_sync(self.limit.hit, self.pool, bucket)
-            if wait is not None:
+            checks = request_buckets(
+                "mcp", principal.connection_id, principal.account_id, self.limit, self.account
+            )
+            refused = await anyio.to_thread.run_sync(hit_all, self.pool, checks)
+            if refused is not None:
+                message, wait = refused
                 metrics.RATE_LIMITED.labels(metrics.service()).inc()
                 request_id = REQUEST_ID.get() or uuid.uuid4().hex
                 response = JSONResponse(
-                    error_envelope("rate_limited", self.limit.refusal(wait), request_id),
+                    error_envelope("rate_limited", message, request_id),
                     status_code=429,
                     headers={"Retry-After": str(wait)},
                 )
@@ -417,7 +423,10 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
                 DescribeClient(require_auth.app, store.pool, settings.max_body_bytes)  # type: ignore[attr-defined]
             )
             route.app = RateLimited(
-                require_auth, store.pool, RateLimit(settings.mcp_rate_limit_per_minute)
+                require_auth,
+                store.pool,
+                RateLimit(settings.mcp_rate_limit_per_minute),
+                RateLimit(settings.account_rate_limit_per_minute),
             )
     known = [getattr(route, "path", "") for route in starlette_app.routes]
     cors = Cors(starlette_app, settings.mcp_allowed_origins, [MCP_PATH, METADATA_PATH])

@@ -45,6 +45,9 @@ class McpSettings(IdentitySettings):
     metrics_host: str = "127.0.0.1"
     #: Requests per minute per credential, across all replicas (0: no limit).
     mcp_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 600
+    #: Requests per minute per account, all its credentials together, api and mcp counted
+    #: in one bucket across all replicas (0: no limit).
+    account_rate_limit_per_minute: Annotated[int, Field(ge=0, le=10_000_000)] = 3000
     embedding_profile: Literal["minilm", "openai", "disabled"] = "minilm"
     automatic_capture: Literal["on", "paused"] = "on"
     ask_address: str = "127.0.0.1:50051"

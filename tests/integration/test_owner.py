@@ -468,6 +468,42 @@ def test_two_edits_from_the_same_state_cannot_both_win(
     assert sorted(r.status_code for r in results) == [200, 409], [r.text for r in results]
 
 
+def test_an_account_holds_at_most_its_live_connections(
+    database: embedded.EmbeddedDatabase, provider: Provider, oauth_mcp: str
+) -> None:
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_MAX_CONNECTIONS_PER_ACCOUNT": "2",
+            **provider.env(),
+        }
+    )
+    try:
+        tenant = new_tenant(database, api.url)  # its first key: one live connection
+        subject = f"user-{uuid.uuid4().hex[:8]}"
+        admin.add_owner(database.migration_url, tenant.account_id, ISSUER, subject)
+        owner = Client(api.url, provider.token(subject))
+        key = {"name": "second", "grants": {"personal": True, "capabilities": ["memory:read"]}}
+        second = owner.post("/v1/keys", key)
+        assert second.status_code == 201, second.text
+        third = owner.post("/v1/keys", {**key, "name": "third"})
+        assert third.status_code == 403
+        assert error_of(third)["code"] == "quota_exceeded" and "(2)" in error_of(third)["message"]
+        # An agent may ask (pending asks hold nothing), but approving it needs room too.
+        token = provider.token(subject, aud=AUDIENCE, client_id="capped-agent")
+        asked = tool_error(mcp_call(oauth_mcp, token, "recall", {}))
+        request_id = asked["approvalUrl"].split("request=")[1]
+        approve = f"/v1/connections/requests/{request_id}/approve"
+        refused = owner.post(approve, {"grants": {"personal": True}})
+        assert error_of(refused)["code"] == "quota_exceeded"
+        owner.delete(f"/v1/keys/{second.json()['data']['id']}")
+        assert owner.post(approve, {"grants": {"personal": True}}).status_code == 200
+        assert owner.post("/v1/keys", {**key, "name": "fourth"}).status_code == 403
+    finally:
+        api.stop()
+
+
 def test_revocation_is_immediate_and_permanent(setup: Setup) -> None:
     owner = setup.owner()
     connection = owner.get("/v1/connections").json()["data"]["items"][0]

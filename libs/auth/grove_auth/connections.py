@@ -20,6 +20,7 @@ from grove_auth.errors import (
     ConnectionNotFound,
     InvalidGrant,
     OwnerSessionRequired,
+    QuotaExceeded,
 )
 from grove_auth.keys import issue_key
 from grove_auth.principal import Principal
@@ -45,6 +46,9 @@ SELECT_CONNECTIONS = """
     FROM connections c
     LEFT JOIN connection_projects cp ON cp.account_id = c.account_id AND cp.connection_id = c.id
 """
+
+#: Live connections an account may hold (API keys and approved agents, not revoked).
+MAX_LIVE_CONNECTIONS = 200
 
 
 def require_owner(principal: Principal) -> None:
@@ -172,7 +176,11 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
 
 
 def approve_request(
-    pool: ConnectionPool, principal: Principal, request_id: UUID, grants: Grants
+    pool: ConnectionPool,
+    principal: Principal,
+    request_id: UUID,
+    grants: Grants,
+    max_live: int = MAX_LIVE_CONNECTIONS,
 ) -> dict[str, Any]:
     """Approve a pending OAuth client with ``grants``; approving twice changes nothing.
 
@@ -195,6 +203,7 @@ def approve_request(
             raise ConnectionConflict(f"the connection request was already {outcome}")
         if not row["live"]:
             raise ConnectionConflict("the connection request expired; the client must ask again")
+        _check_room(conn, principal.account_id, max_live)
         _write_grants(conn, principal.account_id, row["id"], grants)
         conn.execute(
             "UPDATE connections SET approved_at = now(), request_expires_at = NULL,"
@@ -235,12 +244,17 @@ def _drop_request(conn: Conn, connection_id: UUID, outcome: str = "withdrawn") -
 
 
 def create_key(
-    pool: ConnectionPool, key_secret: bytes, principal: Principal, req: CreateKeyRequest
+    pool: ConnectionPool,
+    key_secret: bytes,
+    principal: Principal,
+    req: CreateKeyRequest,
+    max_live: int = MAX_LIVE_CONNECTIONS,
 ) -> dict[str, Any]:
     """A new API key with its own connection; the secret appears only in this answer."""
     require_owner(principal)
     grants = req.grants
     with transaction(pool, principal.account_id) as conn:
+        _check_room(conn, principal.account_id, max_live)
         issued = issue_key(
             conn,
             key_secret,
@@ -280,6 +294,25 @@ def revoke_key(pool: ConnectionPool, principal: Principal, key_id: UUID) -> dict
     if row is None:
         raise ConnectionNotFound()
     return revoke_connection(pool, principal, row["connection_id"])
+
+
+def _check_room(conn: Conn, account_id: UUID, max_live: int) -> None:
+    """Refuse one more live connection beyond ``max_live`` (0: no limit). The account's
+    connection lock makes two concurrent additions count each other."""
+    if not max_live:
+        return
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"connections:{account_id}",)
+    )
+    row = conn.execute(
+        "SELECT count(*) AS live FROM connections WHERE revoked_at IS NULL"
+        " AND (oauth_client_id IS NULL OR approved_at IS NOT NULL)"
+    ).fetchone()
+    if row is not None and row["live"] >= max_live:
+        raise QuotaExceeded(
+            f"this account holds {row['live']} live connections and keys, the most it may"
+            f" ({max_live}); revoke one first"
+        )
 
 
 def _lock(conn: Conn, connection_id: UUID) -> dict[str, Any]:

@@ -18,6 +18,7 @@ ERROR_STATUS: dict[str, int] = {
     "identity_not_provisioned": 403,
     "credential_not_allowed": 403,
     "authority_protected": 403,
+    "quota_exceeded": 403,
     "connection_conflict": 409,
     "auth_provider_unavailable": 503,
     "not_found": 404,

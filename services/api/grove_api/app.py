@@ -99,7 +99,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
     app.add_route(
         "/v1/notebooks/{notebook_id:uuid}/{action}", resources.SubtreeAction(store, limit)
     )
-    owner_args = (deps.pool, deps.key_secret, limit)
+    owner_args = (deps.pool, deps.key_secret, limit, settings.max_connections_per_account)
     app.add_route("/v1/connections", owner.Connections(*owner_args))
     app.add_route("/v1/connections/{connection_id:uuid}", owner.Connection(*owner_args))
     app.add_route(

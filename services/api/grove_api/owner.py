@@ -20,12 +20,16 @@ from grove_contracts.errors import success_envelope
 
 
 class OwnerResource:
-    """Base for the owner's routes: the pool, the key secret and the body limit."""
+    """Base for the owner's routes: the pool, the key secret, the body limit and the most
+    live connections an account may hold."""
 
-    def __init__(self, pool: ConnectionPool, key_secret: bytes, max_body: int) -> None:
+    def __init__(
+        self, pool: ConnectionPool, key_secret: bytes, max_body: int, max_connections: int
+    ) -> None:
         self.pool = pool
         self.key_secret = key_secret
         self.max_body = max_body
+        self.max_connections = max_connections
 
 
 class Connections(OwnerResource):
@@ -56,7 +60,9 @@ class Keys(OwnerResource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateKeyRequest, self.max_body)
-        created = connections.create_key(self.pool, self.key_secret, req.context.principal, body)
+        created = connections.create_key(
+            self.pool, self.key_secret, req.context.principal, body, self.max_connections
+        )
         resp.status = 201
         resp.media = success_envelope(created)
 
@@ -119,7 +125,7 @@ class ApproveRequest(OwnerResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
         body = read_json(req, Approval, self.max_body)
         approved = connections.approve_request(
-            self.pool, req.context.principal, request_id, body.grants
+            self.pool, req.context.principal, request_id, body.grants, self.max_connections
         )
         resp.media = success_envelope(approved)
 

@@ -55,6 +55,8 @@ class ApiSettings(IdentitySettings):
     api_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = (
         DEFAULT_RATE_LIMIT_PER_MINUTE
     )
+    #: Live connections (API keys and approved agents) an account may hold (0: no limit).
+    max_connections_per_account: Annotated[int, Field(ge=0, le=100_000)] = 200
     #: Requests per minute per account, all its credentials together, api and mcp counted
     #: in one bucket across all replicas (0: no limit).
     account_rate_limit_per_minute: Annotated[int, Field(ge=0, le=10_000_000)] = 3000

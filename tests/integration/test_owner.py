@@ -746,6 +746,12 @@ def test_an_unapproved_client_is_told_where_to_get_approved(setup: Setup, oauth_
     assert not saved.is_error, saved
     denied = tool_error(mcp_call(oauth_mcp, token, "forget", {"ids": [str(uuid.uuid4())]}))
     assert denied["code"] == "forbidden"
+    agent = next(
+        c
+        for c in setup.owner().get("/v1/connections").json()["data"]["items"]
+        if c["clientId"] == "claude-desktop"
+    )
+    assert agent["lastContactAt"] is not None  # agents' contact is shown like keys'
 
 
 def test_agent_tokens_for_another_audience_are_refused(setup: Setup, oauth_mcp: str) -> None:

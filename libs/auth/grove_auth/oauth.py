@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import AuthError
+from grove_auth.keys import TOUCH_CONNECTION
 from grove_auth.principal import Principal
 from grove_auth.provider import Jwks, audiences, client_of, subject_of
 from grove_auth.sessions import decode, find_account
@@ -81,6 +82,7 @@ def agent_principal(
         row = conn.execute(LOCK_CLIENT, (client_id,)).fetchone()
         if row is None:
             row = _new_connection(conn, account_id, client_id, subject)
+        conn.execute(TOUCH_CONNECTION, (row["id"],))  # the owner's list shows last contact
         if row["approved_at"] is not None and row["revoked_at"] is None:
             issued = claims.get("iat")
             cutoff = row["authorized_after"]

@@ -32,11 +32,12 @@ bench: bench-quality bench-scale ## every benchmark (needs ../shared/data); resu
 bench-quality: $(STAMP) ## LoCoMo evidence recall@k of lexical, semantic and hybrid search
 	$(BIN)/python -m bench.quality
 
-bench-scale: $(STAMP) ## embedding throughput, recall latency, export memory, load (locust)
+bench-scale: $(STAMP) ## embedding throughput, recall latency, export memory, load, fairness
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.latency
 	$(BIN)/python -m bench.export
 	$(BIN)/python -m bench.load
+	$(BIN)/python -m bench.fairness
 
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check .

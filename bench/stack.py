@@ -149,6 +149,7 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
             "GROVE_ASK_METRICS_PORT": "0",
             "GROVE_WORKER_METRICS_PORT": "0",
             "GROVE_API_RATE_LIMIT_PER_MINUTE": "0",  # measure the service, not the limiter
+            "GROVE_ACCOUNT_RATE_LIMIT_PER_MINUTE": "0",
         }
         if profile != "disabled":
             ask, port = _start(

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import bulk, export, ingest, latency
+from bench import bulk, export, fairness, ingest, latency
 from bench.stack import Stack
 from grove_db import embedded
 from tests.integration.conftest import SECRET, Tenant, data_of, start_api
@@ -178,3 +178,10 @@ def test_the_export_benchmark_measures_peak_memory(
     assert figures["lines"] == 1 + 50  # the header, then one line per note
     assert sane(figures["bytes"], figures["seconds"], figures["idle"])
     assert figures["peak"] >= figures["idle"]
+
+
+def test_the_fairness_benchmark_times_the_other_accounts_note(bench_stack: Stack) -> None:
+    figures = fairness.run(bench_stack, SENTENCES * 2, probes=2, interval=0.2)
+    assert figures["a_notes"] == 60
+    assert sane(figures["a_saves_per_second"], figures["b_ready_p50"], figures["b_ready_max"])
+    assert figures["b_ready_max"] < 60

@@ -10,11 +10,12 @@ would turn into a login loop.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +31,9 @@ REFRESH_INTERVAL_SECONDS = 60
 #: Signing keys are refetched after at most this long (sooner if the JWKS says so).
 JWKS_MAX_AGE_SECONDS = 3600
 DISCOVERY_TTL_SECONDS = 3600
+#: A token introspection called inactive is refused without asking again this long.
+NEGATIVE_SECONDS = 60
+NEGATIVE_ENTRIES = 10_000
 LEEWAY_SECONDS = 60
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 
@@ -219,18 +223,29 @@ class Jwks:
 
 @dataclass(frozen=True)
 class Introspection:
-    """RFC 7662 introspection of opaque tokens, with Grove's client credentials."""
+    """RFC 7662 introspection of opaque tokens, with Grove's client credentials.
+
+    An active token is asked about on every request (no cache), so a revocation at the
+    provider is seen at once. A token the provider called inactive is remembered as such
+    for ``NEGATIVE_SECONDS`` (at most ``NEGATIVE_ENTRIES`` of them, by SHA-256), so a
+    stream of made-up tokens costs the provider one call each at most once a minute.
+    """
 
     discovery: Discovery
     client_id: str
     client_secret: str
+    clock: Callable[[], float] = time.monotonic
+    _refused: dict[bytes, float] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def claims(self, token: str) -> dict[str, Any]:
-        """The claims of an active token from this issuer, or ``AuthError``.
-
-        Asked on every request (no cache), so a revocation at the provider is seen at
-        once. The caller checks the audience.
-        """
+        """The claims of an active token from this issuer, or ``AuthError``. The caller
+        checks the audience."""
+        digest = hashlib.sha256(token.encode()).digest()
+        with self._lock:
+            until = self._refused.get(digest)
+            if until is not None and until > self.clock():
+                raise AuthError("inactive token")
         url = self.discovery.endpoint("introspection_endpoint")
         try:
             response = requests.post(
@@ -244,6 +259,7 @@ class Introspection:
         except (requests.RequestException, ValueError) as ex:
             raise _unavailable("introspection endpoint", f"{url}: {type(ex).__name__}") from ex
         if claims.get("active") is not True:
+            self._remember_refused(digest)
             raise AuthError("inactive token")
         if "iss" in claims and claims["iss"] != self.discovery.issuer:
             raise AuthError("token from another issuer")
@@ -251,6 +267,16 @@ class Introspection:
         if isinstance(exp, int | float) and exp + LEEWAY_SECONDS < datetime.now(UTC).timestamp():
             raise AuthError("token expired")
         return claims
+
+    def _remember_refused(self, digest: bytes) -> None:
+        with self._lock:
+            now = self.clock()
+            if len(self._refused) >= NEGATIVE_ENTRIES:
+                for gone in [d for d, t in self._refused.items() if t <= now]:
+                    del self._refused[gone]
+                while len(self._refused) >= NEGATIVE_ENTRIES:  # the oldest go first
+                    self._refused.pop(next(iter(self._refused)))
+            self._refused[digest] = now + NEGATIVE_SECONDS
 
 
 #: Where providers put the OAuth client a token was issued to: RFC 9068 ``client_id``,

@@ -236,6 +236,34 @@ def test_orgs_projects_and_members_are_managed_by_roles(stack: Stack, team: Team
     assert data_of(team.bob.session.get(f"/v1/orgs/{team.org}/projects"))["projects"] == []
 
 
+def test_a_deleted_accounts_memberships_end_and_an_org_owner_steps_in(
+    stack: Stack, team: Team
+) -> None:
+    alice, carol = team.alice.session, team.carol.session
+    assert alice.put(f"{team.base}/members/{team.carol.id}", {"role": "admin"}).status_code == 200
+    assert alice.put(f"{team.base}/members/{team.alice.id}", {"role": "viewer"}).status_code == 200
+    carols_key = team.key(team.carol, "project_memory:read")
+    assert carols_key.get(team.memory + "/status").status_code == 200
+    gone = carol.delete("/v1/account", json={"confirmation": "delete my Grove account"})
+    assert gone.status_code == 200, gone.text
+    # Her memberships ended with the account: she is no member, and her key stops.
+    members = data_of(alice.get(team.base + "/members"))["members"]
+    assert team.carol.id not in {m["accountId"] for m in members}
+    assert carols_key.get(team.memory + "/status").status_code in (401, 403, 404)
+    # No admin is left; the org's owner may manage the members all the same.
+    assert alice.put(f"{team.base}/members/{team.alice.id}", {"role": "admin"}).status_code == 200
+    dave = person(stack)
+    added = alice.post(team.base + "/members", {"accountId": dave.id, "role": "viewer"})
+    assert added.status_code == 201, added.text
+    # An org member who is not the org's owner still may not.
+    assert (
+        team.bob.session.post(
+            team.base + "/members", {"accountId": dave.id, "role": "admin"}
+        ).status_code
+        == 403
+    )
+
+
 def test_project_keys_are_shown_once_and_revoked_at_once(stack: Stack, team: Team) -> None:
     created = team.alice.session.post(
         team.base + "/keys", {"name": "ci", "scopes": ["project_memory:read"]}

@@ -30,6 +30,9 @@ DELETE_STEPS = (
     "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())",
     "UPDATE memories SET deleted_at = coalesce(deleted_at, now())",
     "UPDATE projects SET deleted_at = coalesce(deleted_at, now())",
+    # Its memberships of orgs and their projects end (its project keys stop with them).
+    "DELETE FROM project_members WHERE account_id = grove_current_account()",
+    "DELETE FROM org_members WHERE account_id = grove_current_account()",
     "INSERT INTO identity_tombstones (issuer, subject)"
     " SELECT issuer, subject FROM account_owners ON CONFLICT DO NOTHING",
     # The provider-side deletion runs later, in the worker, with retries.

@@ -21,7 +21,7 @@ GRANT UPDATE (status, attempts, lease_expires_at, outcome, answer_text, answer_f
     ON conversation_turns TO {role};
 GRANT SELECT, INSERT, UPDATE ON orgs, org_members, org_projects, project_members,
     project_keys TO {role};
-GRANT DELETE ON project_members TO {role};
+GRANT DELETE ON project_members, org_members TO {role};
 GRANT SELECT, INSERT, UPDATE, DELETE ON project_memories TO {role};
 GRANT SELECT, INSERT ON project_memory_audit TO {role};
 GRANT EXECUTE ON FUNCTION grove_provision_owner(text, text, text) TO {role};

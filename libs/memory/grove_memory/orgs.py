@@ -144,10 +144,11 @@ def put_member(
     project_id: UUID,
     body: AddMemberRequest,
 ) -> tuple[dict[str, Any], bool]:
-    """Add a person with a role, or change their role (admins); (member, created)."""
+    """Add a person with a role, or change their role (admins, org owners); (member,
+    created)."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        _project_role(conn, org_id, project_id, "admin")
+        _member_manager(conn, org_id, project_id)
         _lock_members(conn, org_id, project_id)
         if body.role != "admin":
             _keep_an_admin(conn, org_id, project_id, body.accountId)
@@ -174,10 +175,11 @@ def put_member(
 def remove_member(
     pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID, account_id: UUID
 ) -> dict[str, Any]:
-    """Remove a person from the project (admins); their keys stop working at once."""
+    """Remove a person from the project (admins, org owners); their keys stop working at
+    once."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        _project_role(conn, org_id, project_id, "admin")
+        _member_manager(conn, org_id, project_id)
         _lock_members(conn, org_id, project_id)
         _keep_an_admin(conn, org_id, project_id, account_id)
         row = conn.execute(
@@ -272,6 +274,25 @@ def _project_role(conn: Conn, org_id: UUID, project_id: UUID, need: str | None) 
     if need is not None and role["role"] != need:
         raise Forbidden(f"only the project's {need}s may do this")
     return str(role["role"])
+
+
+def _member_manager(conn: Conn, org_id: UUID, project_id: UUID) -> None:
+    """Enter the project as someone who may change its members: one of its admins, or an
+    owner of its org (who can step in when no admin is left); else 404 or 403."""
+    set_project(conn, org_id, project_id)
+    row = conn.execute(
+        "SELECT grove_project_role() AS project_role, grove_org_role(%s) AS org_role,"
+        " EXISTS (SELECT 1 FROM org_projects p JOIN orgs o ON o.id = p.org_id"
+        "         WHERE p.org_id = %s AND p.id = %s"
+        "           AND p.deleted_at IS NULL AND o.deleted_at IS NULL) AS live",
+        (org_id, org_id, project_id),
+    ).fetchone()
+    assert row is not None
+    if row["project_role"] == "admin" or (row["org_role"] == "owner" and row["live"]):
+        return
+    if row["project_role"] is None:
+        raise NotFound("no such project")
+    raise Forbidden("only the project's admins or the org's owners may do this")
 
 
 def _lock_members(conn: Conn, org_id: UUID, project_id: UUID) -> None:

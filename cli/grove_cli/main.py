@@ -10,6 +10,7 @@ from uuid import UUID
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from grove_auth.keys import share_token_secret
 from grove_cli import admin
 from grove_db.migrate import migrate
 
@@ -129,6 +130,11 @@ def cmd_dev_token(args: argparse.Namespace) -> None:
     print(devissuer.token(Path(_env("GROVE_DEV_ISSUER_KEY")), issuer, subject, claims))
 
 
+def cmd_secrets_share_token(args: argparse.Namespace) -> None:
+    """Print grove-share's one secret, derived from GROVE_SECRET_KEY (for its Secret)."""
+    print(share_token_secret(_env("GROVE_SECRET_KEY")))
+
+
 def cmd_dev(args: argparse.Namespace) -> None:
     from grove_cli.dev import run
 
@@ -201,6 +207,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--client", help="an OAuth client ID: print an agent token for MCP")
     p.add_argument("--subject", help="the identity (default: dev-owner)")
     p.set_defaults(func=cmd_dev_token)
+
+    secrets = commands.add_parser("secrets", help="secrets derived from GROVE_SECRET_KEY")
+    p = secrets.add_subparsers(required=True, metavar="secret").add_parser(
+        "share-token", help="print GROVE_SHARE_TOKEN_SECRET, all grove-share needs of it"
+    )
+    p.set_defaults(func=cmd_secrets_share_token)
 
     p = commands.add_parser("dev", help="run everything locally on the embedded PostgreSQL")
     p.set_defaults(func=cmd_dev)

@@ -29,6 +29,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from grove_auth.keys import share_token_secret
 from grove_cli import admin
 from grove_db import embedded
 from grove_db.migrate import migrate
@@ -170,7 +171,8 @@ def start_share(database: embedded.EmbeddedDatabase, **env: str) -> Running:
             "GROVE_SHARE_WORKERS": "1",
             "GROVE_SHARE_RATE_LIMIT_PER_IP_PER_MINUTE": "0",
             "GROVE_SHARE_RATE_LIMIT_PER_LINK_PER_MINUTE": "0",
-            "GROVE_SECRET_KEY": SECRET,
+            # As in production: the one key it needs, never the server secret.
+            "GROVE_SHARE_TOKEN_SECRET": share_token_secret(SECRET),
             **env,
         },
         r"Listening at: http://127\.0\.0\.1:(\d+)",

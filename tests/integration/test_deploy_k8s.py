@@ -75,6 +75,7 @@ SECRET_KEYS = frozenset(
         "share-database-url",
         "console-database-url",
         "secret-key",
+        "share-token-secret",
         "console-client-secret",
     }
 )
@@ -355,10 +356,11 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
         "api": {"GROVE_DATABASE_URL": "database-url", "GROVE_SECRET_KEY": "secret-key"},
         "mcp": {"GROVE_DATABASE_URL": "database-url", "GROVE_SECRET_KEY": "secret-key"},
         "worker": {"GROVE_DATABASE_URL": "database-url"},
-        # Its own role, never the runtime role's URL; the api's secret checks its links.
+        # Its own role, never the runtime role's URL; only the key its links are hashed
+        # with, never the server secret itself.
         "share": {
             "GROVE_SHARE_DATABASE_URL": "share-database-url",
-            "GROVE_SECRET_KEY": "secret-key",
+            "GROVE_SHARE_TOKEN_SECRET": "share-token-secret",
         },
         # Its own role too; the api's secret seals the sessions' tokens; the website's
         # client secret at the identity provider.

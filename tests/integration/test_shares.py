@@ -563,6 +563,17 @@ def test_an_owner_cannot_share_or_see_another_accounts_things(owner: Owner, stac
     assert error_of(refused)["code"] == "target_archived"
 
 
+def test_share_holds_only_the_key_its_links_are_hashed_with(stack: Stack) -> None:
+    # In production it refuses the server secret itself, and a key that does not match
+    # the server secret it is given alongside.
+    with pytest.raises(RuntimeError, match="must not hold GROVE_SECRET_KEY in production"):
+        start_share(stack.database, GROVE_ENV="production", GROVE_SECRET_KEY=SECRET)
+    with pytest.raises(RuntimeError, match="does not match GROVE_SECRET_KEY"):
+        start_share(stack.database, GROVE_SECRET_KEY=SECRET, GROVE_SHARE_TOKEN_SECRET="0" * 64)
+    with pytest.raises(RuntimeError, match="64 hex digits"):
+        start_share(stack.database, GROVE_SHARE_TOKEN_SECRET="not-hex")
+
+
 def test_per_address_and_per_link_limits(stack: Stack, owner: Owner) -> None:
     share = start_share(
         stack.database,

@@ -157,3 +157,13 @@ def revoke_key(conn: Conn, key_id: UUID) -> bool:
 def derive_secret(server_secret: str, purpose: str) -> bytes:
     """A purpose-specific key from the server secret (API key hashes, cursors, ...)."""
     return hmac.new(server_secret.encode(), purpose.encode(), hashlib.sha256).digest()
+
+
+def share_token_secret(server_secret: str) -> str:
+    """``GROVE_SHARE_TOKEN_SECRET``: the key share links are hashed with (hex), the one
+    secret grove-share needs (it never holds the server secret in production)."""
+    return derive_secret(server_secret, SHARE_TOKEN_PURPOSE).hex()
+
+
+#: The purpose of the key share links are hashed with (api stores, share looks up).
+SHARE_TOKEN_PURPOSE = "share-token"  # noqa: S105 (a purpose label, not a secret)

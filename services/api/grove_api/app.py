@@ -13,7 +13,7 @@ from grove_api.middleware import BearerAuth, RateLimiter
 from grove_api.settings import ApiSettings
 from grove_auth import devissuer
 from grove_auth.identity import ProviderTokens, provider_tokens
-from grove_auth.keys import derive_secret
+from grove_auth.keys import SHARE_TOKEN_PURPOSE, derive_secret
 from grove_db.pool import open_pool
 from grove_db.ratelimit import RateLimit
 from grove_memory.ask import init_metrics as init_ask_metrics
@@ -150,7 +150,7 @@ def deps_from(settings: ApiSettings) -> Deps:
         ),
         key_secret=derive_secret(secret, "api-key"),
         cursor_secret=derive_secret(secret, "cursor"),
-        share_secret=derive_secret(secret, "share-token"),
+        share_secret=derive_secret(secret, SHARE_TOKEN_PURPOSE),
         embedder=None if settings.embedding_profile == "disabled" else inference,
         tokens=provider_tokens(settings, settings.mcp_public_url, accept_owners=True),
         answerer=inference,

@@ -270,15 +270,15 @@ def create_app(settings: ShareSettings, deps: Deps) -> falcon.App:
 
 def deps_from(settings: ShareSettings) -> Deps:
     """Open the share role's pool and derive the secrets (one per worker process)."""
-    secret = settings.secret_key.get_secret_value()
+    token_secret = settings.token_secret()
     return Deps(
         pool=open_pool(
             settings.share_database_url,
             max_size=settings.share_db_pool_size,
             statement_timeout_ms=settings.share_db_statement_timeout_ms,
         ),
-        token_secret=derive_secret(secret, "share-token"),
-        cursor_secret=derive_secret(secret, "share-cursor"),
+        token_secret=bytes.fromhex(token_secret),
+        cursor_secret=derive_secret(token_secret, "share-cursor"),
         renderer=Renderer(settings.share_image_origins),
     )
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from grove_auth.keys import share_token_secret
 
 DEFAULT_PORT = 8082
 DEFAULT_METRICS_PORT = 9082
@@ -19,7 +21,11 @@ class ShareSettings(BaseSettings):
 
     #: grove-share's own database role: it may only call the public share functions.
     share_database_url: Annotated[str, Field(min_length=1)]
-    secret_key: Annotated[SecretStr, Field(min_length=32)]
+    #: The key share links are hashed with: ``grove secrets share-token`` prints it from
+    #: GROVE_SECRET_KEY. In development GROVE_SECRET_KEY itself may be given instead.
+    share_token_secret: SecretStr | None = None
+    secret_key: Annotated[SecretStr, Field(min_length=32)] | None = None
+    env: Literal["development", "production"] = "development"
     share_host: str = "127.0.0.1"
     share_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT
     share_workers: Annotated[int, Field(ge=1, le=64)] = 2
@@ -49,3 +55,31 @@ class ShareSettings(BaseSettings):
             if parts.scheme not in ("https", "http") or not parts.netloc or parts.path:
                 raise ValueError(f"{origin!r} is not an origin like https://images.example.com")
         return value
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> ShareSettings:
+        if self.env == "production" and self.secret_key is not None:
+            raise ValueError(
+                "grove-share must not hold GROVE_SECRET_KEY in production: give it"
+                " GROVE_SHARE_TOKEN_SECRET instead (grove secrets share-token prints it)"
+            )
+        if self.share_token_secret is None and self.secret_key is None:
+            raise ValueError("GROVE_SHARE_TOKEN_SECRET is required (grove secrets share-token)")
+        given = self.share_token_secret
+        if given is not None:
+            value = given.get_secret_value()
+            if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+                raise ValueError(
+                    "GROVE_SHARE_TOKEN_SECRET must be the 64 hex digits"
+                    " grove secrets share-token prints"
+                )
+            if self.secret_key and value != share_token_secret(self.secret_key.get_secret_value()):
+                raise ValueError("GROVE_SHARE_TOKEN_SECRET does not match GROVE_SECRET_KEY")
+        return self
+
+    def token_secret(self) -> str:
+        """The share-link key, hex (given, or derived from GROVE_SECRET_KEY)."""
+        if self.share_token_secret is not None:
+            return self.share_token_secret.get_secret_value()
+        assert self.secret_key is not None
+        return share_token_secret(self.secret_key.get_secret_value())

@@ -42,7 +42,7 @@ from tests.integration.conftest import (
     start_worker,
     wait_until,
 )
-from tests.integration.test_mcp import connect
+from tests.integration.test_mcp import MCP_ACCEPT, connect
 from tests.integration.test_mcp import error_of as tool_error
 
 ISSUER = "https://issuer.test"
@@ -752,6 +752,42 @@ def test_an_unapproved_client_is_told_where_to_get_approved(setup: Setup, oauth_
         if c["clientId"] == "claude-desktop"
     )
     assert agent["lastContactAt"] is not None  # agents' contact is shown like keys'
+
+
+def test_agent_tokens_must_carry_the_configured_scopes(
+    database: embedded.EmbeddedDatabase, provider: Provider, setup: Setup
+) -> None:
+    mcp = start_mcp(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            **provider.env(),
+            "GROVE_OIDC_AGENT_SCOPES": "grove:memory",
+        },
+        workers=1,
+    )
+    try:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "scoped", "version": "1"},
+            },
+        }
+
+        def status(**claims: Any) -> int:
+            headers = {**MCP_ACCEPT, "Authorization": f"Bearer {agent_token(setup, **claims)}"}
+            return requests.post(mcp.url, json=initialize, headers=headers, timeout=30).status_code
+
+        assert status() == 401
+        assert status(scope="openid profile") == 401
+        assert status(scope="openid grove:memory") == 200
+        assert status(scp=["grove:memory"]) == 200  # Entra ID and Okta's list
+    finally:
+        mcp.stop()
 
 
 def test_agent_tokens_for_another_audience_are_refused(setup: Setup, oauth_mcp: str) -> None:

@@ -41,6 +41,9 @@ class IdentitySettings(BaseSettings):
     #: The claim that names the person; ``oid`` on Entra ID, whose ``sub`` is per app.
     oidc_subject_claim: str = "sub"
     oidc_introspection_url: str | None = None
+    #: Scopes every agent token must carry (space-separated; none by default), read from
+    #: ``scope`` (a string) or ``scp`` (a list, as Entra ID and Okta name it).
+    oidc_agent_scopes: str = ""
     oidc_introspection_client_id: str | None = None
     oidc_introspection_client_secret: SecretStr | None = None
     website_origin: str | None = None
@@ -128,6 +131,7 @@ def provider_tokens(
         settings.website_origin,
         settings.oidc_provisioning,
         settings.oidc_subject_claim,
+        frozenset(settings.oidc_agent_scopes.split()),
     )
     owners = None
     if accept_owners and settings.oidc_audience:

@@ -50,6 +50,8 @@ class AgentConfig:
     website_origin: str
     provisioning: Literal["off", "personal"] = "off"
     subject_claim: str = "sub"
+    #: Scopes the token must carry (``GROVE_OIDC_AGENT_SCOPES``).
+    scopes: frozenset[str] = frozenset()
 
 
 def verify_agent_token(config: AgentConfig, jwks: Jwks, token: str) -> dict[str, Any]:
@@ -65,7 +67,21 @@ def check_agent_claims(config: AgentConfig, claims: dict[str, Any]) -> dict[str,
     subject_of(claims, config.subject_claim)
     if client_of(claims) is None:
         raise AuthError("token names no OAuth client")
+    missing = config.scopes - scopes_of(claims)
+    if missing:
+        raise AuthError(f"token lacks the scope {' '.join(sorted(missing))}")
     return claims
+
+
+def scopes_of(claims: dict[str, Any]) -> set[str]:
+    """A token's scopes: RFC 9068 ``scope`` (space-separated) or a ``scp`` list."""
+    scope, scp = claims.get("scope"), claims.get("scp")
+    found = set(scope.split()) if isinstance(scope, str) else set()
+    if isinstance(scp, list):
+        found |= {s for s in scp if isinstance(s, str)}
+    elif isinstance(scp, str):
+        found |= set(scp.split())
+    return found
 
 
 def agent_principal(

@@ -23,6 +23,7 @@ from uuid import UUID
 import requests
 
 from grove_auth import devissuer
+from grove_auth.private_files import write_private
 from grove_cli import admin
 from grove_db import embedded
 from grove_db.migrate import migrate
@@ -184,8 +185,7 @@ def _script(name: str) -> str:
 def _secret() -> str:
     path = STATE_DIR / "secret"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
+        write_private(path, secrets.token_urlsafe(48).encode(), replace=False)
     return path.read_text().strip()
 
 
@@ -200,10 +200,8 @@ def _demo_key(migration_url: str, secret: str) -> str:
     issued = admin.create_key(
         migration_url, secret, account_id, "demo", personal=True, all_projects=True
     )
-    path.write_text(
-        json.dumps({"accountId": str(account_id), "keyId": str(issued.id), "key": issued.key})
-    )
-    path.chmod(0o600)
+    demo = {"accountId": str(account_id), "keyId": str(issued.id), "key": issued.key}
+    write_private(path, json.dumps(demo).encode())
     return issued.key
 
 
@@ -226,9 +224,7 @@ def _write_env(urls: dict[str, str], db: embedded.EmbeddedDatabase) -> None:
         f"GROVE_MIGRATION_DATABASE_URL='{db.migration_url}'",
         f"GROVE_SECRET_KEY={_secret()}",
     ]
-    path = STATE_DIR / "dev.env"
-    path.write_text("\n".join(lines) + "\n")
-    path.chmod(0o600)
+    write_private(STATE_DIR / "dev.env", ("\n".join(lines) + "\n").encode())
 
 
 def _banner(api_url: str, mcp_url: str, share_url: str, console_url: str, key: str) -> None:

@@ -8,7 +8,6 @@ RSA key lives under ``.grove/``; grove-api serves the public half as a JWKS, and
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from grove_auth.private_files import write_private
 
 KID = "grove-dev-1"
 #: The issuer is ``{api}/dev-issuer``; grove-api serves its discovery document and keys.
@@ -43,16 +44,7 @@ def load_or_create_key(path: Path) -> rsa.RSAPrivateKey:
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
-        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(pem)
-        try:
-            os.link(temporary, path)  # fails if another process got there first
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink()
+        write_private(path, pem, replace=False)
     loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
     assert isinstance(loaded, rsa.RSAPrivateKey)
     return loaded

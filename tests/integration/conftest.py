@@ -258,6 +258,7 @@ def start_mcp(env: dict[str, str], workers: int = 2, port: int | None = None) ->
             "GROVE_MCP_PORT": str(port),
             "GROVE_MCP_METRICS_PORT": "0",
             "GROVE_MCP_RATE_LIMIT_PER_MINUTE": "0",  # tests of the limit set their own
+            "GROVE_MCP_FAILED_AUTH_LIMIT_PER_MINUTE": "0",
             "GROVE_SECRET_KEY": SECRET,
             "GROVE_MCP_WORKERS": "2",
             **env,

@@ -1008,6 +1008,7 @@ def test_opaque_agent_tokens_are_checked_by_introspection(
             "GROVE_OIDC_INTROSPECTION_URL": introspector.url,
             "GROVE_OIDC_INTROSPECTION_CLIENT_ID": "grove",
             "GROVE_OIDC_INTROSPECTION_CLIENT_SECRET": "grove-secret",
+            "GROVE_MCP_WORKERS": "1",  # inactive tokens are remembered per process
         },
         workers=1,
     )
@@ -1046,9 +1047,18 @@ def test_opaque_agent_tokens_are_checked_by_introspection(
         )
         assert refused.status_code == 401
 
+        # A token the provider called inactive stays refused (it is remembered a minute;
+        # tokens never come back to life); a fresh one for the same client is asked about.
+        renewed = f"opaque-{uuid.uuid4().hex}"
+        introspector.tokens[renewed] = {**introspector.tokens[opaque], "active": True}
         introspector.tokens[opaque]["active"] = True
+        asked = len(introspector.authorizations)
+        again = requests.post(
+            mcp.url, json={}, headers={"Authorization": f"Bearer {opaque}"}, timeout=10
+        )
+        assert again.status_code == 401 and len(introspector.authorizations) == asked
         introspector.up = False
-        down = tool_error(mcp_call(mcp.url, opaque, "recall", {}))
+        down = tool_error(mcp_call(mcp.url, renewed, "recall", {}))
         assert down["code"] == "auth_provider_unavailable"
     finally:
         mcp.stop()

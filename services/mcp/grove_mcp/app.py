@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -229,6 +230,64 @@ class RateLimited:
         await self.app(scope, receive, send)
 
 
+class FailureMeter:
+    """Meter the requests to /mcp that fail authentication (401) or find the provider
+    unavailable (503), per client address, counted across replicas: past ``limit`` a
+    minute, an address is answered 429 before any token is verified, until its window
+    ends (each process learns it from its own next failure, so at most one more failure
+    per process gets through). Authenticated traffic never counts here."""
+
+    def __init__(self, app: ASGIApp, pool: ConnectionPool, limit: RateLimit) -> None:
+        self.app = app
+        self.pool = pool
+        self.limit = limit
+        self._blocked: dict[str, float] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != MCP_PATH or self.limit.limit <= 0:
+            await self.app(scope, receive, send)
+            return
+        address = (scope.get("client") or ("unknown", 0))[0]
+        until = self._blocked.get(address)
+        if until is not None and until > time.monotonic():
+            wait = max(1, int(until - time.monotonic()) + 1)
+            await self._refuse(scope, receive, send, wait)
+            return
+
+        async def watch(message: Message) -> None:
+            # Counted before the answer leaves, so the next request already sees it.
+            if message["type"] == "http.response.start" and message["status"] in (401, 503):
+                wait = await anyio.to_thread.run_sync(
+                    self.limit.hit, self.pool, f"mcp-failed:{address}"
+                )
+                if wait is not None:
+                    self._block(address, wait)
+            await send(message)
+
+        await self.app(scope, receive, watch)
+
+    def _block(self, address: str, wait: int) -> None:
+        now = time.monotonic()
+        if len(self._blocked) > MAX_BLOCKED:
+            self._blocked = {a: t for a, t in self._blocked.items() if t > now}
+        self._blocked[address] = now + wait
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, wait: int) -> None:
+        metrics.RATE_LIMITED.labels(metrics.service()).inc()
+        request_id = REQUEST_ID.get() or uuid.uuid4().hex
+        message = self.limit.refusal(wait, "failed sign-ins from this address")
+        response = JSONResponse(
+            error_envelope("rate_limited", message, request_id),
+            status_code=429,
+            headers={"Retry-After": str(wait)},
+        )
+        await response(scope, receive, send)
+
+
+#: Addresses a process remembers as blocked, at most (expired ones are dropped first).
+MAX_BLOCKED = 10_000
+
+
 class DescribeClient:
     """Keep what an unapproved client says it is, for the owner's approval page.
 
@@ -429,7 +488,10 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
                 RateLimit(settings.account_rate_limit_per_minute),
             )
     known = [getattr(route, "path", "") for route in starlette_app.routes]
-    cors = Cors(starlette_app, settings.mcp_allowed_origins, [MCP_PATH, METADATA_PATH])
+    metered = FailureMeter(
+        starlette_app, store.pool, RateLimit(settings.mcp_failed_auth_limit_per_minute)
+    )
+    cors = Cors(metered, settings.mcp_allowed_origins, [MCP_PATH, METADATA_PATH])
     return AsgiTelemetry(cors, known)
 
 

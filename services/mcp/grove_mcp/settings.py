@@ -45,6 +45,9 @@ class McpSettings(IdentitySettings):
     metrics_host: str = "127.0.0.1"
     #: Requests per minute per credential, across all replicas (0: no limit).
     mcp_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 600
+    #: Requests to /mcp per client address per minute that fail authentication (401) or
+    #: find the provider unavailable (503); past it the address gets 429 (0: no limit).
+    mcp_failed_auth_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 120
     #: Requests per minute per account, all its credentials together, api and mcp counted
     #: in one bucket across all replicas (0: no limit).
     account_rate_limit_per_minute: Annotated[int, Field(ge=0, le=10_000_000)] = 3000

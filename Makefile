@@ -42,7 +42,7 @@ bench-scale: $(STAMP) ## embedding throughput, recall latency, export memory, lo
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy libs
+	$(BIN)/mypy libs services cli tools bench
 
 fmt: $(STAMP) ## format the code
 	$(BIN)/ruff format .

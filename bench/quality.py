@@ -97,7 +97,7 @@ def ingest(api_url: str, key: str, sample_id: str, turns: list[Turn], threads: i
 
     def save(turn: Turn) -> None:
         http = session(local, key)
-        body = {
+        body: dict[str, Any] = {
             "content": turn.content,
             "kind": "fact",
             "provenance": {
@@ -114,7 +114,7 @@ def ingest(api_url: str, key: str, sample_id: str, turns: list[Turn], threads: i
 
 def ranked_turns(http: requests.Session, api_url: str, query: str, mode: str) -> list[str]:
     """The dia_ids of the top 50 search results, best first."""
-    body = {"query": query, "limit": 50, "sort": "relevance", "mode": mode}
+    body: dict[str, Any] = {"query": query, "limit": 50, "sort": "relevance", "mode": mode}
     response = http.post(f"{api_url}/v1/memories/search", json=body, timeout=60)
     response.raise_for_status()
     refs = [item["memory"]["provenance"]["sourceRef"] for item in response.json()["data"]["items"]]

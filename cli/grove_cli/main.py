@@ -30,7 +30,8 @@ def _role(given: str | None, setting: str, url_setting: str) -> str | None:
     """A role named on the command line, by its setting, or as the user of its URL."""
     role = given or os.environ.get(setting)
     if not role and os.environ.get(url_setting):
-        role = conninfo_to_dict(os.environ[url_setting]).get("user")
+        user = conninfo_to_dict(os.environ[url_setting]).get("user")
+        role = str(user) if user else None
     return role
 
 

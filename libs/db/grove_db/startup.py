@@ -27,7 +27,7 @@ S = TypeVar("S")
 
 
 def checked_settings(
-    service: str, load: Callable[[], S], check: Callable[[S], object] | None = None
+    service: str, load: Callable[..., S], check: Callable[[S], object] | None = None
 ) -> S:
     """Load the settings and check the database role the service will connect as.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import falcon
 from psycopg_pool import ConnectionPool
@@ -40,26 +41,25 @@ class Deps:
     answerer: InferenceClient | None = None
 
 
-def create_app(settings: ApiSettings, deps: Deps) -> falcon.App:
+def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     """Build the Falcon app: middleware, error envelopes and every /v1 route."""
-    app = falcon.App(
-        middleware=[
-            RequestId(),
-            FalconTelemetry(),
-            BearerAuth(deps.pool, deps.key_secret, deps.tokens),
-            RateLimiter(
-                deps.pool,
-                RateLimit(settings.api_rate_limit_per_minute),
-                RateLimit(settings.account_rate_limit_per_minute),
-                "api",
-            ),
-            ask.AskLimiter(
-                deps.pool,
-                settings.ask_rate_limit_per_minute,
-                settings.ask_max_concurrent_per_account,
-            ),
-        ]
-    )
+    middleware: list[Any] = [
+        RequestId(),
+        FalconTelemetry(),
+        BearerAuth(deps.pool, deps.key_secret, deps.tokens),
+        RateLimiter(
+            deps.pool,
+            RateLimit(settings.api_rate_limit_per_minute),
+            RateLimit(settings.account_rate_limit_per_minute),
+            "api",
+        ),
+        ask.AskLimiter(
+            deps.pool,
+            settings.ask_rate_limit_per_minute,
+            settings.ask_max_concurrent_per_account,
+        ),
+    ]
+    app = falcon.App(middleware=middleware)
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
     store = Store(
@@ -157,7 +157,7 @@ def deps_from(settings: ApiSettings) -> Deps:
     )
 
 
-def get_app() -> falcon.App:
+def get_app() -> falcon.App[falcon.Request, falcon.Response]:
     """gunicorn's target: settings from the environment, a fresh pool per worker."""
     settings = ApiSettings()  # type: ignore[call-arg]
     configure_logging("api")

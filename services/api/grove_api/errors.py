@@ -37,7 +37,7 @@ FALCON_CODES = {
 }
 
 
-def install(app: falcon.App) -> None:
+def install(app: falcon.App[falcon.Request, falcon.Response]) -> None:
     """Register the handlers that turn every exception into an error envelope."""
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _falcon_error)
@@ -59,7 +59,7 @@ def _respond(
     details: list[FieldError] | None = None,
 ) -> None:
     resp.status = status
-    resp.media = error_envelope(code, message, req.context.get("request_id", "-"), details)
+    resp.media = error_envelope(code, message, str(req.context.get("request_id", "-")), details)
 
 
 def _domain(req: falcon.Request, resp: falcon.Response, ex: Any, params: dict[str, Any]) -> None:
@@ -87,7 +87,7 @@ def _validation(
 def _falcon_error(
     req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError, params: dict[str, Any]
 ) -> None:
-    for name, value in (ex.headers or {}).items():
+    for name, value in dict(ex.headers or {}).items():
         resp.set_header(name, value)
     status = ex.status_code
     code = FALCON_CODES.get(status, "internal" if status >= 500 else "validation_error")

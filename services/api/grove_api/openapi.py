@@ -671,7 +671,7 @@ RESPONSE_HEADERS = {
 CONVERTER = re.compile(r"{(\w+)(?::(\w+))?}")
 
 
-def served(app: falcon.App) -> set[tuple[str, str]]:
+def served(app: falcon.App[falcon.Request, falcon.Response]) -> set[tuple[str, str]]:
     """``(METHOD, URI template)`` of every responder registered on ``app``."""
     return {
         (method.method, route.path)
@@ -877,7 +877,7 @@ class OpenApi:
     only under some settings (the dev issuer's keys) is documented only where served.
     """
 
-    def __init__(self, app: falcon.App) -> None:
+    def __init__(self, app: falcon.App[falcon.Request, falcon.Response]) -> None:
         self._app = app
 
     @cached_property

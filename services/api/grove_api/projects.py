@@ -221,7 +221,11 @@ class MemoryRetrieve(PoolResource):
 
 
 def add_routes(
-    app: falcon.App, pool: ConnectionPool, key_secret: bytes, enabled: bool, max_body: int
+    app: falcon.App[falcon.Request, falcon.Response],
+    pool: ConnectionPool,
+    key_secret: bytes,
+    enabled: bool,
+    max_body: int,
 ) -> None:
     """Register every ``/v1/orgs`` route."""
     owner = (pool, key_secret, max_body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
+from typing import cast
 from uuid import UUID
 
 import falcon
@@ -251,8 +252,8 @@ class SubtreeAction(Resource):
             self.store,
             req.context.principal,
             notebook_id,
-            action,
-            body.fingerprint,  # type: ignore[arg-type]
+            cast(subtrees.Action, action),
+            body.fingerprint,
         )
         _ok(resp, done)
 

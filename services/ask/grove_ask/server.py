@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -27,7 +27,13 @@ MAX_EVIDENCE_CHARS = 6000
 SERVICE_NAME = "grove.inference.v1.Inference"
 
 
-class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[misc]
+def abort(context: grpc.ServicerContext, code: grpc.StatusCode, details: str) -> NoReturn:
+    """End the call with ``code`` (``context.abort`` raises; this says so to the reader)."""
+    context.abort(code, details)
+    raise AssertionError("context.abort returned")
+
+
+class InferenceService(inference_pb2_grpc.InferenceServicer):
     """Embeds texts with the one configured profile; answers with the configured generator."""
 
     def __init__(
@@ -41,8 +47,9 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
         problem = _invalid(request)
         if problem:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
-        if self._batcher is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "disabled: embeddings are disabled")
+        batcher = self._batcher
+        if batcher is None:
+            abort(context, grpc.StatusCode.FAILED_PRECONDITION, "disabled: embeddings are disabled")
         if request.profile and request.profile != self._profile:
             context.abort(
                 grpc.StatusCode.NOT_FOUND,
@@ -50,7 +57,7 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
             )
         remaining = context.time_remaining()
         try:
-            vectors = self._batcher.embed(list(request.texts), timeout=remaining)
+            vectors = batcher.embed(list(request.texts), timeout=remaining)
         except concurrent.futures.TimeoutError:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "timeout: embedding took too long")
         except ProviderError as ex:
@@ -60,7 +67,7 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
                 else grpc.StatusCode.UNAVAILABLE
             )
             context.abort(code, str(ex))
-        dimensions = self._batcher.provider.dimensions
+        dimensions = batcher.provider.dimensions
         return inference_pb2.EmbedResponse(
             profile=self._profile,
             dimensions=dimensions,
@@ -71,8 +78,9 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
         problem = _invalid_answer(request)
         if problem:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
-        if self._generator is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "disabled: answering is disabled")
+        generator = self._generator
+        if generator is None:
+            abort(context, grpc.StatusCode.FAILED_PRECONDITION, "disabled: answering is disabled")
         evidence = [Evidence(e.note_id, e.version, e.content) for e in request.evidence]
         markdown = request.format == inference_pb2.MARKDOWN
         # gRPC runs the callback when the call ends: cancelled, past its deadline or done;
@@ -81,7 +89,7 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):  # type: ignore[mi
         if not context.add_callback(cancellation.cancel):
             cancellation.cancel()  # the call has already ended
         try:
-            answer = self._generator.answer(
+            answer = generator.answer(
                 request.question,
                 list(request.previous_questions),
                 evidence,
@@ -168,7 +176,7 @@ def create_server(
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )
-    inference_pb2_grpc.add_InferenceServicer_to_server(
+    inference_pb2_grpc.add_InferenceServicer_to_server(  # type: ignore[no-untyped-call]
         InferenceService(batcher, settings.embedding_profile, _generator(settings, batcher)),
         server,
     )

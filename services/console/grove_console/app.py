@@ -105,8 +105,9 @@ class SessionAndHeaders:
             resp.set_header("Cache-Control", "no-store")
 
 
-def create_app(deps: Deps) -> falcon.App:
-    app = falcon.App(middleware=[RequestId(), FalconTelemetry(), SessionAndHeaders(deps)])
+def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
+    middleware: list[Any] = [RequestId(), FalconTelemetry(), SessionAndHeaders(deps)]
+    app = falcon.App(middleware=middleware)
     app.resp_options.secure_cookies_by_default = deps.settings.secure_cookies
     page = deps
 
@@ -204,7 +205,7 @@ def deps_from(settings: ConsoleSettings) -> Deps:
     )
 
 
-def get_app() -> falcon.App:
+def get_app() -> falcon.App[falcon.Request, falcon.Response]:
     """The gunicorn workers' target: settings from the environment."""
     settings = ConsoleSettings()  # type: ignore[call-arg]
     configure_logging("console")

@@ -9,7 +9,7 @@ from pathlib import Path
 import falcon
 
 from grove_auth import devissuer
-from grove_auth.provider import ProviderUnavailable
+from grove_auth.errors import ProviderUnavailable
 from grove_console import signin
 from grove_console.page import Page, now, one, safe_next, set_cookie
 from grove_console.sessions import COOKIE, session_end

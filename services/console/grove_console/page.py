@@ -12,7 +12,7 @@ from uuid import UUID
 import falcon
 from jinja2 import Environment
 
-from grove_auth.provider import ProviderUnavailable
+from grove_auth.errors import ProviderUnavailable
 from grove_console import signin
 from grove_console.api import Api, SignedOut
 from grove_console.sessions import COOKIE, Session, SessionStore

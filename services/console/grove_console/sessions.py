@@ -16,6 +16,7 @@ import os
 import secrets
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -98,7 +99,7 @@ class SessionStore:
             row = conn.execute(
                 "SELECT grove_console_session_get(%s) AS sealed", (_hash(cookie),)
             ).fetchone()
-        sealed = row["sealed"] if row else None
+        sealed = cast(dict[str, Any], row)["sealed"] if row else None  # a dict_row pool
         if sealed is None:
             return None
         try:

@@ -25,7 +25,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CLIENT_INFO_META_KEY
 from psycopg_pool import ConnectionPool
-from pydantic import ValidationError
+from pydantic import AnyHttpUrl, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -174,12 +174,12 @@ class ToolRunner:
             return failure("validation_error", "the arguments are not valid", request_id, details)
         except (ServiceError, DatabaseError, GrantError) as ex:
             message = getattr(ex, "message", str(ex))
-            details = getattr(ex, "details", None)
+            given = getattr(ex, "details", None)
             return failure(
                 ex.code,
                 message,
                 request_id,
-                details if isinstance(details, list) else None,
+                given if isinstance(given, list) else None,
                 extra=getattr(ex, "extra", None),
             )
         except Exception as ex:  # reported to the caller without internals
@@ -433,7 +433,7 @@ class Cors:
         return headers
 
 
-def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int) -> ASGIApp:
+def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int) -> AsgiTelemetry:
     """Build the ASGI app: /mcp (authenticated), the resource metadata, health probes."""
     runner = ToolRunner(
         store,
@@ -460,10 +460,10 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
             allowed_origins=LOCAL_ORIGINS + settings.mcp_allowed_origins,
         ),
         auth=AuthSettings(
-            issuer_url=(
+            issuer_url=AnyHttpUrl(
                 settings.mcp_issuer_url or settings.oidc_issuer or public_url.rsplit("/mcp", 1)[0]
             ),
-            resource_server_url=public_url,
+            resource_server_url=AnyHttpUrl(public_url),
             # API keys carry no audience; the verifier checks them against the database.
             validate_token_resource=False,
         ),
@@ -534,7 +534,7 @@ def store_from(settings: McpSettings) -> Store:
     )
 
 
-def get_app() -> ASGIApp:
+def get_app() -> AsgiTelemetry:
     """The uvicorn workers' target: settings from the environment."""
     settings = McpSettings()  # type: ignore[call-arg]
     configure_logging("mcp")

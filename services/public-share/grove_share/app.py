@@ -212,7 +212,7 @@ def _respond(req: falcon.Request, resp: falcon.Response, error: PublicError) -> 
     if error.retry_after is not None:
         resp.set_header("Retry-After", str(error.retry_after))
     if wants_json(req) or req.path in ("/healthz", "/readyz"):
-        request_id = req.context.get("request_id", "-")
+        request_id = str(req.context.get("request_id", "-"))
         resp.media = error_envelope(error.code, error.message, request_id)
         return
     resp.content_type = falcon.MEDIA_HTML
@@ -249,11 +249,14 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception, param
     _respond(req, resp, PublicError(500, "internal", "Something went wrong on our side."))
 
 
-def create_app(settings: ShareSettings, deps: Deps) -> falcon.App:
+def create_app(settings: ShareSettings, deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     """Build the Falcon app: middleware, error pages and the share routes."""
-    app = falcon.App(
-        middleware=[RequestId(), FalconTelemetry(), SecurityHeaders(settings.share_image_origins)]
-    )
+    middleware: list[Any] = [
+        RequestId(),
+        FalconTelemetry(),
+        SecurityHeaders(settings.share_image_origins),
+    ]
+    app = falcon.App(middleware=middleware)
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _falcon_error)
@@ -283,7 +286,7 @@ def deps_from(settings: ShareSettings) -> Deps:
     )
 
 
-def get_app() -> falcon.App:
+def get_app() -> falcon.App[falcon.Request, falcon.Response]:
     """gunicorn's target: settings from the environment, a fresh pool per worker."""
     settings = ShareSettings()  # type: ignore[call-arg]
     configure_logging("share")

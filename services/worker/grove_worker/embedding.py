@@ -77,7 +77,7 @@ class Policy:
     def delay(self, attempts: int) -> float:
         """Seconds before attempt ``attempts + 1``: doubled each time, jittered ±50%."""
         base = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (attempts - 1))
-        return base * (0.5 + random.random())  # noqa: S311 - jitter, not cryptography
+        return float(base * (0.5 + random.random()))  # noqa: S311 - jitter, not cryptography
 
 
 @dataclass

@@ -43,7 +43,7 @@ logger = logging.getLogger("grove.worker")
 
 def log(event: str, **fields: object) -> None:
     """One structured log line (identifiers and counts only)."""
-    log_event(logger, event, **fields)
+    log_event(logger, event, logging.INFO, **fields)
 
 
 class Worker:

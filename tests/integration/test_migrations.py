@@ -6,7 +6,7 @@ import threading
 
 import psycopg
 
-from grove_db import embedded
+from grove_db import embedded, schema
 from grove_db.migrate import available_migrations, migrate
 
 TENANT_TABLES = {
@@ -124,3 +124,13 @@ def test_every_org_table_has_org_id(database: embedded.EmbeddedDatabase) -> None
             )
         }
     assert tables == ORG_TABLES - {"orgs"}
+
+
+def test_the_migrations_produce_exactly_the_reference_schema(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    # libs/db/grove_db/schema.sql is the schema in one file; after changing a migration,
+    # regenerate it: python -m grove_db.schema
+    assert schema.fresh_dump(database) == schema.REFERENCE.read_text(), (
+        "the migrations no longer produce schema.sql: run python -m grove_db.schema"
+    )

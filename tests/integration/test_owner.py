@@ -1065,6 +1065,44 @@ def test_opaque_agent_tokens_are_checked_by_introspection(
         introspector.close()
 
 
+def test_agent_jwts_can_be_checked_for_liveness_by_introspection(
+    database: embedded.EmbeddedDatabase, provider: Provider, setup: Setup
+) -> None:
+    introspector = Introspector()
+    mcp = start_mcp(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            **provider.env(),
+            "GROVE_OIDC_INTROSPECTION_URL": introspector.url,
+            "GROVE_OIDC_INTROSPECTION_CLIENT_ID": "grove",
+            "GROVE_OIDC_INTROSPECTION_CLIENT_SECRET": "grove-secret",
+            "GROVE_OIDC_INTROSPECT_AGENT_JWTS": "true",
+        },
+        workers=1,
+    )
+    try:
+
+        def status(token: str) -> int:
+            headers = {**MCP_ACCEPT, "Authorization": f"Bearer {token}"}
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            return requests.post(mcp.url, json=body, headers=headers, timeout=30).status_code
+
+        live = agent_token(setup, client_id="jwt-agent", jti=uuid.uuid4().hex)
+        introspector.tokens[live] = {"active": True}
+        assert status(live) == 200
+        revoked = agent_token(setup, client_id="jwt-agent", jti=uuid.uuid4().hex)
+        assert status(revoked) == 401  # signed and unexpired, but not active any more
+        # While the provider cannot say, tools answer that (never a login loop).
+        introspector.up = False
+        unknown = agent_token(setup, client_id="jwt-agent")
+        down = tool_error(mcp_call(mcp.url, unknown, "recall", {}))
+        assert down["code"] == "auth_provider_unavailable"
+    finally:
+        mcp.stop()
+        introspector.close()
+
+
 def test_an_owner_cannot_touch_another_accounts_connections(
     setup: Setup, database: embedded.EmbeddedDatabase, owner_api: Running
 ) -> None:

@@ -46,6 +46,9 @@ class IdentitySettings(BaseSettings):
     oidc_agent_scopes: str = ""
     oidc_introspection_client_id: str | None = None
     oidc_introspection_client_secret: SecretStr | None = None
+    #: Also introspect agents' JWTs (after their signature checks), so a token the provider
+    #: revoked stops at once rather than at its expiry; needs the introspection client.
+    oidc_introspect_agent_jwts: bool = False
     website_origin: str | None = None
     #: Removed (it was only the MCP resource's origin); set, it stops start-up.
     api_origin: str | None = None
@@ -63,6 +66,10 @@ class IdentitySettings(BaseSettings):
             raise ValueError("GROVE_DEV_AUTH must not be enabled when GROVE_ENV=production")
         if bool(self.oidc_introspection_client_id) != bool(self.oidc_introspection_client_secret):
             raise ValueError("GROVE_OIDC_INTROSPECTION_CLIENT_ID and _SECRET are needed together")
+        if self.oidc_introspect_agent_jwts and not self.oidc_introspection_client_id:
+            raise ValueError(
+                "GROVE_OIDC_INTROSPECT_AGENT_JWTS needs GROVE_OIDC_INTROSPECTION_CLIENT_ID/_SECRET"
+            )
         return self
 
     def discovery(self) -> Discovery | None:
@@ -91,12 +98,16 @@ class ProviderTokens:
     agents: AgentConfig
     owners: OidcConfig | None
     introspection: Introspection | None
+    #: Introspect agents' JWTs too (liveness: a revoked token stops at once).
+    introspect_agent_jwts: bool = False
 
     def principal(self, pool: ConnectionPool, token: str) -> Principal:
         """The principal of a provider token; ``AuthError`` if it is not valid here."""
         if token.count(".") == 2:
             if self.agents.audience in _unverified_audiences(token) or self.owners is None:
                 claims = verify_agent_token(self.agents, self.jwks, token)
+                if self.introspect_agent_jwts and self.introspection is not None:
+                    self.introspection.claims(token)  # still active at the provider
                 return agent_principal(pool, self.agents, claims)
             claims = verify_owner_token(self.owners, self.jwks, token)
             return owner_principal(pool, self.owners, claims)
@@ -144,7 +155,14 @@ def provider_tokens(
             settings.oidc_subject_claim,
         )
     jwks = Jwks(lambda: discovery.endpoint("jwks_uri"))
-    return ProviderTokens(discovery, jwks, agents, owners, settings.introspection(discovery))
+    return ProviderTokens(
+        discovery,
+        jwks,
+        agents,
+        owners,
+        settings.introspection(discovery),
+        settings.oidc_introspect_agent_jwts,
+    )
 
 
 def check_identity(settings: IdentitySettings, mcp_resource: str) -> list[str]:

@@ -25,7 +25,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CLIENT_INFO_META_KEY
 from psycopg_pool import ConnectionPool
-from pydantic import AnyHttpUrl, ValidationError
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -450,6 +450,7 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
         on_call_tool=runner.call_tool,
     )
     public_url = settings.public_url(port)
+    issuer = settings.mcp_issuer_url or settings.oidc_issuer or public_url.rsplit("/mcp", 1)[0]
     starlette_app = server.streamable_http_app(
         stateless_http=True,
         json_response=True,
@@ -460,10 +461,10 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
             allowed_origins=LOCAL_ORIGINS + settings.mcp_allowed_origins,
         ),
         auth=AuthSettings(
-            issuer_url=AnyHttpUrl(
-                settings.mcp_issuer_url or settings.oidc_issuer or public_url.rsplit("/mcp", 1)[0]
-            ),
-            resource_server_url=AnyHttpUrl(public_url),
+            # Strings, validated by the SDK's own settings: AnyHttpUrl(...) here would add a
+            # trailing slash to a bare origin, and clients compare the issuer exactly.
+            issuer_url=issuer,  # type: ignore[arg-type]
+            resource_server_url=public_url,  # type: ignore[arg-type]
             # API keys carry no audience; the verifier checks them against the database.
             validate_token_resource=False,
         ),

@@ -17,13 +17,13 @@ from grove_console.page import Fields, Page, int_field, notice, one
 KINDS = ("fact", "preference", "decision", "solution", "handoff")
 PAGE_SIZE = 50
 NOTE_DONE = {
+    "created": "Note saved.",
     "edited": "Saved as a new revision.",
     "archived": "Archived: it left search and recall, and can be restored here.",
     "unarchived": "Restored from the archive.",
     "reverted": "The earlier revision was saved as the newest one (nothing was lost).",
 }
 LIST_DONE = {
-    "created": "Note saved.",
     "forgotten": "The note was forgotten for good.",
     "notebook": "Notebook created.",
     "archive": "The notebook and everything in it were archived.",
@@ -150,7 +150,6 @@ class Note(Page):
         memory = self.call(req, "GET", f"/v1/memories/{memory_id}")
         revisions = self.call(req, "GET", f"/v1/memories/{memory_id}/revisions")
         notebooks = self.notebooks(req)
-        done = notice(req, NOTE_DONE | {"created": "Note saved."})
         self.render(
             req,
             resp,
@@ -165,7 +164,7 @@ class Note(Page):
             kinds=KINDS,
             conflict=conflict,
             draft={k: one(draft, k) for k in ("content", "kind", "notebook")} if draft else None,
-            notice=done,
+            notice=notice(req, NOTE_DONE),
         )
 
 

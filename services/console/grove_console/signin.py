@@ -114,38 +114,37 @@ class Provider:
             raise SignInFailed(f"the identity provider refused the sign-in: {detail}")
         if not hmac.compare_digest(str(params.get("state", "")), str(pending["state"])):
             raise SignInFailed("the sign-in answer does not match this browser's request")
-        try:
-            token: dict[str, Any] = self._client().fetch_token(
-                self.discovery.endpoint("token_endpoint"),
-                grant_type="authorization_code",
-                code=params.get("code", ""),
-                code_verifier=pending["verifier"],
-                resource=self.audience,
-                timeout=10,
-            )
-        except (OAuth2Error, OAuthError) as ex:
-            raise SignInFailed(f"the identity provider refused the code: {ex.error}") from ex
-        except requests.RequestException as ex:
-            raise SignInFailed(f"the identity provider cannot be reached: {ex}") from ex
+        token = self._token(
+            "refused the code",
+            grant_type="authorization_code",
+            code=params.get("code", ""),
+            code_verifier=pending["verifier"],
+        )
         return self._signed_in(token, self._person(token.get("id_token"), pending["nonce"]))
 
     def refresh(self, refresh_token: str, subject: str) -> SignedIn:
         """A new access token for the API from the session's refresh token."""
-        try:
-            token: dict[str, Any] = self._client().fetch_token(
-                self.discovery.endpoint("token_endpoint"),
-                grant_type="refresh_token",
-                refresh_token=refresh_token,
-                resource=self.audience,
-                timeout=10,
-            )
-        except (OAuth2Error, OAuthError) as ex:
-            raise SignInFailed(f"the identity provider refused to renew: {ex.error}") from ex
-        except requests.RequestException as ex:
-            raise SignInFailed(f"the identity provider cannot be reached: {ex}") from ex
+        grant = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        token = self._token("refused to renew", **grant)
         renewed = self._signed_in(token, subject)
         # Without a new one (no rotation), the refresh token stays valid.
         return renewed if renewed.refresh_token else replace(renewed, refresh_token=refresh_token)
+
+    def _token(self, refused: str, **grant: str) -> dict[str, Any]:
+        """The token endpoint's answer to ``grant`` (for the API: ``resource``), or
+        ``SignInFailed`` saying the provider ``refused`` it, or cannot be reached."""
+        try:
+            token: dict[str, Any] = self._client().fetch_token(
+                self.discovery.endpoint("token_endpoint"),
+                resource=self.audience,
+                timeout=10,
+                **grant,
+            )
+        except (OAuth2Error, OAuthError) as ex:
+            raise SignInFailed(f"the identity provider {refused}: {ex.error}") from ex
+        except requests.RequestException as ex:
+            raise SignInFailed(f"the identity provider cannot be reached: {ex}") from ex
+        return token
 
     @staticmethod
     def _signed_in(token: dict[str, Any], subject: str) -> SignedIn:

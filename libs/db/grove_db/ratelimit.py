@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from psycopg_pool import ConnectionPool
 
@@ -42,9 +42,13 @@ class RateLimit:
             row = conn.execute(statement, {"bucket": bucket, "window": self.window_seconds})
             found = row.fetchone()
         assert found is not None  # an upsert with RETURNING always yields its row
-        if found["hits"] <= self.limit:
+        return self.wait(found)
+
+    def wait(self, counted: dict[str, Any]) -> int | None:
+        """A window's row after one more hit: None if allowed, else seconds to wait (≥ 1)."""
+        if counted["hits"] <= self.limit:
             return None
-        return max(1, math.ceil(float(found["remaining"])))
+        return max(1, math.ceil(float(counted["remaining"])))
 
     def refusal(self, wait: int, per: str = "this credential") -> str:
         """What a refused caller is told (every service says the same)."""
@@ -82,8 +86,8 @@ def hit_all(
     with transaction(pool) as conn:
         rows = {row["i"]: row for row in conn.execute(statement, values).fetchall()}
     for i, (limit, _, per) in enumerate(counted):
-        if rows[i]["hits"] > limit.limit:
-            wait = max(1, math.ceil(float(rows[i]["remaining"])))
+        wait = limit.wait(rows[i])
+        if wait is not None:
             return limit.refusal(wait, per), wait
     return None
 

@@ -217,17 +217,20 @@ class RateLimited:
             )
             refused = await anyio.to_thread.run_sync(hit_all, self.pool, checks)
             if refused is not None:
-                message, wait = refused
-                metrics.RATE_LIMITED.labels(metrics.service()).inc()
-                request_id = REQUEST_ID.get() or uuid.uuid4().hex
-                response = JSONResponse(
-                    error_envelope("rate_limited", message, request_id),
-                    status_code=429,
-                    headers={"Retry-After": str(wait)},
-                )
-                await response(scope, receive, send)
+                await rate_limited(*refused)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def rate_limited(message: str, wait: int) -> JSONResponse:
+    """The 429 of every MCP limit, counted: the envelope and ``Retry-After``."""
+    metrics.RATE_LIMITED.labels(metrics.service()).inc()
+    request_id = REQUEST_ID.get() or uuid.uuid4().hex
+    return JSONResponse(
+        error_envelope("rate_limited", message, request_id),
+        status_code=429,
+        headers={"Retry-After": str(wait)},
+    )
 
 
 class FailureMeter:
@@ -251,7 +254,8 @@ class FailureMeter:
         until = self._blocked.get(address)
         if until is not None and until > time.monotonic():
             wait = max(1, int(until - time.monotonic()) + 1)
-            await self._refuse(scope, receive, send, wait)
+            message = self.limit.refusal(wait, "failed sign-ins from this address")
+            await rate_limited(message, wait)(scope, receive, send)
             return
 
         async def watch(message: Message) -> None:
@@ -271,17 +275,6 @@ class FailureMeter:
         if len(self._blocked) > MAX_BLOCKED:
             self._blocked = {a: t for a, t in self._blocked.items() if t > now}
         self._blocked[address] = now + wait
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, wait: int) -> None:
-        metrics.RATE_LIMITED.labels(metrics.service()).inc()
-        request_id = REQUEST_ID.get() or uuid.uuid4().hex
-        message = self.limit.refusal(wait, "failed sign-ins from this address")
-        response = JSONResponse(
-            error_envelope("rate_limited", message, request_id),
-            status_code=429,
-            headers={"Retry-After": str(wait)},
-        )
-        await response(scope, receive, send)
 
 
 #: Addresses a process remembers as blocked, at most (expired ones are dropped first).

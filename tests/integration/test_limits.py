@@ -41,21 +41,11 @@ from tests.integration.conftest import (
     start_worker,
     wait_until,
 )
-from tests.integration.test_mcp import MCP_ACCEPT
+from tests.integration.test_mcp import INITIALIZE, mcp_post
 
 API_LIMIT = 5
 MCP_LIMIT = 3
 WAIT = 60.0
-INITIALIZE: dict[str, Any] = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "grove-limit-tests", "version": "1.0"},
-    },
-}
 
 
 def unique(text: str) -> str:
@@ -206,8 +196,7 @@ def test_an_accounts_credentials_share_one_limit_across_api_and_mcp(
         keys = [tenant.client, tenant.key("second"), tenant.key("third")]
 
         def initialize(key: str) -> requests.Response:
-            headers = {**MCP_ACCEPT, "Authorization": f"Bearer {key}"}
-            return requests.post(mcp.url, json=INITIALIZE, headers=headers, timeout=30)
+            return mcp_post(mcp.url, key, INITIALIZE)
 
         fresh_window(20)
         for key in keys[:2]:  # four over REST, with two credentials ...
@@ -240,8 +229,7 @@ def test_failed_sign_ins_to_mcp_are_metered_per_address(
         tenant = new_tenant(database, mcp.url)
 
         def initialize(key: str) -> requests.Response:
-            headers = {**MCP_ACCEPT, "Authorization": f"Bearer {key}"}
-            return requests.post(mcp.url, json=INITIALIZE, headers=headers, timeout=30)
+            return mcp_post(mcp.url, key, INITIALIZE)
 
         fresh_window(20)
         assert initialize(tenant.client.key or "").status_code == 200  # never counted
@@ -270,12 +258,7 @@ def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDa
         connection = connection_of(database, tenant.account_id, tenant.key_id)
 
         def initialize(key: str) -> requests.Response:
-            headers = {
-                **MCP_ACCEPT,
-                "Authorization": f"Bearer {key}",
-                "Content-Type": "application/json",
-            }
-            return requests.post(mcp.url, json=INITIALIZE, headers=headers, timeout=30)
+            return mcp_post(mcp.url, key, INITIALIZE)
 
         invalid = "grv_" + "A" * 43
         fresh_window()

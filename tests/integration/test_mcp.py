@@ -28,10 +28,33 @@ from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
 from tests.integration.conftest import SECRET, Tenant, require_tool
 
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "grove-tests", "version": "1.0"},
+    },
+}
 LIST_TOOLS: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 MODERN = "2026-07-28"
 HANDSHAKE_VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 DESCRIBED = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def mcp_post(url: str, token: str, body: Any, **headers: str) -> requests.Response:
+    """One JSON-RPC POST to /mcp outside any SDK client: ``body`` is an object, or the
+    raw text to send."""
+    data = body if isinstance(body, str) else json.dumps(body)
+    sent = {
+        **MCP_ACCEPT,
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {token}",
+        **headers,
+    }
+    return requests.post(url, data=data, headers=sent, timeout=30)
 
 
 @asynccontextmanager

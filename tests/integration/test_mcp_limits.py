@@ -8,12 +8,14 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-import requests
 
 from grove_db import embedded
 from tests.integration.conftest import Tenant, error_of, start_mcp
-from tests.integration.test_mcp import MCP_ACCEPT, connect
+from tests.integration.test_mcp import connect, mcp_post
 from tests.integration.test_mcp import error_of as tool_error
+
+#: The protocol version header raw requests send.
+PROTOCOL = {"MCP-Protocol-Version": "2025-11-25"}
 
 
 @pytest.fixture
@@ -80,17 +82,7 @@ def test_bodies_over_the_limit_are_refused(mcp_url: str, tenant: Tenant) -> None
         + "x" * (70 * 1024)
         + '"}}'
     )
-    response = requests.post(
-        mcp_url,
-        data=body,
-        headers={
-            **MCP_ACCEPT,
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {tenant.client.key}",
-            "MCP-Protocol-Version": "2025-11-25",
-        },
-        timeout=30,
-    )
+    response = mcp_post(mcp_url, tenant.client.key or "", body, **PROTOCOL)
     assert response.status_code == 413
 
 
@@ -102,17 +94,7 @@ def test_deeply_nested_json_is_refused_without_a_500(
         nested,
         '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + nested + "}",
     ):
-        response = requests.post(
-            mcp_url,
-            data=body,
-            headers={
-                **MCP_ACCEPT,
-                "Content-Type": "application/json",
-                "Authorization": f"Bearer {tenant.client.key}",
-                "MCP-Protocol-Version": "2025-11-25",
-            },
-            timeout=30,
-        )
+        response = mcp_post(mcp_url, tenant.client.key or "", body, **PROTOCOL)
         assert response.status_code == 400, response.text
         assert response.json()["error"]["code"] == -32700  # JSON-RPC parse error
 

@@ -42,7 +42,7 @@ from tests.integration.conftest import (
     start_worker,
     wait_until,
 )
-from tests.integration.test_mcp import MCP_ACCEPT, connect
+from tests.integration.test_mcp import INITIALIZE, LIST_TOOLS, connect, mcp_post
 from tests.integration.test_mcp import error_of as tool_error
 
 ISSUER = "https://issuer.test"
@@ -767,20 +767,9 @@ def test_agent_tokens_must_carry_the_configured_scopes(
         workers=1,
     )
     try:
-        initialize = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "scoped", "version": "1"},
-            },
-        }
 
         def status(**claims: Any) -> int:
-            headers = {**MCP_ACCEPT, "Authorization": f"Bearer {agent_token(setup, **claims)}"}
-            return requests.post(mcp.url, json=initialize, headers=headers, timeout=30).status_code
+            return mcp_post(mcp.url, agent_token(setup, **claims), INITIALIZE).status_code
 
         assert status() == 401
         assert status(scope="openid profile") == 401
@@ -804,25 +793,8 @@ def test_an_unapproved_clients_oversized_body_is_still_refused(
 ) -> None:
     # Its body is read to find its clientInfo, at most the body limit, and passed on.
     token = agent_token(setup, client_id=f"big-{uuid.uuid4().hex[:6]}")
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"clientInfo": {"name": "x" * (70 * 1024), "version": "1"}},
-        }
-    )
-    response = requests.post(
-        oauth_mcp,
-        data=body,
-        headers={
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {token}",
-        },
-        timeout=30,
-    )
-    assert response.status_code == 413
+    big = {**INITIALIZE, "params": {"clientInfo": {"name": "x" * (70 * 1024), "version": "1"}}}
+    assert mcp_post(oauth_mcp, token, big).status_code == 413
 
 
 @pytest.mark.parametrize("claim", ["azp", "cid", "appid"])
@@ -996,11 +968,12 @@ class Introspector:
         self.thread.join(timeout=10)
 
 
-def test_opaque_agent_tokens_are_checked_by_introspection(
-    database: embedded.EmbeddedDatabase, provider: Provider, setup: Setup
-) -> None:
-    introspector = Introspector()
-    mcp = start_mcp(
+def introspecting_mcp(
+    database: embedded.EmbeddedDatabase, provider: Provider, introspector: Introspector, **env: str
+) -> Running:
+    """One grove-mcp process that introspects tokens at ``introspector`` (one process:
+    inactive tokens are remembered per process)."""
+    return start_mcp(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
@@ -1008,10 +981,18 @@ def test_opaque_agent_tokens_are_checked_by_introspection(
             "GROVE_OIDC_INTROSPECTION_URL": introspector.url,
             "GROVE_OIDC_INTROSPECTION_CLIENT_ID": "grove",
             "GROVE_OIDC_INTROSPECTION_CLIENT_SECRET": "grove-secret",
-            "GROVE_MCP_WORKERS": "1",  # inactive tokens are remembered per process
+            "GROVE_MCP_WORKERS": "1",
+            **env,
         },
         workers=1,
     )
+
+
+def test_opaque_agent_tokens_are_checked_by_introspection(
+    database: embedded.EmbeddedDatabase, provider: Provider, setup: Setup
+) -> None:
+    introspector = Introspector()
+    mcp = introspecting_mcp(database, provider, introspector)
     try:
         opaque = f"opaque-{uuid.uuid4().hex}"
         introspector.tokens[opaque] = {
@@ -1069,24 +1050,13 @@ def test_agent_jwts_can_be_checked_for_liveness_by_introspection(
     database: embedded.EmbeddedDatabase, provider: Provider, setup: Setup
 ) -> None:
     introspector = Introspector()
-    mcp = start_mcp(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            **provider.env(),
-            "GROVE_OIDC_INTROSPECTION_URL": introspector.url,
-            "GROVE_OIDC_INTROSPECTION_CLIENT_ID": "grove",
-            "GROVE_OIDC_INTROSPECTION_CLIENT_SECRET": "grove-secret",
-            "GROVE_OIDC_INTROSPECT_AGENT_JWTS": "true",
-        },
-        workers=1,
+    mcp = introspecting_mcp(
+        database, provider, introspector, GROVE_OIDC_INTROSPECT_AGENT_JWTS="true"
     )
     try:
 
         def status(token: str) -> int:
-            headers = {**MCP_ACCEPT, "Authorization": f"Bearer {token}"}
-            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-            return requests.post(mcp.url, json=body, headers=headers, timeout=30).status_code
+            return mcp_post(mcp.url, token, LIST_TOOLS).status_code
 
         live = agent_token(setup, client_id="jwt-agent", jti=uuid.uuid4().hex)
         introspector.tokens[live] = {"active": True}

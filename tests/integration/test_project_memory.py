@@ -448,6 +448,89 @@ def test_row_level_security_enforces_live_membership_in_postgresql(
             )
 
 
+def test_row_level_security_gates_org_reads_on_membership(stack: Stack, team: Team) -> None:
+    """Entering an org (settings any runtime session can make) shows nothing of it to a
+    non-member; project keys only to the project's admins."""
+    stranger = person(stack)
+    tables = ("orgs", "org_projects", "org_members", "project_members", "project_keys")
+
+    def seen(account: str) -> dict[str, int]:
+        with psycopg.connect(stack.database.runtime_url) as conn:
+            for name, value in (
+                ("account_id", account),
+                ("org_id", team.org),
+                ("project_id", team.project),
+            ):
+                conn.execute(f"SELECT set_config('grove.{name}', %s, false)", (value,))
+            counts = {}
+            for table in tables:
+                row = conn.execute(
+                    f"SELECT count(*) FROM {table} WHERE org_id = %s"
+                    if table != "orgs"
+                    else "SELECT count(*) FROM orgs WHERE id = %s",
+                    (team.org,),
+                ).fetchone()
+                assert row is not None
+                counts[table] = int(row[0])
+            return counts
+
+    # alice (owner, admin), bob, carol; alice's two keys.
+    everything = {
+        "orgs": 1,
+        "org_projects": 1,
+        "org_members": 3,
+        "project_members": 3,
+        "project_keys": 2,
+    }
+    assert seen(team.alice.id) == everything
+    assert seen(team.carol.id) == {**everything, "project_keys": 0}
+    assert seen(stranger.id) == dict.fromkeys(tables, 0)
+
+
+def test_a_project_admin_adds_people_to_the_org_only_as_members(stack: Stack, team: Team) -> None:
+    """In PostgreSQL too: a project admin who is not an org owner cannot make anyone an
+    org owner (themselves included); an org is founded only through grove_found_org."""
+    members = team.base + "/members"
+    promoted = team.alice.session.put(f"{members}/{team.bob.id}", {"role": "admin"})
+    assert promoted.status_code == 200, promoted.text
+    stranger = person(stack)
+
+    def insert(account: str, role: str) -> int:
+        with psycopg.connect(stack.database.runtime_url) as conn:
+            for name, value in (
+                ("account_id", team.bob.id),
+                ("org_id", team.org),
+                ("project_id", team.project),
+            ):
+                conn.execute(f"SELECT set_config('grove.{name}', %s, false)", (value,))
+            try:
+                conn.execute(
+                    "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, %s)",
+                    (team.org, account, role),
+                )
+            except psycopg.errors.InsufficientPrivilege:
+                return -1
+            conn.rollback()
+            return 1
+
+    assert insert(stranger.id, "owner") == -1
+    assert insert(team.bob.id, "owner") == -1
+    assert insert(stranger.id, "member") == 1
+    # Creating an org row directly gives no way to become its owner.
+    with psycopg.connect(stack.database.runtime_url) as conn:
+        conn.execute("SELECT set_config('grove.account_id', %s, false)", (stranger.id,))
+        org = str(uuid.uuid4())
+        conn.execute("SELECT set_config('grove.org_id', %s, false)", (org,))
+        conn.execute(
+            "INSERT INTO orgs (id, name, created_by) VALUES (%s, 'mine', %s)", (org, stranger.id)
+        )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'owner')",
+                (org, stranger.id),
+            )
+
+
 def test_row_level_security_limits_membership_and_org_changes_to_their_managers(
     stack: Stack, team: Team
 ) -> None:

@@ -25,3 +25,4 @@ GRANT DELETE ON project_members, org_members TO {role};
 GRANT SELECT, INSERT, UPDATE, DELETE ON project_memories TO {role};
 GRANT SELECT, INSERT ON project_memory_audit TO {role};
 GRANT EXECUTE ON FUNCTION grove_provision_owner(text, text, text) TO {role};
+GRANT EXECUTE ON FUNCTION grove_found_org(uuid, text) TO {role};

@@ -107,6 +107,20 @@ CREATE FUNCTION public.grove_current_project() RETURNS uuid
 
 
 --
+-- Name: grove_found_org(uuid, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_found_org(p_org uuid, p_name text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+        INSERT INTO orgs (id, name, created_by) VALUES (p_org, p_name, grove_current_account());
+        INSERT INTO org_members (org_id, account_id, role)
+            VALUES (p_org, grove_current_account(), 'owner');
+    $$;
+
+
+--
 -- Name: grove_key_lookup(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -120,7 +134,8 @@ CREATE FUNCTION public.grove_key_lookup() RETURNS bytea
 --
 
 CREATE FUNCTION public.grove_org_role(org uuid) RETURNS text
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
     AS $$
         SELECT role FROM org_members
         WHERE org_id = org AND account_id = grove_current_account()
@@ -654,8 +669,6 @@ CREATE TABLE public.org_members (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT org_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
 );
-
-ALTER TABLE ONLY public.org_members FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -1645,6 +1658,13 @@ CREATE POLICY admin_inserts ON public.project_members FOR INSERT WITH CHECK (((o
 
 
 --
+-- Name: project_keys admin_manages; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY admin_manages ON public.project_keys USING (((org_id = public.grove_current_org()) AND (project_id = public.grove_current_project()) AND (( SELECT public.grove_project_role() AS grove_project_role) = 'admin'::text)));
+
+
+--
 -- Name: api_keys; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -1708,24 +1728,17 @@ CREATE POLICY creator_inserts ON public.orgs FOR INSERT WITH CHECK ((created_by 
 ALTER TABLE public.embeddings ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: project_keys entered; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entered ON public.project_keys USING ((((org_id = public.grove_current_org()) AND (project_id = public.grove_current_project())) OR (key_hash = public.grove_key_lookup()))) WITH CHECK (((org_id = public.grove_current_org()) AND (project_id = public.grove_current_project()) AND (( SELECT public.grove_project_role() AS grove_project_role) = 'admin'::text)));
-
-
---
--- Name: org_projects entered_reads; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entered_reads ON public.org_projects FOR SELECT USING ((org_id = public.grove_current_org()));
-
-
---
 -- Name: jobs; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
 ALTER TABLE public.jobs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: project_keys key_lookup; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY key_lookup ON public.project_keys FOR SELECT USING ((key_hash = public.grove_key_lookup()));
+
 
 --
 -- Name: project_members manager_deletes; Type: POLICY; Schema: public; Owner: -
@@ -1738,9 +1751,7 @@ CREATE POLICY manager_deletes ON public.project_members FOR DELETE USING (((org_
 -- Name: org_members manager_inserts; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY manager_inserts ON public.org_members FOR INSERT WITH CHECK (((org_id = public.grove_current_org()) AND ((public.grove_org_role(org_id) = 'owner'::text) OR (( SELECT public.grove_project_role() AS grove_project_role) = 'admin'::text) OR ((role = 'owner'::text) AND (account_id = public.grove_current_account()) AND (EXISTS ( SELECT 1
-   FROM public.orgs o
-  WHERE ((o.id = org_members.org_id) AND (o.created_by = public.grove_current_account()))))))));
+CREATE POLICY manager_inserts ON public.org_members FOR INSERT WITH CHECK (((org_id = public.grove_current_org()) AND ((public.grove_org_role(org_id) = 'owner'::text) OR ((role = 'member'::text) AND (( SELECT public.grove_project_role() AS grove_project_role) = 'admin'::text)))));
 
 
 --
@@ -1761,21 +1772,28 @@ CREATE POLICY manager_updates ON public.project_members FOR UPDATE USING (((org_
 -- Name: org_members member_reads; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY member_reads ON public.org_members FOR SELECT USING (((account_id = public.grove_current_account()) OR (org_id = public.grove_current_org())));
+CREATE POLICY member_reads ON public.org_members FOR SELECT USING (((account_id = public.grove_current_account()) OR (public.grove_org_role(org_id) IS NOT NULL)));
+
+
+--
+-- Name: org_projects member_reads; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY member_reads ON public.org_projects FOR SELECT USING (((org_id = public.grove_current_org()) AND (public.grove_org_role(org_id) IS NOT NULL)));
 
 
 --
 -- Name: orgs member_reads; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY member_reads ON public.orgs FOR SELECT USING (((public.grove_org_role(id) IS NOT NULL) OR (id = public.grove_current_org())));
+CREATE POLICY member_reads ON public.orgs FOR SELECT USING ((public.grove_org_role(id) IS NOT NULL));
 
 
 --
 -- Name: project_members member_reads; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY member_reads ON public.project_members FOR SELECT USING (((account_id = public.grove_current_account()) OR (org_id = public.grove_current_org())));
+CREATE POLICY member_reads ON public.project_members FOR SELECT USING (((account_id = public.grove_current_account()) OR ((org_id = public.grove_current_org()) AND (public.grove_org_role(org_id) IS NOT NULL))));
 
 
 --
@@ -2037,6 +2055,14 @@ GRANT ALL ON FUNCTION public.grove_console_session_get(p_id bytea) TO grove_cons
 
 REVOKE ALL ON FUNCTION public.grove_console_session_put(p_id bytea, p_sealed bytea, p_expires timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.grove_console_session_put(p_id bytea, p_sealed bytea, p_expires timestamp with time zone) TO grove_console;
+
+
+--
+-- Name: FUNCTION grove_found_org(p_org uuid, p_name text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.grove_found_org(p_org uuid, p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.grove_found_org(p_org uuid, p_name text) TO grove_app;
 
 
 --

@@ -48,15 +48,7 @@ def create_org(
     require_owner(principal)
     org_id = uuid4()
     with transaction(pool, principal.account_id) as conn:
-        conn.execute(
-            "INSERT INTO orgs (id, name, created_by) VALUES (%s, %s, %s)",
-            (org_id, body.name, principal.account_id),
-        )
-        set_project(conn, org_id, None)
-        conn.execute(
-            "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'owner')",
-            (org_id, principal.account_id),
-        )
+        conn.execute("SELECT grove_found_org(%s, %s)", (org_id, body.name))
         return _org(conn, org_id)
 
 

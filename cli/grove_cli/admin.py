@@ -87,3 +87,50 @@ def add_owner(migration_url: str, account_id: UUID, issuer: str, subject: str) -
             "INSERT INTO account_owners (account_id, issuer, subject) VALUES (%s, %s, %s)",
             (account_id, issuer, subject),
         )
+
+
+#: ``grove accounts quota`` options: (kind, column) per option name.
+QUOTA_OPTIONS = {
+    "notes": ("notes", "items"),
+    "note_bytes": ("notes", "bytes"),
+    "notebooks": ("notebooks", "items"),
+    "shares": ("shares", "items"),
+    "conversations": ("conversations", "items"),
+}
+
+
+def set_quotas(migration_url: str, account_id: UUID, limits: dict[str, int | None]) -> None:
+    """Set the account's own limits (option name -> limit; None: back to the default)."""
+    with psycopg.connect(migration_url) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        if conn.execute("SELECT 1 FROM accounts WHERE id = %s", (account_id,)).fetchone() is None:
+            raise LookupError(f"no account {account_id}")
+        for option, limit in limits.items():
+            kind, column = QUOTA_OPTIONS[option]
+            conn.execute(
+                f"INSERT INTO account_quotas (account_id, kind, {column}) VALUES (%s, %s, %s)"
+                f" ON CONFLICT (account_id, kind) DO UPDATE SET {column} = excluded.{column}",
+                (account_id, kind, limit),
+            )
+
+
+def quotas(migration_url: str, account_id: UUID) -> list[dict[str, object]]:
+    """Per option: what the account holds and its own limit (None: the default)."""
+    with psycopg.connect(migration_url, row_factory=dict_row) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        used = {
+            r["kind"]: r
+            for r in conn.execute("SELECT kind, items, bytes FROM account_usage").fetchall()
+        }
+        own = {
+            r["kind"]: r
+            for r in conn.execute("SELECT kind, items, bytes FROM account_quotas").fetchall()
+        }
+    return [
+        {
+            "quota": option,
+            "used": (used.get(kind) or {}).get(column, 0),
+            "limit": (own.get(kind) or {}).get(column),
+        }
+        for option, (kind, column) in QUOTA_OPTIONS.items()
+    ]

@@ -69,6 +69,31 @@ def cmd_accounts_owner(args: argparse.Namespace) -> None:
     print(f"{args.subject} ({issuer}) now owns {args.account}")
 
 
+def cmd_accounts_quota(args: argparse.Namespace) -> None:
+    url, account = _env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account)
+    limits = {
+        option: None if value == "default" else int(value)
+        for option in admin.QUOTA_OPTIONS
+        if (value := getattr(args, option)) is not None
+    }
+    try:
+        if limits:
+            admin.set_quotas(url, account, limits)
+        rows = admin.quotas(url, account)
+    except LookupError as ex:
+        sys.exit(f"grove: {ex}")
+    for row in rows:
+        limit = "default" if row["limit"] is None else row["limit"]
+        print(f"{row['quota']:<14} used {row['used']:<12} limit {limit}")
+
+
+def _limit(value: str) -> str:
+    """A quota option's value: a count >= 0 (0: no limit) or ``default``."""
+    if value != "default" and not (value.isdigit() and int(value) <= 1 << 50):
+        raise argparse.ArgumentTypeError("a whole number >= 0, or 'default'")
+    return value
+
+
 def cmd_keys_create(args: argparse.Namespace) -> None:
     projects = _uuid_list(args.projects) if args.projects else []
     scoped = bool(projects) or args.all_projects
@@ -171,6 +196,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--account", required=True)
     p.add_argument("--subject", required=True, help="the `sub` claim of the owner's tokens")
     p.set_defaults(func=cmd_accounts_owner)
+
+    p = accounts.add_parser(
+        "quota",
+        help="show the account's usage and limits; set its own limits",
+        description="Limits apply from the next write. 0: no limit; 'default': the"
+        " services' GROVE_QUOTA_* setting.",
+    )
+    p.add_argument("--account", required=True)
+    for option in admin.QUOTA_OPTIONS:
+        p.add_argument("--" + option.replace("_", "-"), dest=option, type=_limit)
+    p.set_defaults(func=cmd_accounts_quota)
 
     keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
         required=True, metavar="action"

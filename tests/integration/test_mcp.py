@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import httpx2
 import mcp_types as types
 import psutil
+import psycopg
 import pytest
 import requests
 from mcp import Client
@@ -25,7 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from grove_cli import admin
 from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
-from tests.integration.conftest import SECRET, Tenant, require_tool
+from grove_db import embedded
+from tests.integration.conftest import SECRET, Tenant, require_tool, start_mcp, wait_until
 
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 INITIALIZE: dict[str, Any] = {
@@ -489,3 +491,42 @@ def test_mcp_inspector_cli(mcp_url: str, tenant: Tenant, tmp_path: Path) -> None
     missing = inspector(tmp_path, mcp_url, *args, "--tool-arg", f"id={uuid.uuid4()}")
     assert missing.returncode == 5, missing.stdout + missing.stderr
     assert "not_found" in missing.stdout
+
+
+def test_an_unreachable_database_answers_503_with_the_envelope(
+    database: embedded.EmbeddedDatabase, tenant: Tenant
+) -> None:
+    """The token check itself needs the database: while grove-mcp cannot reach it, every
+    request gets 503 ``unavailable`` in the envelope (never a bare 500), and service
+    resumes by itself once the database is back."""
+    role = f"grove_app_{uuid.uuid4().hex[:8]}"
+    superuser = psycopg.connect(database.superuser_url, autocommit=True)
+    superuser.execute(
+        f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS IN ROLE {embedded.RUNTIME_ROLE}"
+    )
+    env = {
+        "GROVE_DATABASE_URL": embedded.role_url(database.runtime_url, role),
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        "GROVE_DB_POOL_SIZE": "1",
+    }
+    mcp = start_mcp(env)
+    key = str(tenant.client.key)
+    try:
+        assert mcp_post(mcp.url, key, LIST_TOOLS).status_code == 200
+        superuser.execute(f"ALTER ROLE {role} NOLOGIN")
+        superuser.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,)
+        )
+        refused = mcp_post(mcp.url, key, LIST_TOOLS)
+        assert refused.status_code == 503, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "unavailable" and error["requestId"]
+        superuser.execute(f"ALTER ROLE {role} LOGIN")
+        wait_until(lambda: mcp_post(mcp.url, key, LIST_TOOLS).status_code == 200, timeout=30)
+    finally:
+        mcp.stop()
+        superuser.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,)
+        )
+        superuser.execute(f"DROP ROLE {role}")
+        superuser.close()

@@ -24,6 +24,8 @@ TENANT_TABLES = {
     "account_owners",
     "conversations",
     "conversation_turns",
+    "account_usage",
+    "account_quotas",
 }
 
 #: Org tables: scoped by the entered org (and project) and, for the shared pool, by the

@@ -22,7 +22,14 @@ from psycopg.rows import dict_row
 from grove_cli import admin
 from grove_db import embedded, queue
 from grove_db.pool import open_pool
-from tests.integration.conftest import OpenAIStack, Running, data_of, scrape, wait_until
+from tests.integration.conftest import (
+    OpenAIStack,
+    Running,
+    data_of,
+    scrape,
+    start_fake_ask,
+    wait_until,
+)
 
 # Generous: CPU is shared. Gates are held for a few seconds at most, though: grove-ask
 # gives up on the provider after 10 s (GROVE_OPENAI_TIMEOUT_SECONDS), which would retry.
@@ -494,6 +501,35 @@ def test_a_provider_that_recovers_makes_the_retried_job_succeed(
     assert (row["indexing"], row["indexing_error"]) == ("ready", None)
     assert [row["version"] for row in embeddings_of(stack, note)] == [1]
     assert stack.fake.calls.count(text) == 2
+
+
+def test_a_grove_ask_outage_spends_no_attempts_and_the_job_runs_once_it_is_back(
+    openai_stack: Callable[..., OpenAIStack],
+) -> None:
+    # One attempt only: were the outage counted, the first failure would end the job.
+    stack = openai_stack(workers=0)
+    address = stack.ask.url
+    stack.ask.stop()
+    stack.add_worker(GROVE_WORKER_MAX_ATTEMPTS="1", GROVE_WORKER_BACKOFF_SECONDS="0.1")
+    text = unique("indexed after the outage")
+    note = stack.tenant.client.save(text)
+
+    def waiting() -> bool:
+        job = the_job(stack, note)
+        assert job["status"] != "failed", job
+        return bool(job["status"] == "queued" and job["last_error"] == "inference_unavailable")
+
+    wait_until(waiting, timeout=WAIT, interval=0.05)
+    time.sleep(1.5)  # several more tries against the dead address
+    job = the_job(stack, note)
+    assert (job["status"], job["attempts"]) == ("queued", 0), job
+    assert current(stack, note)["indexing"] == "pending"
+
+    stack.ask = start_fake_ask(stack.fake, 8, GROVE_ASK_PORT=address.rsplit(":", 1)[1])
+    wait_until(lambda: current(stack, note)["indexing"] == "ready", timeout=WAIT)
+    job = the_job(stack, note)
+    assert (job["status"], job["attempts"], job["last_error"]) == ("done", 1, None)
+    assert stack.fake.calls.count(text) == 1
 
 
 def test_claiming_is_round_robin_across_accounts(database: embedded.EmbeddedDatabase) -> None:

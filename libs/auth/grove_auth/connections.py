@@ -20,7 +20,6 @@ from grove_auth.errors import (
     ConnectionNotFound,
     InvalidGrant,
     OwnerSessionRequired,
-    QuotaExceeded,
 )
 from grove_auth.keys import issue_key
 from grove_auth.principal import Principal
@@ -33,6 +32,7 @@ from grove_contracts.connections import (
     PendingRequest,
     UpdateConnectionRequest,
 )
+from grove_db.errors import QuotaExceeded
 from grove_db.pool import Conn, transaction
 
 SELECT_CONNECTIONS = """

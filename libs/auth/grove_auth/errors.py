@@ -65,13 +65,6 @@ class IdentityNotProvisioned(GrantError):
     status = 403
 
 
-class QuotaExceeded(GrantError):
-    """The account holds as many of something as it may (the message names the limit)."""
-
-    code = "quota_exceeded"
-    status = 403
-
-
 class ConnectionNotFound(GrantError):
     """No such connection or key."""
 

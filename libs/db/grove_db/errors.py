@@ -27,3 +27,14 @@ class UnsafeRoleError(DatabaseError):
 
     code = "unsafe_role"
     status = 500
+
+
+class QuotaExceeded(DatabaseError):
+    """The account holds as many of something as it may (the message names the limit)."""
+
+    code = "quota_exceeded"
+    status = 403
+
+
+#: The SQLSTATE PostgreSQL raises when a statement grows a count past its quota (0021).
+QUOTA_SQLSTATE = "GQ001"

@@ -25,4 +25,6 @@ GRANT DELETE ON project_members, org_members TO {role};
 GRANT SELECT, INSERT, UPDATE, DELETE ON project_memories TO {role};
 GRANT SELECT, INSERT ON project_memory_audit TO {role};
 GRANT EXECUTE ON FUNCTION grove_provision_owner(text, text, text) TO {role};
-GRANT EXECUTE ON FUNCTION grove_found_org(uuid, text) TO {role};
+GRANT EXECUTE ON FUNCTION grove_found_org(uuid, text), grove_org_role(uuid) TO {role};
+-- Usage is counted by triggers and quotas are set by `grove accounts quota`: read only.
+GRANT SELECT ON account_usage, account_quotas TO {role};

@@ -13,7 +13,7 @@ from opentelemetry.trace import SpanKind
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from grove_db.errors import DatabaseError, QueryTimeout
+from grove_db.errors import QUOTA_SQLSTATE, DatabaseError, QueryTimeout, QuotaExceeded
 
 Conn = psycopg.Connection[dict[str, Any]]
 #: A transaction idle this long (waiting on its client, not the database) is ended.
@@ -49,6 +49,7 @@ def open_pool(
     timeout: float = 5.0,
     statement_timeout_ms: int | None = None,
     idle_in_transaction_timeout_ms: int = DEFAULT_IDLE_IN_TRANSACTION_MS,
+    session_settings: dict[str, str] | None = None,
 ) -> ConnectionPool:
     """Open a pool of runtime connections that return rows as dicts.
 
@@ -56,12 +57,15 @@ def open_pool(
     database deadline. ``idle_in_transaction_timeout_ms`` ends a session whose open
     transaction waits on its client longer than that (nothing holds back VACUUM for
     long, whatever the code above does). ``timeout`` is how long to wait for a free
-    connection.
+    connection. ``session_settings`` are set on every connection (say, the quota
+    defaults of ``grove_db.quotas``).
     """
     options = "-c TimeZone=UTC"
     options += f" -c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_ms)}"
     if statement_timeout_ms:
         options += f" -c statement_timeout={int(statement_timeout_ms)}"
+    for name, value in (session_settings or {}).items():
+        options += f" -c {name}={value}"
     pool: ConnectionPool = ConnectionPool(
         url,
         min_size=min_size,
@@ -101,6 +105,10 @@ def transaction(
         raise QueryTimeout("the database took too long to answer; try again") from ex
     except psycopg.OperationalError as ex:
         raise DatabaseError("the database is unreachable") from ex
+    except psycopg.Error as ex:
+        if ex.sqlstate == QUOTA_SQLSTATE:
+            raise QuotaExceeded(ex.diag.message_primary or "") from ex
+        raise
 
 
 def set_tenant(conn: psycopg.Connection[Any], account_id: UUID) -> None:

@@ -116,6 +116,7 @@ FINISH = """
 RETRY = """
     UPDATE jobs SET status = 'queued', last_error = %(error)s,
         run_after = now() + make_interval(secs => %(delay)s),
+        attempts = CASE WHEN %(counted)s THEN attempts ELSE greatest(attempts - 1, 0) END,
         lease_owner = NULL, lease_expires_at = NULL
     WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
     RETURNING id
@@ -252,7 +253,16 @@ def finish_many(conn: Conn, jobs: list[Job], owner: str) -> set[int]:
     return {row["id"] for row in rows}
 
 
-def retry(conn: Conn, job: Job, owner: str, reason: str, delay_seconds: float) -> bool:
-    """Give a leased job back to the queue to run again after ``delay_seconds``."""
-    params: dict[str, Any] = {"id": job.id, "owner": owner, "error": reason, "delay": delay_seconds}
+def retry(
+    conn: Conn, job: Job, owner: str, reason: str, delay_seconds: float, *, counted: bool = True
+) -> bool:
+    """Give a leased job back to the queue to run again after ``delay_seconds``;
+    ``counted=False`` does not spend the attempt (the failure was not the job's)."""
+    params: dict[str, Any] = {
+        "id": job.id,
+        "owner": owner,
+        "error": reason,
+        "delay": delay_seconds,
+        "counted": counted,
+    }
     return conn.execute(RETRY, params).fetchone() is not None

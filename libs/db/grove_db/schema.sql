@@ -41,6 +41,47 @@ COMMENT ON EXTENSION vector IS 'vector data type and ivfflat and hnsw access met
 
 
 --
+-- Name: grove_add_usage(uuid, text, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_add_usage(p_account uuid, p_kind text, p_items bigint, p_bytes bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+DECLARE
+    used record;
+    own record;
+    item_limit bigint;
+    byte_limit bigint;
+BEGIN
+    INSERT INTO account_usage AS u (account_id, kind, items, bytes)
+        VALUES (p_account, p_kind, p_items, p_bytes)
+        ON CONFLICT (account_id, kind)
+        DO UPDATE SET items = u.items + excluded.items, bytes = u.bytes + excluded.bytes
+        RETURNING u.items, u.bytes INTO used;
+    IF p_items <= 0 AND p_bytes <= 0 THEN
+        RETURN;
+    END IF;
+    SELECT q.items, q.bytes INTO own FROM account_quotas q
+        WHERE q.account_id = p_account AND q.kind = p_kind;
+    item_limit := coalesce(own.items,
+        nullif(current_setting('grove.quota_' || p_kind, true), '')::bigint, 0);
+    byte_limit := coalesce(own.bytes, CASE WHEN p_kind = 'notes' THEN
+        nullif(current_setting('grove.quota_note_bytes', true), '')::bigint END, 0);
+    IF p_items > 0 AND item_limit > 0 AND used.items > item_limit THEN
+        RAISE EXCEPTION USING ERRCODE = 'GQ001', MESSAGE = format(
+            'this account may hold at most %s %s; remove some first', item_limit,
+            CASE p_kind WHEN 'shares' THEN 'unrevoked share links' ELSE p_kind END);
+    END IF;
+    IF p_bytes > 0 AND byte_limit > 0 AND used.bytes > byte_limit THEN
+        RAISE EXCEPTION USING ERRCODE = 'GQ001', MESSAGE = format(
+            'this account may hold at most %s bytes of notes; remove or shorten some first',
+            byte_limit);
+    END IF;
+END $$;
+
+
+--
 -- Name: grove_console_session_drop(bytea); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -332,6 +373,38 @@ CREATE FUNCTION public.grove_share_lookup() RETURNS bytea
     AS $$ SELECT decode(nullif(current_setting('grove.share_lookup', true), ''), 'hex') $$;
 
 
+--
+-- Name: grove_track_usage(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_track_usage() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+DECLARE
+    parts text[] := '{}';
+    delta record;
+BEGIN
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        parts := parts || format('SELECT account_id, 1 AS items, %s AS bytes FROM new_rows'
+                                 ' WHERE %s', TG_ARGV[2], TG_ARGV[1]);
+    END IF;
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        parts := parts || format('SELECT account_id, -1, -(%s) FROM old_rows WHERE %s',
+                                 TG_ARGV[2], TG_ARGV[1]);
+    END IF;
+    FOR delta IN EXECUTE
+        'SELECT account_id, sum(items)::bigint AS items, sum(bytes)::bigint AS bytes FROM ('
+        || array_to_string(parts, ' UNION ALL ') || ') d GROUP BY account_id'
+    LOOP
+        IF delta.items <> 0 OR delta.bytes <> 0 THEN
+            PERFORM grove_add_usage(delta.account_id, TG_ARGV[0], delta.items, delta.bytes);
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -350,6 +423,38 @@ CREATE TABLE public.account_owners (
 );
 
 ALTER TABLE ONLY public.account_owners FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: account_quotas; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.account_quotas (
+    account_id uuid NOT NULL,
+    kind text NOT NULL,
+    items bigint,
+    bytes bigint,
+    CONSTRAINT account_quotas_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT account_quotas_items_check CHECK ((items >= 0)),
+    CONSTRAINT account_quotas_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
+);
+
+ALTER TABLE ONLY public.account_quotas FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: account_usage; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.account_usage (
+    account_id uuid NOT NULL,
+    kind text NOT NULL,
+    items bigint DEFAULT 0 NOT NULL,
+    bytes bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT account_usage_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
+);
+
+ALTER TABLE ONLY public.account_usage FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -898,6 +1003,22 @@ ALTER TABLE ONLY public.account_owners
 
 
 --
+-- Name: account_quotas account_quotas_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.account_quotas
+    ADD CONSTRAINT account_quotas_pkey PRIMARY KEY (account_id, kind);
+
+
+--
+-- Name: account_usage account_usage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.account_usage
+    ADD CONSTRAINT account_usage_pkey PRIMARY KEY (account_id, kind);
+
+
+--
 -- Name: accounts accounts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1359,11 +1480,111 @@ CREATE INDEX shares_account_created ON public.shares USING btree (account_id, cr
 
 
 --
+-- Name: conversations usage_deletes; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_deletes AFTER DELETE ON public.conversations REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('conversations', 'deleted_at IS NULL', '0');
+
+
+--
+-- Name: memories usage_deletes; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_deletes AFTER DELETE ON public.memories REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)');
+
+
+--
+-- Name: projects usage_deletes; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_deletes AFTER DELETE ON public.projects REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notebooks', 'deleted_at IS NULL', '0');
+
+
+--
+-- Name: shares usage_deletes; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_deletes AFTER DELETE ON public.shares REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('shares', 'revoked_at IS NULL', '0');
+
+
+--
+-- Name: conversations usage_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_inserts AFTER INSERT ON public.conversations REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('conversations', 'deleted_at IS NULL', '0');
+
+
+--
+-- Name: memories usage_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_inserts AFTER INSERT ON public.memories REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)');
+
+
+--
+-- Name: projects usage_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_inserts AFTER INSERT ON public.projects REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notebooks', 'deleted_at IS NULL', '0');
+
+
+--
+-- Name: shares usage_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_inserts AFTER INSERT ON public.shares REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('shares', 'revoked_at IS NULL', '0');
+
+
+--
+-- Name: conversations usage_updates; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_updates AFTER UPDATE ON public.conversations REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('conversations', 'deleted_at IS NULL', '0');
+
+
+--
+-- Name: memories usage_updates; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_updates AFTER UPDATE ON public.memories REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)');
+
+
+--
+-- Name: projects usage_updates; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_updates AFTER UPDATE ON public.projects REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notebooks', 'deleted_at IS NULL', '0');
+
+
+--
+-- Name: shares usage_updates; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_updates AFTER UPDATE ON public.shares REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('shares', 'revoked_at IS NULL', '0');
+
+
+--
 -- Name: account_owners account_owners_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.account_owners
     ADD CONSTRAINT account_owners_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+
+--
+-- Name: account_quotas account_quotas_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.account_quotas
+    ADD CONSTRAINT account_quotas_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+
+--
+-- Name: account_usage account_usage_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.account_usage
+    ADD CONSTRAINT account_usage_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
 
 
 --
@@ -1643,6 +1864,18 @@ ALTER TABLE ONLY public.shares
 --
 
 ALTER TABLE public.account_owners ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: account_quotas; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.account_quotas ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: account_usage; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.account_usage ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: accounts; Type: ROW SECURITY; Schema: public; Owner: -
@@ -1934,6 +2167,20 @@ CREATE POLICY tenant ON public.account_owners USING (((account_id = public.grove
 
 
 --
+-- Name: account_quotas tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.account_quotas USING ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: account_usage tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.account_usage USING ((account_id = public.grove_current_account()));
+
+
+--
 -- Name: accounts tenant; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -2034,6 +2281,13 @@ GRANT USAGE ON SCHEMA public TO grove_console;
 
 
 --
+-- Name: FUNCTION grove_add_usage(p_account uuid, p_kind text, p_items bigint, p_bytes bigint); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.grove_add_usage(p_account uuid, p_kind text, p_items bigint, p_bytes bigint) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION grove_console_session_drop(p_id bytea); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2063,6 +2317,14 @@ GRANT ALL ON FUNCTION public.grove_console_session_put(p_id bytea, p_sealed byte
 
 REVOKE ALL ON FUNCTION public.grove_found_org(p_org uuid, p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.grove_found_org(p_org uuid, p_name text) TO grove_app;
+
+
+--
+-- Name: FUNCTION grove_org_role(org uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.grove_org_role(org uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.grove_org_role(org uuid) TO grove_app;
 
 
 --
@@ -2105,10 +2367,31 @@ REVOKE ALL ON FUNCTION public.grove_share_live(p_token_hash bytea) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION grove_track_usage(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.grove_track_usage() FROM PUBLIC;
+
+
+--
 -- Name: TABLE account_owners; Type: ACL; Schema: public; Owner: -
 --
 
 GRANT SELECT ON TABLE public.account_owners TO grove_app;
+
+
+--
+-- Name: TABLE account_quotas; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.account_quotas TO grove_app;
+
+
+--
+-- Name: TABLE account_usage; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.account_usage TO grove_app;
 
 
 --

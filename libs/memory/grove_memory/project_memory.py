@@ -35,6 +35,7 @@ from grove_contracts.project_memory import (
     StatusReply,
     WriteRecordRequest,
 )
+from grove_db.errors import QuotaExceeded
 from grove_db.pool import Conn, set_project, set_tenant, transaction
 from grove_memory.errors import Forbidden, NotFound, ServiceError
 
@@ -76,10 +77,14 @@ class ProjectScope:
 
 @dataclass(frozen=True)
 class ProjectPool:
-    """The database, and the platform switch ``GROVE_PROJECT_MEMORY_ENABLED``."""
+    """The database, the platform switch ``GROVE_PROJECT_MEMORY_ENABLED`` and the pool's
+    size limit."""
 
     pool: ConnectionPool
     enabled: bool = True
+    #: The most records one project's pool may hold (``GROVE_QUOTA_PROJECT_RECORDS``; 0:
+    #: no limit). Expired records count until a write replaces them.
+    max_records: int = 0
 
 
 @dataclass(frozen=True)
@@ -284,10 +289,18 @@ def upsert(
             ).fetchone()
             if not (future and future["ok"]):
                 raise InvalidExpiry()
+        if store.max_records:
+            # Two concurrent creations in one project count each other.
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"project_records:{scope.org_id}:{scope.project_id}",),
+            )
         row = conn.execute(UPSERT, params).fetchone()
         if row is None:
             raise AuthorityProtected("that record is verified or pinned: a key cannot replace it")
         action = "create" if row["version"] == 1 else "replace"
+        if action == "create" and store.max_records:
+            _check_room(conn, scope, store.max_records)
         _audit(conn, principal, scope, action, body.key, sha)
     return _reply(RecordReply.model_validate({"record": record_json(row)}))
 
@@ -401,6 +414,17 @@ def _enter(
             raise Forbidden("this key holds project_memory:read only")
         raise Forbidden(f"a {row['role']} cannot change project memory")
     return Access(row["org_name"], row["project_name"], row["role"], can_write)
+
+
+def _check_room(conn: Conn, scope: ProjectScope, max_records: int) -> None:
+    """Refuse a record beyond the pool's limit (the caller's write rolls back)."""
+    row = conn.execute(
+        f"SELECT count(*) AS held FROM project_memories WHERE {IN_SCOPE}", _scope(scope)
+    ).fetchone()
+    if row is not None and row["held"] > max_records:
+        raise QuotaExceeded(
+            f"this project's memory may hold at most {max_records} records; delete some first"
+        )
 
 
 def _scope(scope: ProjectScope) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from grove_db.pool import open_pool
 from grove_db.ratelimit import RateLimit
 from grove_memory.ask import init_metrics as init_ask_metrics
 from grove_memory.inference import InferenceClient
+from grove_memory.project_memory import ProjectPool
 from grove_memory.store import Store
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging
@@ -121,7 +122,10 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, 
     )
     app.add_route("/v1/shares", shares.Shares(*share_args))
     app.add_route("/v1/shares/{share_id:uuid}", shares.Share(*share_args))
-    projects.add_routes(app, deps.pool, deps.key_secret, settings.project_memory_enabled, limit)
+    project_pool = ProjectPool(
+        deps.pool, settings.project_memory_enabled, settings.quota_project_records
+    )
+    projects.add_routes(app, project_pool, deps.key_secret, limit)
     app.add_route(
         "/.well-known/openai-apps-challenge", owner.AppsChallenge(settings.openai_apps_challenge)
     )
@@ -147,6 +151,7 @@ def deps_from(settings: ApiSettings) -> Deps:
             max_size=settings.db_pool_size,
             statement_timeout_ms=settings.db_statement_timeout_ms,
             idle_in_transaction_timeout_ms=settings.db_idle_in_transaction_timeout_ms,
+            session_settings=settings.session_settings(),
         ),
         key_secret=derive_secret(secret, "api-key"),
         cursor_secret=derive_secret(secret, "cursor"),

@@ -222,13 +222,12 @@ class MemoryRetrieve(PoolResource):
 
 def add_routes(
     app: falcon.App[falcon.Request, falcon.Response],
-    pool: ConnectionPool,
+    store: ProjectPool,
     key_secret: bytes,
-    enabled: bool,
     max_body: int,
 ) -> None:
     """Register every ``/v1/orgs`` route."""
-    owner = (pool, key_secret, max_body)
+    owner = (store.pool, key_secret, max_body)
     org = "/v1/orgs/{org_id:uuid}"
     project = org + "/projects/{project_id:uuid}"
     app.add_route("/v1/orgs", Orgs(*owner))
@@ -238,7 +237,6 @@ def add_routes(
     app.add_route(project + "/members/{account_id:uuid}", Member(*owner))
     app.add_route(project + "/keys", ProjectKeys(*owner))
     app.add_route(project + "/keys/{key_id:uuid}", ProjectKey(*owner))
-    store = ProjectPool(pool, enabled)
     app.add_route(project + "/memory", MemoryRecords(store, max_body))
     app.add_route(project + "/memory/status", MemoryStatus(store, max_body))
     app.add_route(project + "/memory/entry", MemoryEntry(store, max_body))

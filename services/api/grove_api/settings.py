@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from grove_auth.identity import IdentitySettings
+from grove_db.quotas import QuotaSettings
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
 
 DEFAULT_PORT = 8080
@@ -26,7 +27,7 @@ DEFAULT_ASK_RATE_LIMIT_PER_MINUTE = 60
 DEFAULT_ASK_MAX_CONCURRENT_PER_ACCOUNT = 4
 
 
-class ApiSettings(IdentitySettings):
+class ApiSettings(IdentitySettings, QuotaSettings):
     """Configuration of ``grove-api``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")

@@ -261,9 +261,12 @@ class FailureMeter:
         async def watch(message: Message) -> None:
             # Counted before the answer leaves, so the next request already sees it.
             if message["type"] == "http.response.start" and message["status"] in (401, 503):
-                wait = await anyio.to_thread.run_sync(
-                    self.limit.hit, self.pool, f"mcp-failed:{address}"
-                )
+                try:
+                    wait = await anyio.to_thread.run_sync(
+                        self.limit.hit, self.pool, f"mcp-failed:{address}"
+                    )
+                except DatabaseError:  # the database is down: the answer still goes out
+                    wait = None
                 if wait is not None:
                     self._block(address, wait)
             await send(message)
@@ -432,7 +435,9 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
         store,
         settings.mcp_per_credential_concurrency,
         Counter(),
-        project_memory.ProjectPool(store.pool, settings.project_memory_enabled),
+        project_memory.ProjectPool(
+            store.pool, settings.project_memory_enabled, settings.quota_project_records
+        ),
     )
     server: Server[Any] = Server(
         "grove",
@@ -469,6 +474,7 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
             Route("/readyz", _ready(store.pool)),
         ],
     )
+    starlette_app.add_exception_handler(Exception, _unhandled)
     for route in starlette_app.routes:
         if isinstance(route, Route) and route.path == MCP_PATH:
             require_auth = route.app
@@ -487,6 +493,20 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
     )
     cors = Cors(metered, settings.mcp_allowed_origins, [MCP_PATH, METADATA_PATH])
     return AsgiTelemetry(cors, known)
+
+
+async def _unhandled(request: Request, ex: Exception) -> JSONResponse:
+    """The envelope for anything that escaped the tool handler (token checks, limits,
+    the SDK itself): 503 with its code when the database could not answer (a restart, a
+    full pool), else 500 without internals."""
+    request_id = REQUEST_ID.get() or uuid.uuid4().hex
+    if isinstance(ex, DatabaseError):
+        envelope = error_envelope(ex.code, ex.message, request_id)
+        return JSONResponse(envelope, status_code=ex.status, headers={"Retry-After": "1"})
+    envelope = error_envelope(
+        "internal", "internal error; quote the request ID when reporting it", request_id
+    )
+    return JSONResponse(envelope, status_code=500)
 
 
 def _ready(pool: ConnectionPool) -> Any:
@@ -517,6 +537,7 @@ def store_from(settings: McpSettings) -> Store:
             settings.database_url,
             max_size=settings.db_pool_size,
             statement_timeout_ms=settings.db_statement_timeout_ms,
+            session_settings=settings.session_settings(),
         ),
         cursor_secret=derive_secret(secret, "cursor"),
         profile=embedder.profile if embedder else None,

@@ -20,10 +20,13 @@ from psycopg_pool import ConnectionPool
 
 from grove_db import queue
 from grove_db.pool import Conn, transaction
-from grove_memory.inference import InferenceError, vector_literal
+from grove_memory.inference import UNAVAILABLE, InferenceError, vector_literal
 
 #: Failures that another attempt cannot fix: the job fails at once.
 PERMANENT_REASONS = frozenset({"dimension_mismatch", "unknown_profile", "disabled"})
+#: grove-ask itself could not be reached (down, restarting, at capacity): nothing about
+#: the job, so it waits for grove-ask without spending its attempts.
+OUTAGE_REASONS = frozenset({UNAVAILABLE})
 
 READ_REVISIONS = """
     SELECT r.memory_id, r.version, r.content
@@ -205,6 +208,11 @@ def _complete(
 def _give_back(
     conn: Conn, job: queue.Job, owner: str, reason: str, policy: Policy, outcome: Outcome
 ) -> None:
+    if reason in OUTAGE_REASONS:
+        delay = policy.delay(max(job.attempts, 1))
+        held = queue.retry(conn, job, owner, reason, delay, counted=False)
+        _record(outcome, held, "retried")
+        return
     if job.attempts < policy.max_attempts and reason not in PERMANENT_REASONS:
         _record(
             outcome, queue.retry(conn, job, owner, reason, policy.delay(job.attempts)), "retried"

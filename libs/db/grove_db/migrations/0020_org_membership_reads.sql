@@ -23,6 +23,7 @@ CREATE OR REPLACE FUNCTION grove_org_role(org uuid) RETURNS text
         SELECT role FROM org_members
         WHERE org_id = org AND account_id = grove_current_account()
     $$;
+REVOKE EXECUTE ON FUNCTION grove_org_role(uuid) FROM PUBLIC;
 
 -- A new org with the calling account as its owner (the one way to create an org).
 CREATE FUNCTION grove_found_org(p_org uuid, p_name text) RETURNS void

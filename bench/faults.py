@@ -43,7 +43,7 @@ import psutil
 import psycopg
 import requests
 
-from bench.stack import Stack, _start, stack, turns
+from bench.stack import Stack, stack, turns
 
 LEASE_SECONDS = 10
 REQUEST_TIMEOUT = 30.0
@@ -275,15 +275,8 @@ class Faults:
     def kill_ask(self) -> None:
         self.ask.send_signal(signal.SIGKILL)
         self.ask.wait()
-        self.running.processes.remove(self.ask)
-        port = self.running.env["GROVE_ASK_ADDRESS"].rsplit(":", 1)[1]
         start = time.perf_counter()
-        self.ask, _ = _start(
-            "grove-ask",
-            {**self.running.env, "GROVE_ASK_PORT": port},
-            r'"event": "listening".*"port": (\d+)',
-        )
-        self.running.processes.append(self.ask)
+        self.ask = self.running.restart_ask(self.ask)
         self.note("grove-ask SIGKILL", time.perf_counter() - start)
 
     def kill_api_worker(self, api_pid: int) -> None:

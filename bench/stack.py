@@ -95,6 +95,14 @@ class Stack:
         self.processes.append(mcp)
         return f"http://127.0.0.1:{port}"
 
+    def restart_ask(self, stopped: subprocess.Popen[str]) -> subprocess.Popen[str]:
+        """Start grove-ask again on the port the services know, in place of ``stopped``."""
+        self.processes.remove(stopped)
+        port = self.env["GROVE_ASK_ADDRESS"].rsplit(":", 1)[1]
+        ask, _ = _start_ask(self.env, port)
+        self.processes.append(ask)
+        return ask
+
     def ready_count(self, conn: psycopg.Connection[Any] | None = None) -> int:
         """Notes of the account whose current revision is embedded."""
         if conn is None:
@@ -126,6 +134,12 @@ def _start(script: str, env: dict[str, str], ready: str) -> tuple[subprocess.Pop
     sys.exit(f"bench: {script} exited with {process.wait()}")
 
 
+def _start_ask(env: dict[str, str], port: str) -> tuple[subprocess.Popen[str], str]:
+    return _start(
+        "grove-ask", {**env, "GROVE_ASK_PORT": port}, r'"event": "listening".*"port": (\d+)'
+    )
+
+
 def _drain(stream: IO[str]) -> None:
     """Read a service's stderr to its end (it never blocks on a full pipe), then close it."""
     with stream:
@@ -152,11 +166,7 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
             "GROVE_ACCOUNT_RATE_LIMIT_PER_MINUTE": "0",
         }
         if profile != "disabled":
-            ask, port = _start(
-                "grove-ask",
-                {**env, "GROVE_ASK_PORT": "0"},
-                r'"event": "listening".*"port": (\d+)',
-            )
+            ask, port = _start_ask(env, "0")
             processes.append(ask)
             env["GROVE_ASK_ADDRESS"] = f"127.0.0.1:{port}"
         api, port = _start(

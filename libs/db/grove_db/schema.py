@@ -9,6 +9,8 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -24,7 +26,15 @@ RESTRICT_KEY = "grove"
 
 def fresh_dump(database: embedded.EmbeddedDatabase) -> str:
     """Migrate a new, empty database on ``database``'s server and dump its schema."""
-    name = f"grove_schema_{uuid.uuid4().hex[:8]}"
+    with fresh_database(database) as url:
+        return dump(url)
+
+
+@contextmanager
+def fresh_database(database: embedded.EmbeddedDatabase) -> Iterator[str]:
+    """A new database on ``database``'s server, migrated and never analyzed; its superuser
+    URL while the block runs, dropped after."""
+    name = f"grove_fresh_{uuid.uuid4().hex[:8]}"
     superuser = database.superuser_url
     with psycopg.connect(superuser, autocommit=True) as conn:
         conn.execute(
@@ -47,7 +57,7 @@ def fresh_dump(database: embedded.EmbeddedDatabase) -> str:
             embedded.SHARE_ROLE,
             embedded.CONSOLE_ROLE,
         )
-        return dump(url)
+        yield url
     finally:
         with psycopg.connect(superuser, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

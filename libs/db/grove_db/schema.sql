@@ -1403,10 +1403,10 @@ CREATE INDEX memories_live_scope ON public.memories USING btree (account_id, pro
 
 
 --
--- Name: memories_project_created; Type: INDEX; Schema: public; Owner: -
+-- Name: memories_notebook_created; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memories_project_created ON public.memories USING btree (project_id, created_at DESC, id DESC) WHERE ((deleted_at IS NULL) AND (archived_at IS NULL));
+CREATE INDEX memories_notebook_created ON public.memories USING btree (project_id, created_at DESC, id DESC) WHERE ((project_id IS NOT NULL) AND (deleted_at IS NULL) AND (archived_at IS NULL));
 
 
 --

@@ -23,19 +23,26 @@ from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE, params
 
 
-def statements(account_id: str, query: str, vector: list[float], profile: str) -> list[Any]:
-    """The search's two statements with their parameters, as the service builds them."""
+def statements(
+    conn: psycopg.Connection[Any], account_id: str, query: str, vector: list[float], profile: str
+) -> list[Any]:
+    """The search's two statements with their parameters, as the service builds them (the
+    words' counts, which choose the lexical statement's words, are read on ``conn``)."""
     principal = Principal(uuid.UUID(account_id), uuid.uuid4(), personal=True, all_projects=True)
     scope = "true AND m.created_at <= statement_timestamp()"
     values = {"limit": recall.SEARCH_CANDIDATES}
-    lexical = recall.BM25.format(
-        words=recall.WORDS, columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope
-    )
+    with conn.transaction():
+        set_tenant(conn, uuid.UUID(account_id))
+        found = recall.bm25(conn, principal, query, scope)
+    lexical, words = found if found else ("SELECT 1", {})
     semantic = recall.SEMANTIC.format(
         columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope, dims=len(vector)
     )
     return [
-        (lexical, params(principal, query=query, k1=recall.BM25_K1, b=recall.BM25_B, **values)),
+        (
+            lexical,
+            params(principal, k1=recall.BM25_K1, b=recall.BM25_B, **words, **values),
+        ),
         (
             semantic,
             params(principal, vector=vector_literal(vector), profile=profile, **values),

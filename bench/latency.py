@@ -69,11 +69,11 @@ def raw_floor(
     client = InferenceClient(running.env["GROVE_ASK_ADDRESS"], "minilm")
     vectors = [client.embed_query(query, 30) for query in queries]
     client.close()
-    batches = [
-        floor.statements(running.account_id, q, v, "minilm")
-        for q, v in zip(queries, vectors, strict=True)
-    ]
     with floor.connect(running.db.runtime_url) as conn:
+        batches = [
+            floor.statements(conn, running.account_id, q, v, "minilm")
+            for q, v in zip(queries, vectors, strict=True)
+        ]
         for batch in batches[:10]:  # warm-up
             floor.run(conn, running.account_id, batch)
         timings = [floor.run(conn, running.account_id, batch) for batch in batches]

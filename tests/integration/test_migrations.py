@@ -13,6 +13,7 @@ TENANT_TABLES = {
     "accounts",
     "projects",
     "memories",
+    "note_words",
     "shares",
     "memory_revisions",
     "operations",

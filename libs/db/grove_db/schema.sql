@@ -171,6 +171,34 @@ CREATE FUNCTION public.grove_key_lookup() RETURNS bytea
 
 
 --
+-- Name: grove_note_words(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_note_words() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+DECLARE
+    before text[] := '{}';
+    after text[] := '{}';
+BEGIN
+    IF TG_OP = 'UPDATE' AND OLD.deleted_at IS NULL THEN
+        before := tsvector_to_array(OLD.content_tsv);
+    END IF;
+    IF NEW.deleted_at IS NULL THEN
+        after := tsvector_to_array(NEW.content_tsv);
+    END IF;
+    DELETE FROM note_words w
+        WHERE w.account_id = NEW.account_id AND w.memory_id = NEW.id
+          AND w.word = ANY(before) AND NOT w.word = ANY(after);
+    INSERT INTO note_words (account_id, word, memory_id)
+        SELECT NEW.account_id, a.word, NEW.id FROM unnest(after) AS a (word)
+        WHERE NOT a.word = ANY(before);
+    RETURN NULL;
+END $$;
+
+
+--
 -- Name: grove_org_role(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -746,6 +774,19 @@ ALTER TABLE ONLY public.memory_revisions FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: note_words; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.note_words (
+    account_id uuid NOT NULL,
+    word text NOT NULL,
+    memory_id uuid NOT NULL
+);
+
+ALTER TABLE ONLY public.note_words FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: operations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1155,6 +1196,14 @@ ALTER TABLE ONLY public.memory_revisions
 
 
 --
+-- Name: note_words note_words_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_words
+    ADD CONSTRAINT note_words_pkey PRIMARY KEY (account_id, word, memory_id);
+
+
+--
 -- Name: operations operations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1410,13 +1459,6 @@ CREATE INDEX memories_notebook_created ON public.memories USING btree (project_i
 
 
 --
--- Name: memories_tsv; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX memories_tsv ON public.memories USING gin (content_tsv);
-
-
---
 -- Name: org_members_account; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1477,6 +1519,13 @@ CREATE UNIQUE INDEX projects_sibling_name ON public.projects USING btree (accoun
 --
 
 CREATE INDEX shares_account_created ON public.shares USING btree (account_id, created_at DESC, id DESC);
+
+
+--
+-- Name: memories note_words; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER note_words AFTER INSERT OR UPDATE OF content, deleted_at ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_note_words();
 
 
 --
@@ -2056,6 +2105,12 @@ ALTER TABLE public.memories ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.memory_revisions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: note_words; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.note_words ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: operations; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -2248,6 +2303,13 @@ CREATE POLICY tenant ON public.memories USING ((account_id = public.grove_curren
 --
 
 CREATE POLICY tenant ON public.memory_revisions USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: note_words tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.note_words USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
 
 
 --
@@ -2588,6 +2650,13 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.memories TO grove_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.memory_revisions TO grove_app;
+
+
+--
+-- Name: TABLE note_words; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.note_words TO grove_app;
 
 
 --

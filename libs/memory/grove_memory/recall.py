@@ -12,7 +12,9 @@ disabled, or the ask service failed or missed its budget), the answer is lexical
 and says why in ``retrieval``; it never fails for that reason.
 
 A note matches lexically when it has any of the query's words (stemmed, stop words
-dropped); notes with more of the rarer words rank higher. In search, ``-word`` and
+dropped); notes with more of the rarer words rank higher. For a caller who may see the
+whole account, a word in more than ``CANDIDATE_BUDGET`` notes is common: only notes that
+the rarer words find can match, and it ranks them. In search, ``-word`` and
 ``-"a phrase"`` exclude notes from both signals; other quotes only group words. Recall drops
 lexical matches under a relevance floor. A query with no searchable words (only stop
 words or punctuation) falls back to a case-insensitive substring match. Archived and
@@ -49,38 +51,59 @@ PROFILE_KINDS = ("preference", "fact", "decision")
 BM25_K1 = 1.2
 BM25_B = 0.25
 
-WORDS = "tsvector_to_array(to_tsvector('english', %(query)s))"
+#: Candidates are found through the query's rarest words while their notes add up to at
+#: most this many; the commoner words only rank what those found (a common-terms query).
+CANDIDATE_BUDGET = 2000
+
+# The query's distinct stemmed words; per word, how many notes of the account have it, up
+# to CANDIDATE_BUDGET, and the last of those notes' ids in id order; the account's notes.
+WORD_COUNTS = """
+    SELECT l.word, c.notes, c.last,
+           (SELECT u.items FROM account_usage u
+            WHERE u.account_id = grove_current_account() AND u.kind = 'notes') AS corpus
+    FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS l (word)
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS notes, (array_agg(f.memory_id ORDER BY f.memory_id DESC))[1] AS last
+        FROM (SELECT w.memory_id FROM note_words w
+              WHERE w.account_id = grove_current_account() AND w.word = l.word
+              ORDER BY w.memory_id LIMIT %(budget)s) AS f
+    ) AS c
+"""
 
 # Okapi BM25 over the query's distinct stemmed words. Candidates are the visible notes
-# in scope with any of the words (found through the GIN index); their count per word is
-# the word's document frequency, and the corpus size is every visible note in scope, so
-# no other tenant's notes ever weigh in. Lengths are normalized by the candidates'
-# average length. Term frequencies come from each candidate's tsvector cut down to the
-# query's words (weight them A, keep only A) rather than unnesting every lexeme: at
-# 100,000 notes that halves the statement (bench/README.md). The best ``limit`` are
+# in scope with any of the words that find candidates (see ``bm25``), found through the
+# account's postings (note_words, migration 0023: under row-level security a GIN index
+# is never used for `@@`). A finding word's document frequency is its count among them,
+# the corpus size is every visible note in scope, so no other tenant's notes, and no note
+# the caller may not see, ever weigh in; a common word's is its share of the account's
+# notes times that corpus. Lengths are normalized by the candidates' average length.
+# Term frequencies come from each candidate's tsvector cut down to the query's words
+# (weight them A, keep only A) rather than unnesting every lexeme. The best ``limit`` are
 # picked before the notes' columns are read.
 BM25 = """
-    WITH words AS (
-        SELECT DISTINCT lexeme FROM unnest({words}) AS lexeme
+    WITH found AS (
+        SELECT DISTINCT w.memory_id FROM note_words w
+        WHERE w.account_id = grove_current_account() AND w.word = ANY(%(finding)s::text[])
     ), matches AS MATERIALIZED (
         SELECT m.id, m.updated_at, length(m.content_tsv) AS dl,
-               ts_filter(setweight(m.content_tsv, 'A', (SELECT array_agg(lexeme) FROM words)),
-                         '{{a}}') AS hits
-        FROM memories m
-        WHERE m.content_tsv @@ (
-                SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | '))
-                FROM words)
-          AND m.archived_at IS NULL AND {visible} AND {scope}
+               ts_filter(setweight(m.content_tsv, 'A', %(words)s::text[]), '{{a}}') AS hits
+        FROM found f JOIN memories m ON m.id = f.memory_id
+        WHERE m.archived_at IS NULL AND {visible} AND {scope}
     ), corpus AS (
         SELECT count(*) AS n FROM memories m
         WHERE m.archived_at IS NULL AND {visible} AND {scope}
     ), terms AS (
         SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, c.dl
         FROM matches c CROSS JOIN LATERAL unnest(c.hits) AS u
-    ), weights AS (
-        SELECT t.lexeme, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-        FROM terms t CROSS JOIN corpus c
+    ), common AS (
+        SELECT * FROM unnest(%(common)s::text[], %(shares)s::float8[]) AS k (lexeme, share)
+    ), frequencies AS (
+        SELECT t.lexeme, coalesce(max(k.share) * c.n, count(*)) AS df, c.n
+        FROM terms t CROSS JOIN corpus c LEFT JOIN common k ON k.lexeme = t.lexeme
         GROUP BY t.lexeme, c.n
+    ), weights AS (
+        SELECT f.lexeme, ln(1 + greatest(f.n - f.df + 0.5, 0) / (f.df + 0.5)) AS idf
+        FROM frequencies f
     ), lengths AS (
         SELECT greatest(avg(dl), 1) AS avgdl FROM matches
     ), scored AS (
@@ -108,8 +131,6 @@ SUBSTRING = """
     ORDER BY m.updated_at DESC, m.id
     LIMIT %(limit)s
 """
-
-HAS_WORDS = f"SELECT cardinality({WORDS}) > 0 AS some"
 
 # Nearest current-revision vectors of the profile; the cast matches the HNSW index.
 SEMANTIC = """
@@ -339,15 +360,51 @@ def lexical_candidates(
     """BM25 matches of any of the words; a substring match if none is searchable."""
     plan_for_this_tenant(conn)
     values = params(principal, query=words, k1=BM25_K1, b=BM25_B, **values)
-    has_words = conn.execute(HAS_WORDS, values).fetchone()
-    if has_words is None or not has_words["some"]:
+    found = bm25(conn, principal, words, scope)
+    if found is None:
         pattern = "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         statement = SUBSTRING.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
         return conn.execute(
             statement, {**values, "pattern": pattern, "substring_score": SUBSTRING_SCORE}
         ).fetchall()
-    statement = BM25.format(words=WORDS, columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
-    return conn.execute(statement, values).fetchall()
+    statement, words_values = found
+    return conn.execute(statement, {**values, **words_values}).fetchall()
+
+
+def bm25(
+    conn: Conn, principal: Principal, query: str, scope: str
+) -> tuple[str, dict[str, Any]] | None:
+    """The BM25 statement for ``query`` and its word parameters; None without words.
+
+    The words find candidates rarest first while their notes add up to at most
+    ``CANDIDATE_BUDGET`` (the rarest always does); the rest are common and only rank. A
+    common word's share of the account's notes is estimated from the id of its
+    ``CANDIDATE_BUDGET``-th note: ids are random, so that many notes spread over that
+    fraction of the id space. Only a caller who may see every note of the account gets
+    this split, since it depends on notes outside the scope; for anyone else every word
+    finds candidates, and the counts are exact over what they may see.
+    """
+    rows = conn.execute(WORD_COUNTS, {"query": query, "budget": CANDIDATE_BUDGET}).fetchall()
+    if not rows:
+        return None
+    finding: list[str] = []
+    common: list[str] = []
+    shares: list[float] = []
+    spent = 0
+    sees_all = principal.personal and principal.all_projects
+    for row in sorted(rows, key=lambda r: (r["notes"], r["word"])):
+        capped = row["notes"] >= CANDIDATE_BUDGET
+        if sees_all and finding and (common or capped or spent + row["notes"] > CANDIDATE_BUDGET):
+            common.append(row["word"])
+            corpus = max(row["corpus"] or 1, 1)
+            notes = row["notes"] / (row["last"].int / 2**128) if capped else row["notes"]
+            shares.append(min(notes / corpus, 1.0))
+        else:
+            finding.append(row["word"])
+            spent += row["notes"]
+    statement = BM25.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
+    words = [row["word"] for row in rows]
+    return statement, {"words": words, "finding": finding, "common": common, "shares": shares}
 
 
 def semantic_candidates(

@@ -1,0 +1,146 @@
+"""Lexical postings (note_words, migration 0023) and the common-terms split of BM25.
+
+The postings follow each note in the writing transaction: its words on save, the new
+words after an edit, none once forgotten; another tenant sees none of them. BM25 finds
+candidates through its rarest words and lets common words only rank, but only for a
+caller who may see the whole account; a narrower caller's words all find candidates.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from grove_auth.principal import Principal
+from grove_db import embedded, schema
+from grove_db.pool import Conn, open_pool, transaction
+from grove_memory import recall
+
+COMMON = 400
+BUDGET = 50
+
+
+@pytest.fixture(scope="module")
+def fresh(database: embedded.EmbeddedDatabase) -> Iterator[Any]:
+    with schema.fresh_database(database) as url:
+        pool = open_pool(embedded.role_url(url, embedded.RUNTIME_ROLE), max_size=2)
+        yield url, pool
+        pool.close()
+
+
+def _account(url: str) -> uuid.UUID:
+    account = uuid.uuid4()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO accounts (id, name) VALUES (%s, 'words')", (account,))
+    return account
+
+
+def _save(conn: Conn, account: uuid.UUID, content: str) -> uuid.UUID:
+    note = uuid.uuid4()
+    conn.execute(
+        "INSERT INTO memories (account_id, id, kind, content, indexing)"
+        " VALUES (%s, %s, 'fact', %s, 'ready')",
+        (account, note, content),
+    )
+    return note
+
+
+def _words(conn: Conn, note: uuid.UUID) -> list[str]:
+    rows = conn.execute(
+        "SELECT word FROM note_words WHERE memory_id = %s ORDER BY word", (note,)
+    ).fetchall()
+    return [row["word"] for row in rows]
+
+
+def test_postings_follow_the_note_and_stay_in_their_tenant(fresh: Any) -> None:
+    url, pool = fresh
+    mine, other = _account(url), _account(url)
+    with transaction(pool, mine) as conn:
+        note = _save(conn, mine, "Deploys run on Fridays")
+        assert _words(conn, note) == ["deploy", "friday", "run"]
+    with transaction(pool, mine) as conn:
+        conn.execute(
+            "UPDATE memories SET content = 'Deploys pause on Mondays' WHERE id = %s", (note,)
+        )
+        assert _words(conn, note) == ["deploy", "monday", "paus"]
+        conn.execute("UPDATE memories SET kind = 'decision' WHERE id = %s", (note,))
+        assert _words(conn, note) == ["deploy", "monday", "paus"]
+    with transaction(pool, other) as conn:
+        assert _words(conn, note) == []  # row-level security: not this tenant's
+    with (
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"),
+        transaction(pool, other) as conn,
+    ):
+        conn.execute(
+            "INSERT INTO note_words (account_id, word, memory_id) VALUES (%s, 'x', %s)",
+            (mine, note),
+        )
+    with transaction(pool, mine) as conn:
+        conn.execute("UPDATE memories SET deleted_at = now() WHERE id = %s", (note,))
+        assert _words(conn, note) == []
+
+
+@pytest.fixture(scope="module")
+def corpus(fresh: Any) -> Any:
+    """COMMON notes with "weather", a few with "zeppelin" too, one notebook note."""
+    url, pool = fresh
+    account = _account(url)
+    with transaction(pool, account) as conn:
+        for n in range(COMMON):
+            rare = " about the zeppelin" if n % 100 == 0 else ""
+            _save(conn, account, f"note {n}: the weather{rare}")
+    return account
+
+
+def _split(pool: Any, principal: Principal, query: str, budget: int) -> dict[str, Any]:
+    saved = recall.CANDIDATE_BUDGET
+    recall.CANDIDATE_BUDGET = budget
+    try:
+        with transaction(pool, principal.account_id) as conn:
+            found = recall.bm25(conn, principal, query, "true")
+    finally:
+        recall.CANDIDATE_BUDGET = saved
+    assert found is not None
+    return found[1]
+
+
+def test_common_words_rank_but_do_not_find_for_a_caller_who_sees_everything(
+    fresh: Any, corpus: uuid.UUID
+) -> None:
+    everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
+    words = _split(fresh[1], everything, "zeppelin weather", BUDGET)
+    assert words["finding"] == ["zeppelin"]
+    assert words["common"] == ["weather"]
+    # Estimated from the position of the BUDGET-th id: every note has the word.
+    assert 0.6 <= words["shares"][0] <= 1.0, words
+    # Under the budget every word finds candidates, counted exactly.
+    assert _split(fresh[1], everything, "zeppelin weather", COMMON + 10)["common"] == []
+
+
+def test_a_narrower_caller_gets_exact_counts_over_what_it_may_see(
+    fresh: Any, corpus: uuid.UUID
+) -> None:
+    personal = Principal(corpus, uuid.uuid4(), personal=True, all_projects=False)
+    words = _split(fresh[1], personal, "zeppelin weather", BUDGET)
+    assert sorted(words["finding"]) == ["weather", "zeppelin"]
+    assert words["common"] == []
+
+
+def test_bm25_with_common_words_ranks_the_rare_word_first(fresh: Any, corpus: uuid.UUID) -> None:
+    everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
+    saved = recall.CANDIDATE_BUDGET
+    recall.CANDIDATE_BUDGET = BUDGET
+    try:
+        with transaction(fresh[1], corpus) as conn:
+            rows = recall.lexical_candidates(
+                conn, everything, "zeppelin weather", "true", {"limit": 10}
+            )
+    finally:
+        recall.CANDIDATE_BUDGET = saved
+    assert len(rows) == COMMON // 100  # only the notes the rare word finds
+    assert all("zeppelin" in row["content"] for row in rows)
+    assert all(row["score"] > 0 for row in rows)

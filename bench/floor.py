@@ -1,9 +1,10 @@
 """The floor under hybrid search: the service's own SQL, run directly on the same data.
 
-For each query: the BM25 statement and the pgvector statement that ``POST
-/v1/memories/search`` runs (same text, same parameters, a precomputed query vector),
-in one tenant transaction as the runtime role, with no HTTP, no JSON and no embedding.
-``explain`` returns ``EXPLAIN (ANALYZE, BUFFERS)`` of both, to see the indexes used.
+For each query: the word counts, the BM25 statement and the pgvector statement that
+``POST /v1/memories/search`` runs (same text, same parameters, a precomputed query
+vector), in one tenant transaction as the runtime role, with no HTTP, no JSON and no
+embedding. ``explain`` returns ``EXPLAIN (ANALYZE, BUFFERS)`` of each, to see the indexes
+used.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from grove_memory.scope import VISIBLE, params
 def statements(
     conn: psycopg.Connection[Any], account_id: str, query: str, vector: list[float], profile: str
 ) -> list[Any]:
-    """The search's two statements with their parameters, as the service builds them (the
-    words' counts, which choose the lexical statement's words, are read on ``conn``)."""
+    """The search's statements with their parameters, as the service builds them: the
+    words' counts (read once on ``conn`` as well, to build the BM25 statement), BM25 and
+    the semantic statement."""
     principal = Principal(uuid.UUID(account_id), uuid.uuid4(), personal=True, all_projects=True)
     scope = "true AND m.created_at <= statement_timestamp()"
     values = {"limit": recall.SEARCH_CANDIDATES}
@@ -39,6 +41,7 @@ def statements(
         columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope, dims=len(vector)
     )
     return [
+        (recall.WORD_COUNTS, recall.word_counts_params(principal, query)),
         (
             lexical,
             params(principal, k1=recall.BM25_K1, b=recall.BM25_B, **words, **values),

@@ -85,7 +85,10 @@ def raw_floor(
         plans = floor.explain(conn, running.account_id, batches[0])
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"explain-search-{size}.txt"
-    path.write_text(f"query: {queries[0]}\n\n-- BM25\n{plans[0]}\n\n-- semantic\n{plans[1]}\n")
+    path.write_text(
+        f"query: {queries[0]}\n\n-- word counts\n{plans[0]}\n\n-- BM25\n{plans[1]}"
+        f"\n\n-- semantic\n{plans[2]}\n"
+    )
     print(f"{'':>14}EXPLAIN (ANALYZE, BUFFERS) in {path}")
     return p50, p95, p99
 

@@ -103,9 +103,10 @@ def test_the_latency_benchmark_measures_service_and_floor(
     assert bench_stack.ready_count() == len(texts)
     plans = (tmp_path / f"explain-search-{len(texts)}.txt").read_text()
     assert plans.startswith(f"query: {QUERIES[0]}")
+    assert "-- word counts" in plans
     assert "-- BM25" in plans
     assert "-- semantic" in plans
-    assert plans.count("Execution Time") == 2  # EXPLAIN ANALYZE of both statements
+    assert plans.count("Execution Time") == 3  # EXPLAIN ANALYZE of the three statements
 
 
 def test_bulk_texts_are_the_same_every_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -371,6 +371,13 @@ def lexical_candidates(
     return conn.execute(statement, {**values, **words_values}).fetchall()
 
 
+def word_counts_params(principal: Principal, query: str) -> dict[str, Any]:
+    """``WORD_COUNTS``'s parameters: postings are counted only for a caller who sees the
+    whole account, the only one whose words are split by their counts (see ``bm25``)."""
+    sees_all = principal.personal and principal.all_projects
+    return {"query": query, "budget": CANDIDATE_BUDGET if sees_all else 0}
+
+
 def bm25(
     conn: Conn, principal: Principal, query: str, scope: str
 ) -> tuple[str, dict[str, Any]] | None:
@@ -384,14 +391,14 @@ def bm25(
     this split, since it depends on notes outside the scope; for anyone else every word
     finds candidates, and the counts are exact over what they may see.
     """
-    rows = conn.execute(WORD_COUNTS, {"query": query, "budget": CANDIDATE_BUDGET}).fetchall()
+    sees_all = principal.personal and principal.all_projects
+    rows = conn.execute(WORD_COUNTS, word_counts_params(principal, query)).fetchall()
     if not rows:
         return None
     finding: list[str] = []
     common: list[str] = []
     shares: list[float] = []
     spent = 0
-    sees_all = principal.personal and principal.all_projects
     for row in sorted(rows, key=lambda r: (r["notes"], r["word"])):
         capped = row["notes"] >= CANDIDATE_BUDGET
         if sees_all and finding and (common or capped or spent + row["notes"] > CANDIDATE_BUDGET):

@@ -1,11 +1,14 @@
 """Retrieval quality on LoCoMo: turn-level evidence recall@k and MRR, three search modes.
 
 Each sample becomes a fresh account; each dialogue turn one note saved through the
-REST API (``"<speaker>: <text>"``, source ``locomo:<sample>:<dia_id>``, the session's
-date in the provenance), embedded by the real worker with MiniLM. Each question runs
-through ``POST /v1/memories/search`` (relevance, limit 50) lexical-only, semantic-only
-and hybrid; we score the share of gold evidence turns in the top k, overall and per
-category, beside the LoCoMo paper's DRAGON baseline (Table 3).
+REST API as an agent would save it (``"<speaker>: <text>"``, plus
+`` [shared a photo: <blip_caption>]`` when the turn carries an image; source
+``locomo:<sample>:<dia_id>``, the session's date in the provenance), embedded by the
+real worker with MiniLM. Each question runs through ``POST /v1/memories/search``
+(relevance, limit 50) lexical-only, semantic-only and hybrid; we score the share of gold
+evidence turns in the top k, overall and per category, beside the LoCoMo paper's DRAGON
+baseline (Table 3). Then ``bench.crossval`` chooses the tuned constants leaving one
+conversation out, and reports the cross-validated figures beside the all-five ones.
 
 Data: ../shared/data/locomo-dev.json (CC BY-NC 4.0, evaluation only, never shipped).
 """
@@ -62,6 +65,8 @@ def turns_of(sample: dict[str, Any], sessions: int | None = None) -> list[Turn]:
         date = conversation.get(f"session_{number}_date_time", "")
         for turn in conversation[f"session_{number}"]:
             content = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                content += f" [shared a photo: {turn['blip_caption']}]"
             found.append(Turn(turn["dia_id"], content, date))
     return found
 
@@ -232,6 +237,60 @@ def run(
     return {mode: summarize(rows) for mode, rows in scored.items()}
 
 
+def cross_validation(
+    runtime_url: str,
+    ask_address: str,
+    samples: list[dict[str, Any]],
+    sessions: int | None,
+    summary: dict[str, dict[str, Any]],
+    account_of: dict[str, str],
+    grid: dict[str, tuple[Any, ...]] | None = None,
+) -> dict[str, Any] | None:
+    """``bench.crossval`` on the accounts just scored (``account_of`` maps sample IDs to
+    them); None with fewer than two samples. ``grid`` defaults to ``crossval.GRID``.
+
+    Exits non-zero if its in-process search at the shipped constants strays from the HTTP
+    hybrid figures by more than 0.5 at any k (then it would not be tuning the service)."""
+    from bench import crossval
+    from grove_memory.inference import InferenceClient
+
+    if len(samples) < 2:
+        print("\ncross-validation needs two samples or more: skipped")
+        return None
+    asked = [
+        (sample["sample_id"], account_of[sample["sample_id"]], q.text, q.evidence)
+        for sample in samples
+        for q in questions_of(sample, (t.dia_id for t in turns_of(sample, sessions)))
+    ]
+    client = InferenceClient(ask_address, "minilm")
+    started = time.perf_counter()
+    try:
+        evaluator = crossval.collect(
+            runtime_url, "minilm", lambda q: client.embed_query(q, 30), asked
+        )
+        try:
+            report = crossval.cross_validate(
+                [q.conversation for q in evaluator.questions],
+                evaluator.recalls,
+                crossval.GRID if grid is None else grid,
+            )
+        finally:
+            evaluator.close()
+    finally:
+        client.close()
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    print(f"\nleave-one-conversation-out ({report['seconds']} s)\n" + crossval.table(report))
+    over_http = summary["hybrid"]["all"]
+    strays = [
+        k
+        for k in KS
+        if abs(report["shipped"]["recall"][f"recall@{k}"] - over_http[f"recall@{k}"]) > 0.5
+    ]
+    if strays:
+        raise SystemExit(f"in-process search strays from HTTP at k = {strays}: not the service")
+    return report
+
+
 def main() -> None:
     import psycopg
 
@@ -245,6 +304,7 @@ def main() -> None:
     samples = [s for s in locomo() if not args.samples or s["sample_id"] in args.samples]
     started = time.perf_counter()
     accounts: dict[str, Any] = {}
+    account_of: dict[str, str] = {}
     with stack("minilm") as running:
         running.start_worker()
         superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
@@ -253,6 +313,7 @@ def main() -> None:
             account = admin.create_account(running.db.migration_url, f"locomo {sample_id}")
             issued = admin.create_key(running.db.migration_url, SECRET, account, sample_id)
             accounts[issued.key] = account
+            account_of[sample_id] = str(account)
             return issued.key
 
         def wait_ready(key: str, count: int) -> None:
@@ -268,7 +329,15 @@ def main() -> None:
                     time.sleep(0.2)
 
         summary = run(running.api_url, new_key, wait_ready, samples, args.sessions)
-    print(table(summary))
+        print(table(summary))
+        tuned = cross_validation(
+            running.db.runtime_url,
+            running.env["GROVE_ASK_ADDRESS"],
+            samples,
+            args.sessions,
+            summary,
+            account_of,
+        )
     RESULTS.mkdir(exist_ok=True)
     report = {
         "samples": [s["sample_id"] for s in samples],
@@ -276,6 +345,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
         "baseline": BASELINE,
         "summary": summary,
+        "crossValidation": tuned,
     }
     (RESULTS / "quality.json").write_text(json.dumps(report, indent=2))
     drawn = chart(summary, RESULTS / "quality.png")

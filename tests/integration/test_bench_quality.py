@@ -7,9 +7,10 @@ searched in the three modes, scored.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from bench import quality
+from bench import crossval, quality
 from grove_db import embedded
 from tests.integration.conftest import data_of, new_tenant, wait_until
 
@@ -27,7 +28,12 @@ SAMPLE: dict[str, Any] = {
         "session_2_date_time": "9:30 am on 10 March, 2024",
         "session_2": [
             {"speaker": "Ben", "dia_id": "D2:1", "text": "The cello recital went well."},
-            {"speaker": "Ana", "dia_id": "D2:2", "text": "Pixel knocked a vase off the shelf."},
+            {
+                "speaker": "Ana",
+                "dia_id": "D2:2",
+                "text": "Look what Pixel did.",
+                "blip_caption": "a photo of a broken vase on the floor",
+            },
             {"speaker": "Ben", "dia_id": "D2:3", "text": "I booked a trip to visit Lisbon."},
         ],
     },
@@ -41,23 +47,28 @@ SAMPLE: dict[str, Any] = {
 
 
 def test_the_quality_benchmark_runs_end_to_end(
-    database: embedded.EmbeddedDatabase, hybrid_api_url: str
+    database: embedded.EmbeddedDatabase, hybrid_api_url: str, minilm_ask: str
 ) -> None:
     turns = quality.turns_of(SAMPLE)
     assert [t.content for t in turns[:2]] == [
         "Ana: I adopted a grey kitten named Pixel.",
         "Ben: Lovely! I started learning the cello.",
     ]
+    assert turns[4].content == (
+        "Ana: Look what Pixel did. [shared a photo: a photo of a broken vase on the floor]"
+    )
     assert turns[3].date == "9:30 am on 10 March, 2024"
     questions = quality.questions_of(SAMPLE, [t.dia_id for t in turns])
     # Malformed evidence is split; missing turns dropped; a question left without any skipped.
     assert [sorted(q.evidence) for q in questions] == [["D1:1"], ["D1:2", "D2:1"], ["D1:3"]]
 
     keys: dict[str, Any] = {}
+    account_of: dict[str, str] = {}
 
     def new_key(sample_id: str) -> str:
         tenant = new_tenant(database, hybrid_api_url)
         keys[tenant.client.key or ""] = tenant
+        account_of[sample_id] = str(tenant.account_id)
         return tenant.client.key or ""
 
     def wait_ready(key: str, count: int) -> None:
@@ -69,17 +80,38 @@ def test_the_quality_benchmark_runs_end_to_end(
 
         wait_until(ready, timeout=60)
 
-    summary = quality.run(hybrid_api_url, new_key, wait_ready, [SAMPLE])
+    # A second conversation (the same turns and questions), so one can be left out.
+    other = {**copy.deepcopy(SAMPLE), "sample_id": "smoke-2"}
+    summary = quality.run(hybrid_api_url, new_key, wait_ready, [SAMPLE, other])
     assert set(summary) == set(quality.MODES)
     for by_category in summary.values():
         overall = by_category["all"]
-        assert overall["questions"] == 3
+        assert overall["questions"] == 6
         assert 0 <= overall["recall@5"] <= overall["recall@50"] <= 100
     # Six notes: every mode finds every evidence turn within 50, and hybrid ranks well.
     assert summary["hybrid"]["all"]["recall@50"] == 100
     assert summary["hybrid"]["all"]["mrr"] > 0.5
-    (tenant,) = keys.values()
+    tenant = next(iter(keys.values()))
     saved = data_of(tenant.client.get("/v1/memories?limit=100"))["items"]
     refs = {item["provenance"]["sourceRef"] for item in saved}
     assert "locomo:smoke-1:D2:3" in refs
     assert quality.table(summary).splitlines()[-1].startswith("DRAGON")
+
+    # Leave one conversation out, in-process, through the service's own functions: at the
+    # shipped constants it scores what HTTP scored (else it exits), and each fold chose.
+    grid: dict[str, tuple[Any, ...]] = {"lexical_weight": (0.0, 0.55, 1.0), "b": (0.0, 0.25)}
+    report = quality.cross_validation(
+        database.runtime_url, minilm_ask, [SAMPLE, other], None, summary, account_of, grid
+    )
+    assert report is not None
+    for k in crossval.KS:
+        assert report["shipped"]["recall"][f"recall@{k}"] == round(
+            summary["hybrid"]["all"][f"recall@{k}"], 1
+        )
+    assert [fold["heldOut"] for fold in report["folds"]] == ["smoke-1", "smoke-2"]
+    assert all(fold["questions"] == 3 for fold in report["folds"])
+    assert report["allFive"]["chosen"]["lexical_weight"] in grid["lexical_weight"]
+    one = quality.cross_validation(
+        database.runtime_url, minilm_ask, [SAMPLE], None, summary, account_of, grid
+    )
+    assert one is None  # nothing to leave out

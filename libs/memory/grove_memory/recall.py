@@ -355,11 +355,19 @@ def plan_for_this_tenant(conn: Conn) -> None:
 
 
 def lexical_candidates(
-    conn: Conn, principal: Principal, words: str, scope: str, values: dict[str, Any]
+    conn: Conn,
+    principal: Principal,
+    words: str,
+    scope: str,
+    values: dict[str, Any],
+    k1: float = BM25_K1,
+    b: float = BM25_B,
 ) -> list[dict[str, Any]]:
-    """BM25 matches of any of the words; a substring match if none is searchable."""
+    """BM25 matches of any of the words; a substring match if none is searchable.
+
+    ``k1`` and ``b`` are BM25's constants (other values only for ``bench.crossval``)."""
     plan_for_this_tenant(conn)
-    values = params(principal, query=words, k1=BM25_K1, b=BM25_B, **values)
+    values = params(principal, query=words, k1=k1, b=b, **values)
     found = bm25(conn, principal, words, scope)
     if found is None:
         pattern = "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -1,0 +1,265 @@
+"""Leave-one-conversation-out choice of the retrieval constants tuned on LoCoMo.
+
+Hybrid search has five constants that were fitted on the five dev conversations: BM25's
+``k1`` and ``b``, fusion's lexical weight, the semantic distance threshold and the
+candidates taken from each signal. Here each is chosen on four conversations and scored
+on the fifth, for each fifth in turn: the **cross-validated** figure says what the tuning
+is worth on a conversation it never saw; the **all-five** figure (chosen and scored on
+all five) is the one that flatters.
+
+Search runs in-process exactly as ``POST /v1/memories/search`` composes it
+(``recall.lexical_candidates``, ``recall.semantic_candidates``, ``recall.fuse``, the same
+statements as the runtime role under row-level security), so hundreds of settings are
+scored without HTTP: each question's candidates are read once per (k1, b) with the
+largest candidate count and the loosest threshold, then cut (both lists are ordered, so
+a prefix is what a smaller ``LIMIT`` or a tighter threshold returns). At the shipped
+constants the figures match ``bench.quality``'s over HTTP.
+
+Choice: coordinate ascent from the shipped constants (each constant in turn takes the
+best of its grid values when that raises the objective; passes repeat until one changes
+nothing). Objective: the mean of R@5, R@10, R@25 and R@50 over the training questions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grove_auth.principal import Principal
+from grove_db.pool import open_pool, transaction
+from grove_memory import recall
+from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE, Store
+
+KS = (5, 10, 25, 50)
+RESULTS_LIMIT = 50  # the page bench.quality scores
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One value for each tuned constant."""
+
+    k1: float
+    b: float
+    lexical_weight: float
+    max_distance: float
+    candidates: int
+
+
+SHIPPED = Setting(
+    k1=recall.BM25_K1,
+    b=recall.BM25_B,
+    lexical_weight=DEFAULT_LEXICAL_WEIGHT,
+    max_distance=DEFAULT_MAX_DISTANCE,
+    candidates=recall.SEARCH_CANDIDATES,
+)
+
+#: The values each constant may take (the shipped one among them).
+GRID: dict[str, tuple[Any, ...]] = {
+    "k1": (0.6, 0.9, 1.2, 1.6, 2.0),
+    "b": (0.0, 0.1, 0.25, 0.4, 0.6, 0.75),
+    "lexical_weight": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8),
+    "max_distance": (0.6, 0.65, 0.7, 0.75, 0.8, 0.9, 2.0),
+    "candidates": (50, 100, 200, 400, 800),
+}
+
+
+@dataclass
+class Question:
+    """One question's gold turns and its candidates as the service's statements return them."""
+
+    conversation: str
+    gold: frozenset[str]
+    semantic: list[dict[str, Any]]
+    lexical: dict[tuple[float, float], list[dict[str, Any]]]
+
+
+def recall_at(ranked: Sequence[str], gold: frozenset[str]) -> tuple[float, ...]:
+    """The share of ``gold`` in the top k of ``ranked``, for each k of ``KS``."""
+    return tuple(len(gold & set(ranked[:k])) / len(gold) for k in KS)
+
+
+def ranked_turns(question: Question, setting: Setting) -> list[str]:
+    """The dia_ids of the top 50 fused results under ``setting``."""
+    lexical = question.lexical[setting.k1, setting.b][: setting.candidates]
+    semantic = [r for r in question.semantic if r["distance"] <= setting.max_distance]
+    fused = recall.fuse(lexical, semantic[: setting.candidates], setting.lexical_weight)
+    return [turn_of(c.row) for c in fused[:RESULTS_LIMIT]]
+
+
+def turn_of(row: dict[str, Any]) -> str:
+    """``D1:3`` from the note's source ``locomo:<sample>:D1:3``."""
+    return ":".join(str(row["source_ref"]).rsplit(":", 2)[-2:])
+
+
+def coordinate_ascent(
+    objective: Callable[[Setting], float],
+    start: Setting = SHIPPED,
+    grid: dict[str, tuple[Any, ...]] = GRID,
+) -> Setting:
+    """The setting reached from ``start`` by improving one constant at a time."""
+    best, score = start, objective(start)
+    changed = True
+    while changed:
+        changed = False
+        for name, values in grid.items():
+            for value in values:
+                trial = dataclasses.replace(best, **{name: value})
+                trial_score = objective(trial)
+                if trial_score > score + 1e-12:
+                    best, score, changed = trial, trial_score, True
+    return best
+
+
+def cross_validate(
+    conversations: Sequence[str],
+    recalls: Callable[[Setting], np.ndarray],
+    grid: dict[str, tuple[Any, ...]] = GRID,
+) -> dict[str, Any]:
+    """Leave one conversation out: choose on the others, score on it.
+
+    ``conversations[i]`` names question i's conversation; ``recalls(setting)`` gives the
+    (questions x len(KS)) recall matrix under a setting. The answer has each fold's choice
+    and held-out figures, the pooled held-out (cross-validated) figures, and the choice on
+    all conversations with its in-sample figures.
+    """
+    labels = np.array(conversations)
+
+    def objective(mask: np.ndarray) -> Callable[[Setting], float]:
+        return lambda setting: float(recalls(setting)[mask].mean())
+
+    held_out = np.zeros((len(labels), len(KS)))
+    folds = []
+    for name in sorted(set(conversations)):
+        test = labels == name
+        chosen = coordinate_ascent(objective(~test), grid=grid)
+        held_out[test] = recalls(chosen)[test]
+        folds.append(
+            {
+                "heldOut": name,
+                "questions": int(test.sum()),
+                "chosen": dataclasses.asdict(chosen),
+                "heldOutRecall": figures(recalls(chosen)[test]),
+                "shippedRecall": figures(recalls(SHIPPED)[test]),
+            }
+        )
+    everything = np.ones(len(labels), dtype=bool)
+    chosen = coordinate_ascent(objective(everything), grid=grid)
+    # What each change from the shipped constants is worth: the choice with it undone.
+    undone = {
+        name: figures(recalls(dataclasses.replace(chosen, **{name: getattr(SHIPPED, name)})))
+        for name in grid
+        if getattr(chosen, name) != getattr(SHIPPED, name)
+    }
+    return {
+        "folds": folds,
+        "crossValidated": figures(held_out),
+        "allFive": {
+            "chosen": dataclasses.asdict(chosen),
+            "recall": figures(recalls(chosen)),
+            "eachChangeUndone": undone,
+        },
+        "shipped": {"setting": dataclasses.asdict(SHIPPED), "recall": figures(recalls(SHIPPED))},
+    }
+
+
+def figures(matrix: np.ndarray) -> dict[str, float]:
+    """Mean recall@k in percent, rounded to 0.1."""
+    return {f"recall@{k}": round(100 * float(matrix[:, i].mean()), 1) for i, k in enumerate(KS)}
+
+
+class Evaluator:
+    """Every question's candidates, read once per (k1, b); recall matrices per setting."""
+
+    def __init__(
+        self,
+        questions: list[Question],
+        read_lexical: Callable[[int, float, float], Any],
+        close: Callable[[], None] = lambda: None,
+    ):
+        self.questions = questions
+        self._read_lexical = read_lexical
+        self._cache: dict[Setting, np.ndarray] = {}
+        self.close = close
+
+    def recalls(self, setting: Setting) -> np.ndarray:
+        """(questions x len(KS)) recall under ``setting``."""
+        if setting not in self._cache:
+            for index, question in enumerate(self.questions):
+                if (setting.k1, setting.b) not in question.lexical:
+                    question.lexical[setting.k1, setting.b] = self._read_lexical(
+                        index, setting.k1, setting.b
+                    )
+            self._cache[setting] = np.array(
+                [recall_at(ranked_turns(q, setting), q.gold) for q in self.questions]
+            )
+        return self._cache[setting]
+
+
+def collect(
+    runtime_url: str,
+    profile: str,
+    embed: Callable[[str], list[float]],
+    asked: Iterable[tuple[str, str, str, frozenset[str]]],
+) -> Evaluator:
+    """Read each question's semantic candidates now and its lexical ones on demand.
+
+    ``asked`` gives (conversation, account id, question, gold turns); ``embed`` the query
+    vector (the service's own inference). Candidates are read through the service's
+    functions, as the runtime role, one tenant transaction per read.
+    """
+    pool = open_pool(runtime_url, max_size=1)
+    store = Store(pool=pool, cursor_secret=b"-" * 32, profile=profile, max_distance=2.0)
+    largest = {"limit": max(int(n) for n in GRID["candidates"])}
+    rows: list[tuple[Principal, str]] = []
+    questions = []
+    for conversation, account_id, text, gold in asked:
+        account = uuid.UUID(account_id)
+        principal = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
+        wanted, _ = recall.split_exclusions(text)
+        words = wanted.replace('"', " ").strip()
+        vector = recall.QueryVector(embed(words), None)
+        with transaction(pool, account) as conn:
+            semantic = recall.semantic_candidates(conn, store, principal, vector, "true", largest)
+        rows.append((principal, words))
+        questions.append(Question(conversation, gold, semantic, {}))
+
+    def read_lexical(index: int, k1: float, b: float) -> list[dict[str, Any]]:
+        principal, words = rows[index]
+        with transaction(pool, principal.account_id) as conn:
+            return recall.lexical_candidates(conn, principal, words, "true", largest, k1=k1, b=b)
+
+    return Evaluator(questions, read_lexical, pool.close)
+
+
+def table(report: dict[str, Any]) -> str:
+    """Per fold and overall, the figures as a fixed-width table."""
+    head = f"{'':<44}" + "".join(f"{'R@' + str(k):>8}" for k in KS)
+    lines = [head, "-" * len(head)]
+
+    def line(label: str, recall_figures: dict[str, float]) -> str:
+        return f"{label:<44}" + "".join(f"{recall_figures[f'recall@{k}']:>8.1f}" for k in KS)
+
+    for fold in report["folds"]:
+        lines.append(line(f"{fold['heldOut']} held out, chosen on 4", fold["heldOutRecall"]))
+        lines.append(line(f"{fold['heldOut']} at the shipped constants", fold["shippedRecall"]))
+    lines.append(line("cross-validated (5 folds)", report["crossValidated"]))
+    lines.append(line("all five, chosen on all five", report["allFive"]["recall"]))
+    for name, undone in report["allFive"]["eachChangeUndone"].items():
+        shipped = report["shipped"]["setting"][name]
+        lines.append(line(f"all five, chosen but {name} {shipped}", undone))
+    lines.append(line("all five, shipped constants", report["shipped"]["recall"]))
+    lines.append("")
+    for fold in report["folds"]:
+        lines.append(f"chosen without {fold['heldOut']}: {describe(fold['chosen'])}")
+    lines.append(f"chosen on all five: {describe(report['allFive']['chosen'])}")
+    lines.append(f"shipped: {describe(report['shipped']['setting'])}")
+    return "\n".join(lines)
+
+
+def describe(setting: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {value}" for name, value in setting.items())

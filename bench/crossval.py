@@ -30,13 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from bench.quality import KS, PAGE, dia_id, recall_at
 from grove_auth.principal import Principal
 from grove_db.pool import open_pool, transaction
 from grove_memory import recall
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE, Store
-
-KS = (5, 10, 25, 50)
-RESULTS_LIMIT = 50  # the page bench.quality scores
 
 
 @dataclass(frozen=True)
@@ -78,22 +76,12 @@ class Question:
     lexical: dict[tuple[float, float], list[dict[str, Any]]]
 
 
-def recall_at(ranked: Sequence[str], gold: frozenset[str]) -> tuple[float, ...]:
-    """The share of ``gold`` in the top k of ``ranked``, for each k of ``KS``."""
-    return tuple(len(gold & set(ranked[:k])) / len(gold) for k in KS)
-
-
 def ranked_turns(question: Question, setting: Setting) -> list[str]:
     """The dia_ids of the top 50 fused results under ``setting``."""
     lexical = question.lexical[setting.k1, setting.b][: setting.candidates]
     semantic = [r for r in question.semantic if r["distance"] <= setting.max_distance]
     fused = recall.fuse(lexical, semantic[: setting.candidates], setting.lexical_weight)
-    return [turn_of(c.row) for c in fused[:RESULTS_LIMIT]]
-
-
-def turn_of(row: dict[str, Any]) -> str:
-    """``D1:3`` from the note's source ``locomo:<sample>:D1:3``."""
-    return ":".join(str(row["source_ref"]).rsplit(":", 2)[-2:])
+    return [dia_id(c.row["source_ref"]) for c in fused[:PAGE]]
 
 
 def coordinate_ascent(
@@ -179,7 +167,7 @@ class Evaluator:
         self,
         questions: list[Question],
         read_lexical: Callable[[int, float, float], Any],
-        close: Callable[[], None] = lambda: None,
+        close: Callable[[], None],
     ):
         self.questions = questions
         self._read_lexical = read_lexical
@@ -195,7 +183,7 @@ class Evaluator:
                         index, setting.k1, setting.b
                     )
             self._cache[setting] = np.array(
-                [recall_at(ranked_turns(q, setting), q.gold) for q in self.questions]
+                [list(recall_at(ranked_turns(q, setting), q.gold).values()) for q in self.questions]
             )
         return self._cache[setting]
 
@@ -220,8 +208,7 @@ def collect(
     for conversation, account_id, text, gold in asked:
         account = uuid.UUID(account_id)
         principal = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
-        wanted, _ = recall.split_exclusions(text)
-        words = wanted.replace('"', " ").strip()
+        words, _ = recall.search_words(text)
         vector = recall.QueryVector(embed(words), None)
         with transaction(pool, account) as conn:
             semantic = recall.semantic_candidates(conn, store, principal, vector, "true", largest)

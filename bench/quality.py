@@ -29,6 +29,7 @@ from typing import Any
 import requests
 
 KS = (5, 10, 25, 50)
+PAGE = 50  # results scored per question
 MODES = ("lexical", "semantic", "hybrid")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 #: LoCoMo paper, Table 3, DRAGON retriever, all categories (turn-level evidence recall).
@@ -118,12 +119,22 @@ def ingest(api_url: str, key: str, sample_id: str, turns: list[Turn], threads: i
 
 
 def ranked_turns(http: requests.Session, api_url: str, query: str, mode: str) -> list[str]:
-    """The dia_ids of the top 50 search results, best first."""
-    body: dict[str, Any] = {"query": query, "limit": 50, "sort": "relevance", "mode": mode}
+    """The dia_ids of the top ``PAGE`` search results, best first."""
+    body: dict[str, Any] = {"query": query, "limit": PAGE, "sort": "relevance", "mode": mode}
     response = http.post(f"{api_url}/v1/memories/search", json=body, timeout=60)
     response.raise_for_status()
-    refs = [item["memory"]["provenance"]["sourceRef"] for item in response.json()["data"]["items"]]
-    return [ref.rsplit(":", 2)[-2] + ":" + ref.rsplit(":", 1)[-1] for ref in refs]
+    items = response.json()["data"]["items"]
+    return [dia_id(item["memory"]["provenance"]["sourceRef"]) for item in items]
+
+
+def dia_id(source_ref: str) -> str:
+    """``D1:3`` from a note's source ``locomo:<sample>:D1:3``."""
+    return ":".join(source_ref.rsplit(":", 2)[-2:])
+
+
+def recall_at(ranked: list[str], gold: frozenset[str]) -> dict[int, float]:
+    """The share of ``gold`` in the top k of ``ranked``, for each k of ``KS``."""
+    return {k: len(gold & set(ranked[:k])) / len(gold) for k in KS}
 
 
 def evaluate(
@@ -137,7 +148,7 @@ def evaluate(
         http = session(local, key)
         ranked = ranked_turns(http, api_url, question.text, mode)
         gold = question.evidence
-        recall = {k: len(gold & set(ranked[:k])) / len(gold) for k in KS}
+        recall = recall_at(ranked, gold)
         first = next((rank for rank, turn in enumerate(ranked, 1) if turn in gold), None)
         return mode, {
             "category": question.category,

@@ -77,10 +77,15 @@ def test_candidates_are_cut_as_the_statements_would_return_them() -> None:
     # Two of each, and the farthest semantic candidate over the threshold.
     tight = dataclasses.replace(loose, max_distance=0.75, candidates=2)
     assert crossval.ranked_turns(question, tight) == ["D1:1", "D2:1", "D1:2", "D2:2"]
-    assert crossval.recall_at(crossval.ranked_turns(question, tight), question.gold) == (0, 0, 0, 0)
-    assert crossval.recall_at(crossval.ranked_turns(question, loose), question.gold) == (
-        0.5,
-        1,
-        1,
-        1,
-    )
+    assert crossval.recall_at(crossval.ranked_turns(question, tight), question.gold) == {
+        5: 0,
+        10: 0,
+        25: 0,
+        50: 0,
+    }
+    assert crossval.recall_at(crossval.ranked_turns(question, loose), question.gold) == {
+        5: 0.5,
+        10: 1,
+        25: 1,
+        50: 1,
+    }

@@ -203,6 +203,12 @@ def split_exclusions(query: str) -> tuple[str, str]:
     return wanted, " OR ".join(excluded)
 
 
+def search_words(query: str) -> tuple[str, str]:
+    """What a search query searches for (quotes dropped) and its exclusions."""
+    wanted, excluded = split_exclusions(query)
+    return wanted.replace('"', " ").strip(), excluded
+
+
 def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, Any]:
     """One page of hybrid search over every granted scope (or ``projectId`` if given)."""
     require(principal, "read")
@@ -225,8 +231,7 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
     if req.cursor:
         payload = cursors.decode(store.cursor_secret, req.cursor, binding)
         offset, ceiling = int(payload["offset"]), datetime.fromisoformat(payload["ceiling"])
-    wanted, excluded = split_exclusions(req.query)
-    words = wanted.replace('"', " ").strip()
+    words, excluded = search_words(req.query)
     # Embed before the transaction, so no connection waits on inference.
     embed = bool(words) and req.mode != "lexical"
     vector = query_vector(store, words) if embed else QueryVector(None, None)
@@ -382,8 +387,12 @@ def lexical_candidates(
 def word_counts_params(principal: Principal, query: str) -> dict[str, Any]:
     """``WORD_COUNTS``'s parameters: postings are counted only for a caller who sees the
     whole account, the only one whose words are split by their counts (see ``bm25``)."""
-    sees_all = principal.personal and principal.all_projects
-    return {"query": query, "budget": CANDIDATE_BUDGET if sees_all else 0}
+    return {"query": query, "budget": CANDIDATE_BUDGET if sees_whole_account(principal) else 0}
+
+
+def sees_whole_account(principal: Principal) -> bool:
+    """Whether the caller may see every note of the account (personal and all notebooks)."""
+    return principal.personal and principal.all_projects
 
 
 def bm25(
@@ -399,7 +408,7 @@ def bm25(
     this split, since it depends on notes outside the scope; for anyone else every word
     finds candidates, and the counts are exact over what they may see.
     """
-    sees_all = principal.personal and principal.all_projects
+    sees_all = sees_whole_account(principal)
     rows = conn.execute(WORD_COUNTS, word_counts_params(principal, query)).fetchall()
     if not rows:
         return None

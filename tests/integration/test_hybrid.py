@@ -24,7 +24,7 @@ SEARCH = "/v1/memories/search"
 #: Generous: the worker shares two cores with other test runs.
 INDEXING_TIMEOUT = 60.0
 #: The API's default semantic distance threshold (GROVE_SEMANTIC_MAX_DISTANCE).
-MAX_DISTANCE = 0.75
+MAX_DISTANCE = 0.8
 #: The API's default weight of BM25 against similarity (GROVE_LEXICAL_WEIGHT).
 LEXICAL_WEIGHT = 0.55
 HYBRID = {"lexical": True, "semantic": True}

@@ -11,9 +11,10 @@ from grove_auth.errors import ConnectionRequired
 from grove_auth.principal import Principal
 from grove_memory.errors import Forbidden
 
-#: Search and recall weigh BM25 this much against similarity (tuned on LoCoMo).
+#: Search and recall weigh BM25 this much against similarity, and drop semantic
+#: candidates farther than this cosine distance (both chosen by bench.crossval on LoCoMo).
 DEFAULT_LEXICAL_WEIGHT = 0.55
-DEFAULT_MAX_DISTANCE = 0.75
+DEFAULT_MAX_DISTANCE = 0.8
 DEFAULT_QUERY_EMBED_SECONDS = 0.3
 
 

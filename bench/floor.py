@@ -5,6 +5,16 @@ For each query: the word counts, the BM25 statement and the pgvector statement t
 vector), in one tenant transaction as the runtime role, with no HTTP, no JSON and no
 embedding. ``explain`` returns ``EXPLAIN (ANALYZE, BUFFERS)`` of each, to see the indexes
 used.
+
+The second floor (``BEST``) is the best plan PostgreSQL itself offers for the same
+request on the same data: the notes with any of the query's words ranked through a GIN
+index, the HNSW nearest, the same number of candidates from each, fused in one
+statement. Under row-level security a GIN index is never used (``@@`` is not leakproof),
+so it runs as the superuser with the account as a plain condition, on a GIN index made
+for it in the bench database only (``add_gin``).
+
+``ann_recall`` is how many of the exact 10 nearest the service's semantic statement
+finds (recall@10 of the HNSW candidates against an exact scan), at a given ef_search.
 """
 
 from __future__ import annotations
@@ -51,6 +61,81 @@ def statements(
             params(principal, vector=vector_literal(vector), profile=profile, **values),
         ),
     ]
+
+
+BEST = """
+    WITH q AS (
+        SELECT replace(plainto_tsquery('english', %(query)s)::text, ' & ', ' | ')::tsquery AS q
+    ), lexical AS (
+        SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
+            SELECT m.id, ts_rank(m.content_tsv, q.q) AS score FROM memories m, q
+            WHERE m.account_id = %(account)s AND m.content_tsv @@ q.q
+              AND m.deleted_at IS NULL AND m.archived_at IS NULL
+            ORDER BY score DESC, m.id LIMIT %(limit)s
+        ) AS l
+    ), semantic AS (
+        SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM (
+            SELECT m.id, (e.embedding::vector(384)) <=> %(vector)s::vector(384) AS distance
+            FROM embeddings e
+            JOIN memories m ON m.account_id = e.account_id AND m.id = e.memory_id
+                           AND m.version = e.version
+            WHERE e.profile = 'minilm' AND e.account_id = %(account)s
+              AND m.deleted_at IS NULL AND m.archived_at IS NULL
+            ORDER BY distance LIMIT %(limit)s
+        ) AS s
+    ), fused AS (
+        SELECT coalesce(l.id, s.id) AS id,
+               coalesce(1.0 / (60 + l.rank), 0) + coalesce(1.0 / (60 + s.rank), 0) AS score
+        FROM lexical l FULL JOIN semantic s ON s.id = l.id
+        ORDER BY score DESC, id LIMIT 10
+    )
+    SELECT m.id, m.content, f.score FROM fused f
+    JOIN memories m ON m.account_id = %(account)s AND m.id = f.id
+    ORDER BY f.score DESC, m.id
+"""
+
+
+def add_gin(superuser_url: str) -> None:
+    """The GIN index ``BEST`` ranks through (the service's schema has none: migration 0023)."""
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS bench_memories_tsv ON memories USING gin (content_tsv)"
+        )
+        conn.execute("ANALYZE memories")
+
+
+def best(account_id: str, query: str, vector: list[float]) -> Any:
+    """``BEST`` with its parameters, for ``run`` and ``explain`` on a superuser connection."""
+    values = {
+        "account": uuid.UUID(account_id),
+        "query": query,
+        "vector": vector_literal(vector),
+        "limit": recall.SEARCH_CANDIDATES,
+    }
+    return [(BEST, values)]
+
+
+def ann_recall(
+    conn: psycopg.Connection[Any], account_id: str, batches: list[Any], ef_search: int
+) -> float:
+    """Mean share of the exact 10 nearest among the semantic statement's first 10."""
+    found = []
+    for batch in batches:
+        statement, values = batch[2]
+        with conn.transaction():
+            set_tenant(conn, uuid.UUID(account_id))
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            rows = conn.execute(statement, values).fetchall()
+            approximate = [
+                r["id"] for r in sorted(rows, key=lambda r: (r["distance"], str(r["id"])))
+            ]
+            conn.execute("SET LOCAL enable_indexscan = off")
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+            exact = [r["id"] for r in conn.execute(statement, values).fetchall()]
+        if exact[:10]:
+            found.append(len(set(approximate[:10]) & set(exact[:10])) / len(exact[:10]))
+    return sum(found) / max(len(found), 1)
 
 
 def run(conn: psycopg.Connection[Any], account_id: str, batch: list[Any]) -> float:

@@ -93,7 +93,11 @@ def test_the_latency_benchmark_measures_service_and_floor(
     figures = latency.run(bench_stack, texts, QUERIES, api_url, results=tmp_path)
     modes = [("hybrid", "lexical"), ("/v1/recall", "/v1/memories/search")]
     expected = {(label, path) for label in modes[0] for path in modes[1]}
-    assert set(figures) == expected | {("hybrid", "raw SQL")}
+    floors = {("hybrid", "raw SQL"), ("hybrid", "best plan")}
+    assert set(figures) == expected | floors | {("hybrid", "ann recall@10")}
+    ann = figures.pop(("hybrid", "ann recall@10"))
+    # 20 notes are scanned exactly at every ef_search: all of the exact 10 nearest found.
+    assert ann[:3] == (1.0, 1.0, 1.0)
     for p50, p95, p99, _ in figures.values():
         assert sane(p50, p95, p99)
         assert p50 <= p95 <= p99
@@ -106,7 +110,8 @@ def test_the_latency_benchmark_measures_service_and_floor(
     assert "-- word counts" in plans
     assert "-- BM25" in plans
     assert "-- semantic" in plans
-    assert plans.count("Execution Time") == 3  # EXPLAIN ANALYZE of the three statements
+    assert "-- best plan" in plans
+    assert plans.count("Execution Time") == 4  # EXPLAIN ANALYZE of the four statements
 
 
 def test_bulk_texts_are_the_same_every_run(monkeypatch: pytest.MonkeyPatch) -> None:

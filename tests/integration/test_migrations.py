@@ -140,3 +140,66 @@ def test_the_migrations_produce_exactly_the_reference_schema(
     assert schema.fresh_dump(database) == schema.REFERENCE.read_text(), (
         "the migrations no longer produce schema.sql: run python -m grove_db.schema"
     )
+
+
+#: Unique keys of tenant tables without account_id: each is looked up before the account
+#: is known (a presented API key, a public share link), and docs/scaling.md says where
+#: each goes when tables are distributed by account_id.
+GLOBAL_LOOKUPS = {("api_keys", "api_keys_key_hash_key"), ("shares", "shares_token_hash_key")}
+
+#: Tenant tables that are not distributed by account_id (docs/scaling.md): accounts is
+#: keyed by its id, and account_owners is found by (issuer, subject) at sign-in.
+REFERENCE_TABLES = {"accounts", "account_owners"}
+
+# Every unique index of a public table (primary keys and unique constraints are backed by
+# one): its table, name and columns (expressions count as their columns).
+UNIQUE_INDEXES = """
+    SELECT t.relname AS table, i.relname AS name, ARRAY(
+        SELECT a.attname FROM pg_attribute a
+        WHERE a.attrelid = t.oid AND a.attnum = ANY(x.indkey)
+           OR a.attrelid = t.oid AND pg_get_expr(x.indexprs, t.oid) ~ ('\\m' || a.attname || '\\M')
+    )::text[] AS columns
+    FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+    WHERE x.indisunique AND t.relnamespace = 'public'::regnamespace
+"""
+
+# Foreign keys between public tables: columns on both sides, in key order.
+FOREIGN_KEYS = """
+    SELECT c.conname AS name, t.relname AS table, r.relname AS referenced,
+           ARRAY(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k (n, o)
+                 JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n
+                 ORDER BY k.o)::text[] AS columns,
+           ARRAY(SELECT a.attname FROM unnest(c.confkey) WITH ORDINALITY k (n, o)
+                 JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n
+                 ORDER BY k.o)::text[] AS referenced_columns
+    FROM pg_constraint c
+    JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid
+    WHERE c.contype = 'f' AND t.relnamespace = 'public'::regnamespace
+"""
+
+
+def test_the_schema_can_be_distributed_by_account(database: embedded.EmbeddedDatabase) -> None:
+    # Distributed tables (Citus) need the distribution column in every primary key and
+    # unique constraint, and co-located foreign keys need it on both sides, in the same
+    # place: docs/scaling.md.
+    distributed = TENANT_TABLES - REFERENCE_TABLES
+    with psycopg.connect(database.migration_url) as conn:
+        uniques = conn.execute(UNIQUE_INDEXES).fetchall()
+        keys = conn.execute(FOREIGN_KEYS).fetchall()
+    unkeyed = {
+        (table, name)
+        for table, name, columns in uniques
+        if table in distributed and "account_id" not in columns
+    }
+    assert unkeyed == GLOBAL_LOOKUPS
+    primary = {table for table, name, columns in uniques if name.endswith("_pkey")}
+    assert distributed <= primary
+    between = [k for k in keys if k[1] in distributed and k[2] in distributed]
+    assert len(between) >= 11  # notes, notebooks, connections, shares, revisions, ...
+    for name, _, _, columns, referenced_columns in between:
+        assert "account_id" in columns, name
+        assert columns.index("account_id") == referenced_columns.index("account_id"), name
+    # A tenant table's key to a reference table names the account itself.
+    for name, table, referenced, columns, referenced_columns in keys:
+        if table in distributed and referenced == "accounts":
+            assert (columns, referenced_columns) == (["account_id"], ["id"]), name

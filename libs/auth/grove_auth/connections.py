@@ -102,7 +102,7 @@ def list_connections(pool: ConnectionPool, principal: Principal) -> list[dict[st
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         rows = conn.execute(
-            SELECT_CONNECTIONS + " GROUP BY c.id ORDER BY c.created_at DESC, c.id"
+            SELECT_CONNECTIONS + " GROUP BY c.account_id, c.id ORDER BY c.created_at DESC, c.id"
         ).fetchall()
     return [connection_json(r) for r in rows]
 
@@ -149,7 +149,8 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         row = conn.execute(
-            SELECT_CONNECTIONS + " WHERE c.request_id = %s GROUP BY c.id", (request_id,)
+            SELECT_CONNECTIONS + " WHERE c.request_id = %s GROUP BY c.account_id, c.id",
+            (request_id,),
         ).fetchone()
     if row is None:
         raise ConnectionNotFound(
@@ -329,7 +330,7 @@ def _lock(conn: Conn, connection_id: UUID) -> dict[str, Any]:
 
 def _one(conn: Conn, connection_id: UUID) -> dict[str, Any]:
     row = conn.execute(
-        SELECT_CONNECTIONS + " WHERE c.id = %s GROUP BY c.id", (connection_id,)
+        SELECT_CONNECTIONS + " WHERE c.id = %s GROUP BY c.account_id, c.id", (connection_id,)
     ).fetchone()
     assert row is not None
     return connection_json(row)

@@ -36,7 +36,7 @@ FIND_CONNECTION = """
     LEFT JOIN connection_projects cp
            ON cp.account_id = c.account_id AND cp.connection_id = c.id
     WHERE c.id = %s AND c.revoked_at IS NULL
-    GROUP BY c.id
+    GROUP BY c.account_id, c.id
 """
 
 # Last contact, for the owner's connection list: written at most once a minute.

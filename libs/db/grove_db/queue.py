@@ -42,7 +42,7 @@ CLAIM = """
         FROM accounts a WHERE a.account_id IS NOT NULL
     ),
     candidates AS (
-        SELECT c.id, c.run_after,
+        SELECT a.account_id, c.id, c.run_after,
                row_number() OVER (PARTITION BY a.account_id ORDER BY c.run_after, c.id) AS turn
         FROM accounts a
         CROSS JOIN LATERAL (
@@ -54,19 +54,19 @@ CLAIM = """
         ) c
         WHERE a.account_id IS NOT NULL
         UNION ALL
-        (SELECT j.id, j.run_after, 0 FROM jobs j
+        (SELECT j.account_id, j.id, j.run_after, 0 FROM jobs j
          WHERE j.status = 'running' AND j.lease_expires_at < now()
            AND (j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))
          ORDER BY j.lease_expires_at
          LIMIT %(limit)s)
     ),
     chosen AS (
-        SELECT id, turn, run_after FROM candidates ORDER BY turn, run_after, id
+        SELECT account_id, id, turn, run_after FROM candidates ORDER BY turn, run_after, id
         LIMIT %(limit)s * 2
     ),
     next AS (
-        SELECT j.id, j.status = 'running' AS reclaimed FROM jobs j
-        JOIN chosen c ON c.id = j.id
+        SELECT j.account_id, j.id, j.status = 'running' AS reclaimed FROM jobs j
+        JOIN chosen c ON c.account_id = j.account_id AND c.id = j.id
         WHERE (j.status = 'queued' AND j.run_after <= now())
            OR (j.status = 'running' AND j.lease_expires_at < now())
         ORDER BY c.turn, c.run_after, j.id
@@ -76,7 +76,7 @@ CLAIM = """
     UPDATE jobs j SET status = 'running', lease_owner = %(owner)s,
         lease_expires_at = now() + make_interval(secs => %(lease)s),
         heartbeat_at = now(), attempts = j.attempts + 1
-    FROM next WHERE j.id = next.id
+    FROM next WHERE j.account_id = next.account_id AND j.id = next.id
     RETURNING j.id, j.account_id, j.kind, j.memory_id, j.version, j.profile, j.attempts,
               j.payload, next.reclaimed
 """
@@ -84,7 +84,8 @@ CLAIM = """
 RELEASE = """
     UPDATE jobs SET status = 'queued', run_after = now(), attempts = greatest(attempts - 1, 0),
         lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = ANY(%(ids)s) AND lease_owner = %(owner)s AND status = 'running'
+    WHERE (account_id, id) IN (SELECT * FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]))
+      AND lease_owner = %(owner)s AND status = 'running'
 """
 
 STATS = """
@@ -103,13 +104,15 @@ OLDEST_QUEUED = """
 HEARTBEAT = """
     UPDATE jobs SET lease_expires_at = now() + make_interval(secs => %(lease)s),
         heartbeat_at = now()
-    WHERE id = ANY(%(ids)s) AND lease_owner = %(owner)s AND status = 'running'
+    WHERE (account_id, id) IN (SELECT * FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]))
+      AND lease_owner = %(owner)s AND status = 'running'
 """
 
 FINISH = """
     UPDATE jobs SET status = %(status)s, finished_at = now(), last_error = %(error)s,
         lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+    WHERE account_id = %(account)s AND id = %(id)s AND lease_owner = %(owner)s
+      AND status = 'running'
     RETURNING id
 """
 
@@ -118,9 +121,14 @@ RETRY = """
         run_after = now() + make_interval(secs => %(delay)s),
         attempts = CASE WHEN %(counted)s THEN attempts ELSE greatest(attempts - 1, 0) END,
         lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+    WHERE account_id = %(account)s AND id = %(id)s AND lease_owner = %(owner)s
+      AND status = 'running'
     RETURNING id
 """
+
+
+#: A job's primary key: (account_id, id).
+JobKey = tuple[UUID, int]
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,11 @@ class Job:
     payload: dict[str, Any] = field(default_factory=dict)
     #: Claimed after another worker's lease expired (that worker died or stalled).
     reclaimed: bool = False
+
+    @property
+    def key(self) -> JobKey:
+        """The job's primary key: its account and id."""
+        return (self.account_id, self.id)
 
 
 def enqueue_embedding(conn: Conn, memory_id: UUID, profile: str) -> None:
@@ -192,18 +205,22 @@ def claim(
         return [Job(**row) for row in rows.fetchall()]
 
 
-def heartbeat(pool: ConnectionPool, owner: str, ids: list[int], lease_seconds: float) -> None:
+def _keys(keys: list[JobKey]) -> dict[str, list[Any]]:
+    return {"accounts": [k[0] for k in keys], "ids": [k[1] for k in keys]}
+
+
+def heartbeat(pool: ConnectionPool, owner: str, keys: list[JobKey], lease_seconds: float) -> None:
     """Extend the lease of jobs this owner still holds."""
     with transaction(pool) as conn:
         _queue_context(conn)
-        conn.execute(HEARTBEAT, {"ids": ids, "owner": owner, "lease": lease_seconds})
+        conn.execute(HEARTBEAT, {**_keys(keys), "owner": owner, "lease": lease_seconds})
 
 
-def release(pool: ConnectionPool, owner: str, ids: list[int]) -> None:
+def release(pool: ConnectionPool, owner: str, keys: list[JobKey]) -> None:
     """Give held jobs back at once, uncounted (a worker shutting down mid-batch)."""
     with transaction(pool) as conn:
         _queue_context(conn)
-        conn.execute(RELEASE, {"ids": ids, "owner": owner})
+        conn.execute(RELEASE, {**_keys(keys), "owner": owner})
 
 
 @dataclass(frozen=True)
@@ -233,6 +250,7 @@ def finish(conn: Conn, job: Job, owner: str, *, failed_reason: str | None = None
     row = conn.execute(
         FINISH,
         {
+            "account": job.account_id,
             "id": job.id,
             "owner": owner,
             "status": "failed" if failed_reason else "done",
@@ -247,8 +265,9 @@ def finish_many(conn: Conn, jobs: list[Job], owner: str) -> set[int]:
     rows = conn.execute(
         "UPDATE jobs SET status = 'done', finished_at = now(), last_error = NULL,"
         " lease_owner = NULL, lease_expires_at = NULL"
-        " WHERE id = ANY(%s) AND lease_owner = %s AND status = 'running' RETURNING id",
-        ([job.id for job in jobs], owner),
+        " WHERE (account_id, id) IN (SELECT * FROM unnest(%s::uuid[], %s::bigint[]))"
+        " AND lease_owner = %s AND status = 'running' RETURNING id",
+        ([job.account_id for job in jobs], [job.id for job in jobs], owner),
     ).fetchall()
     return {row["id"] for row in rows}
 
@@ -259,6 +278,7 @@ def retry(
     """Give a leased job back to the queue to run again after ``delay_seconds``;
     ``counted=False`` does not spend the attempt (the failure was not the job's)."""
     params: dict[str, Any] = {
+        "account": job.account_id,
         "id": job.id,
         "owner": owner,
         "error": reason,

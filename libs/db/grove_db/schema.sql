@@ -1068,14 +1068,6 @@ ALTER TABLE ONLY public.accounts
 
 
 --
--- Name: api_keys api_keys_account_id_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.api_keys
-    ADD CONSTRAINT api_keys_account_id_id_key UNIQUE (account_id, id);
-
-
---
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1088,7 +1080,7 @@ ALTER TABLE ONLY public.api_keys
 --
 
 ALTER TABLE ONLY public.api_keys
-    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1100,19 +1092,11 @@ ALTER TABLE ONLY public.connection_projects
 
 
 --
--- Name: connections connections_account_id_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.connections
-    ADD CONSTRAINT connections_account_id_id_key UNIQUE (account_id, id);
-
-
---
 -- Name: connections connections_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.connections
-    ADD CONSTRAINT connections_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT connections_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1168,15 +1152,7 @@ ALTER TABLE ONLY public.identity_tombstones
 --
 
 ALTER TABLE ONLY public.jobs
-    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
-
-
---
--- Name: memories memories_account_id_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.memories
-    ADD CONSTRAINT memories_account_id_id_key UNIQUE (account_id, id);
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1184,7 +1160,7 @@ ALTER TABLE ONLY public.memories
 --
 
 ALTER TABLE ONLY public.memories
-    ADD CONSTRAINT memories_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT memories_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1284,19 +1260,11 @@ ALTER TABLE ONLY public.project_memory_audit
 
 
 --
--- Name: projects projects_account_id_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.projects
-    ADD CONSTRAINT projects_account_id_id_key UNIQUE (account_id, id);
-
-
---
 -- Name: projects projects_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.projects
-    ADD CONSTRAINT projects_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT projects_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1316,19 +1284,11 @@ ALTER TABLE ONLY public.schema_migrations
 
 
 --
--- Name: shares shares_account_id_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.shares
-    ADD CONSTRAINT shares_account_id_id_key UNIQUE (account_id, id);
-
-
---
 -- Name: shares shares_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.shares
-    ADD CONSTRAINT shares_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT shares_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1357,7 +1317,7 @@ CREATE UNIQUE INDEX connections_oauth_client ON public.connections USING btree (
 -- Name: connections_request; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX connections_request ON public.connections USING btree (request_id) WHERE (request_id IS NOT NULL);
+CREATE UNIQUE INDEX connections_request ON public.connections USING btree (account_id, request_id) WHERE (request_id IS NOT NULL);
 
 
 --
@@ -1442,6 +1402,13 @@ CREATE INDEX memories_account_updated ON public.memories USING btree (account_id
 --
 
 CREATE UNIQUE INDEX memories_handoff_task ON public.memories USING btree (account_id, COALESCE(project_id, '00000000-0000-0000-0000-000000000000'::uuid), task_id) WHERE ((kind = 'handoff'::text) AND (deleted_at IS NULL) AND (superseded_at IS NULL));
+
+
+--
+-- Name: memories_id; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memories_id ON public.memories USING btree (id);
 
 
 --

@@ -66,7 +66,7 @@ def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
             yield _line({"type": "notebook", "notebook": notebook_json(row)})
         if principal.is_owner:
             for row in _stream(
-                conn, SELECT_CONNECTIONS + " GROUP BY c.id ORDER BY c.created_at", {}
+                conn, SELECT_CONNECTIONS + " GROUP BY c.account_id, c.id ORDER BY c.created_at", {}
             ):
                 yield _line({"type": "connection", "connection": connection_json(row)})
             yield from _conversations(conn)

@@ -70,7 +70,7 @@ class Worker:
             else None
         )
         self._pruned_at: float | None = None
-        self._held: set[int] = set()
+        self._held: set[queue.JobKey] = set()
         self._held_lock = threading.Lock()
         self.policy = Policy(
             settings.worker_max_attempts,
@@ -136,7 +136,7 @@ class Worker:
             self._sweep(kind, [job for job in jobs if job.kind == kind])
         embedding = [job for job in jobs if job.kind == queue.EMBED_REVISION]
         with self._held_lock:
-            self._held.update(job.id for job in embedding)
+            self._held.update(job.key for job in embedding)
         batch = prepare(self.pool, self.owner, embedding)
         if batch.live and self.client is not None:
             batch.vectors = embedder.submit(
@@ -167,7 +167,7 @@ class Worker:
     def _settle(self, batch: Batch) -> None:
         outcome = settle(self.pool, self.owner, batch, self.policy)
         with self._held_lock:
-            self._held.difference_update(job.id for job in batch.jobs)
+            self._held.difference_update(job.key for job in batch.jobs)
         if batch.jobs:
             telemetry.finished(
                 queue.EMBED_REVISION,
@@ -199,11 +199,11 @@ class Worker:
             try:
                 batch.vectors.exception(timeout=grace)
             except TimeoutError:
-                ids = [job.id for job in batch.live]
-                queue.release(self.pool, self.owner, ids)
+                keys = [job.key for job in batch.live]
+                queue.release(self.pool, self.owner, keys)
                 with self._held_lock:
-                    self._held.difference_update(job.id for job in batch.jobs)
-                log("released", jobs=len(ids))
+                    self._held.difference_update(job.key for job in batch.jobs)
+                log("released", jobs=len(keys))
                 return
         self._settle(batch)
 
@@ -225,9 +225,9 @@ class Worker:
         def beat() -> None:
             while not done.wait(lease / 4):
                 with self._held_lock:
-                    ids = sorted(self._held)
-                if ids:
-                    queue.heartbeat(self.pool, self.owner, ids, lease)
+                    keys = sorted(self._held)
+                if keys:
+                    queue.heartbeat(self.pool, self.owner, keys, lease)
 
         thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
         thread.start()

@@ -144,3 +144,62 @@ def test_bm25_with_common_words_ranks_the_rare_word_first(fresh: Any, corpus: uu
     assert len(rows) == COMMON // 100  # only the notes the rare word finds
     assert all("zeppelin" in row["content"] for row in rows)
     assert all(row["score"] > 0 for row in rows)
+
+
+def _lexical(pool: Any, principal: Principal, query: str, budget: int) -> list[dict[str, Any]]:
+    saved = recall.CANDIDATE_BUDGET
+    recall.CANDIDATE_BUDGET = budget
+    try:
+        with transaction(pool, principal.account_id) as conn:
+            return recall.lexical_candidates(conn, principal, query, "true", {"limit": 50})
+    finally:
+        recall.CANDIDATE_BUDGET = saved
+
+
+def test_when_every_word_is_common_the_two_rarest_find_together(fresh: Any) -> None:
+    url, pool = fresh
+    account = _account(url)
+    everything = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
+    with transaction(pool, account) as conn:
+        for n in range(6):
+            _save(conn, account, f"alpha beta {n}")
+        for n in range(30):
+            _save(conn, account, f"alpha {n}")
+        for n in range(20):
+            _save(conn, account, f"beta {n}")
+        for n in range(10):
+            _save(conn, account, f"epsilon {n}")
+    # Over a budget of 4 every word is common: the notes with both of the two rarest
+    # find candidates, at most 4 of them (of the 36 with "alpha" only 6 have "beta").
+    words = _split(pool, everything, "alpha beta", 4)
+    assert words["finding"] == []
+    assert {words["rarest"], words["next"]} == {"alpha", "beta"}
+    rows = _lexical(pool, everything, "alpha beta", 4)
+    assert len(rows) == 4
+    assert all(row["content"].startswith("alpha beta") for row in rows)
+    # Two words no note has together, or one word: the rarest word's first notes, capped.
+    words = _split(pool, everything, "alpha epsilon", 4)
+    rows = _lexical(pool, everything, "alpha epsilon", 4)
+    assert len(rows) == 4
+    assert all(words["rarest"] in row["content"] for row in rows)
+    assert len(_lexical(pool, everything, "epsilon", 4)) == 4
+    # Under the budget the same query is exact: every note with either word.
+    assert len(_lexical(pool, everything, "alpha epsilon", 1000)) == 46
+
+
+def test_the_accounts_note_count_stands_in_for_counting_the_corpus(
+    fresh: Any, corpus: uuid.UUID
+) -> None:
+    # A caller who sees everything takes the corpus size from the usage counter, one who
+    # does not counts it; with every note personal the two are the same BM25.
+    pool = fresh[1]
+    everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
+    personal = Principal(corpus, uuid.uuid4(), personal=True, all_projects=False)
+    assert _split(pool, everything, "zeppelin weather", COMMON + 10)["corpus"] == COMMON
+    assert _split(pool, personal, "zeppelin weather", COMMON + 10)["corpus"] is None
+    scores = [
+        [(row["id"], round(row["score"], 9)) for row in _lexical(pool, p, "zeppelin", 1000)]
+        for p in (everything, personal)
+    ]
+    assert scores[0] == scores[1]
+    assert len(scores[0]) == COMMON // 100

@@ -14,7 +14,8 @@ and says why in ``retrieval``; it never fails for that reason.
 A note matches lexically when it has any of the query's words (stemmed, stop words
 dropped); notes with more of the rarer words rank higher. For a caller who may see the
 whole account, a word in more than ``CANDIDATE_BUDGET`` notes is common: only notes that
-the rarer words find can match, and it ranks them. In search, ``-word`` and
+the rarer words find can match, and it ranks them; when every word is common, only notes
+with both of the two rarest (at most ``CANDIDATE_BUDGET`` of them) can. In search, ``-word`` and
 ``-"a phrase"`` exclude notes from both signals; other quotes only group words. Recall drops
 lexical matches under a relevance floor. A query with no searchable words (only stop
 words or punctuation) falls back to a case-insensitive substring match. Archived and
@@ -71,28 +72,56 @@ WORD_COUNTS = """
     ) AS c
 """
 
-# Okapi BM25 over the query's distinct stemmed words. Candidates are the visible notes
-# in scope with any of the words that find candidates (see ``bm25``), found through the
-# account's postings (note_words, migration 0023: under row-level security a GIN index
-# is never used for `@@`). A finding word's document frequency is its count among them,
-# the corpus size is every visible note in scope, so no other tenant's notes, and no note
-# the caller may not see, ever weigh in; a common word's is its share of the account's
-# notes times that corpus. Lengths are normalized by the candidates' average length.
-# Term frequencies come from each candidate's tsvector cut down to the query's words
-# (weight them A, keep only A) rather than unnesting every lexeme. The best ``limit`` are
-# picked before the notes' columns are read.
-BM25 = """
-    WITH found AS (
+# Candidates: the notes with any of the words that find them (see ``bm25``), found through
+# the account's postings (note_words, migration 0023: under row-level security a GIN index
+# is never used for `@@`).
+FOUND_ANY = """
+    found AS (
         SELECT DISTINCT w.memory_id FROM note_words w
         WHERE w.account_id = grove_current_account() AND w.word = ANY(%(finding)s::text[])
-    ), matches AS MATERIALIZED (
+    )"""
+
+# Candidates when even the rarest word is common: the notes with both of the two rarest
+# (a merge of their postings, in id order), at most CANDIDATE_BUDGET of them; if none
+# has both, or the query has one word, the first CANDIDATE_BUDGET with the rarest. Ids
+# are random, so a capped list is a uniform sample.
+FOUND_COMMON = """
+    pairs AS MATERIALIZED (
+        SELECT w.memory_id FROM note_words w
+        JOIN note_words v ON v.account_id = w.account_id AND v.memory_id = w.memory_id
+        WHERE w.account_id = grove_current_account() AND w.word = %(rarest)s
+          AND v.word = %(next)s
+        ORDER BY w.memory_id LIMIT %(budget)s
+    ), found AS (
+        SELECT memory_id FROM pairs
+        UNION ALL
+        (SELECT w.memory_id FROM note_words w
+         WHERE w.account_id = grove_current_account() AND w.word = %(rarest)s
+           AND NOT EXISTS (SELECT 1 FROM pairs)
+         ORDER BY w.memory_id LIMIT %(budget)s)
+    )"""
+
+# Okapi BM25 over the query's distinct stemmed words, over the visible notes in scope
+# that ``found`` names. A finding word's document frequency is its count among them; a
+# common word's is its share of the account's notes times the corpus. The corpus is
+# every visible note in scope, so no other tenant's notes, and no note the caller may
+# not see, ever weigh in; for a caller who sees the whole account it is the account's
+# count of notes (``corpus``, kept by the usage triggers) instead of a count at query
+# time. Lengths are normalized by the candidates' average length. Term frequencies come
+# from each candidate's tsvector cut down to the query's words (weight them A, keep only
+# A) rather than unnesting every lexeme. The best ``limit`` are picked before the notes'
+# columns are read.
+BM25 = """
+    WITH {found}, matches AS MATERIALIZED (
         SELECT m.id, m.updated_at, length(m.content_tsv) AS dl,
                ts_filter(setweight(m.content_tsv, 'A', %(words)s::text[]), '{{a}}') AS hits
         FROM found f JOIN memories m ON m.id = f.memory_id
         WHERE m.archived_at IS NULL AND {visible} AND {scope}
     ), corpus AS (
-        SELECT count(*) AS n FROM memories m
-        WHERE m.archived_at IS NULL AND {visible} AND {scope}
+        SELECT coalesce(%(corpus)s::bigint, (
+            SELECT count(*) FROM memories m
+            WHERE m.archived_at IS NULL AND {visible} AND {scope}
+        )) AS n
     ), terms AS (
         SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, c.dl
         FROM matches c CROSS JOIN LATERAL unnest(c.hits) AS u
@@ -402,34 +431,61 @@ def bm25(
     """The BM25 statement for ``query`` and its word parameters; None without words.
 
     The words find candidates rarest first while their notes add up to at most
-    ``CANDIDATE_BUDGET`` (the rarest always does); the rest are common and only rank. A
-    common word's share of the account's notes is estimated from the id of its
-    ``CANDIDATE_BUDGET``-th note: ids are random, so that many notes spread over that
-    fraction of the id space. Only a caller who may see every note of the account gets
-    this split, since it depends on notes outside the scope; for anyone else every word
-    finds candidates, and the counts are exact over what they may see.
+    ``CANDIDATE_BUDGET`` (the rarest finds them unless it is common too); the rest are
+    common and only rank. A common word's share of the account's notes is estimated from
+    the id of its ``CANDIDATE_BUDGET``-th note (``estimated_notes``): ids are random, so
+    that many notes spread over that fraction of the id space. When even the rarest word
+    is common, every word only ranks, and the candidates are the notes with both of the
+    two rarest (``FOUND_COMMON``). Only a caller who may see every note of the account
+    gets this split, since it depends on notes outside the scope; for anyone else every
+    word finds candidates, and the counts are exact over what they may see.
     """
     sees_all = sees_whole_account(principal)
     rows = conn.execute(WORD_COUNTS, word_counts_params(principal, query)).fetchall()
     if not rows:
         return None
+    rows.sort(key=lambda r: (estimated_notes(r), r["word"]))
+    # Even the rarest word is common: candidates from the two rarest (FOUND_COMMON).
+    everything_common = sees_all and rows[0]["notes"] >= CANDIDATE_BUDGET
     finding: list[str] = []
     common: list[str] = []
     shares: list[float] = []
     spent = 0
-    for row in sorted(rows, key=lambda r: (r["notes"], r["word"])):
+    for row in rows:
         capped = row["notes"] >= CANDIDATE_BUDGET
-        if sees_all and finding and (common or capped or spent + row["notes"] > CANDIDATE_BUDGET):
+        if everything_common or (
+            sees_all and finding and (common or capped or spent + row["notes"] > CANDIDATE_BUDGET)
+        ):
             common.append(row["word"])
-            corpus = max(row["corpus"] or 1, 1)
-            notes = row["notes"] / (row["last"].int / 2**128) if capped else row["notes"]
-            shares.append(min(notes / corpus, 1.0))
+            shares.append(min(estimated_notes(row) / max(row["corpus"] or 1, 1), 1.0))
         else:
             finding.append(row["word"])
             spent += row["notes"]
-    statement = BM25.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
-    words = [row["word"] for row in rows]
-    return statement, {"words": words, "finding": finding, "common": common, "shares": shares}
+    values: dict[str, Any] = {
+        "words": [row["word"] for row in rows],
+        "finding": finding,
+        "common": common,
+        "shares": shares,
+        "corpus": rows[0]["corpus"] if sees_all else None,
+    }
+    found = FOUND_ANY
+    if everything_common:
+        found = FOUND_COMMON
+        values.update(
+            rarest=rows[0]["word"],
+            next=rows[1]["word"] if len(rows) > 1 else None,
+            budget=CANDIDATE_BUDGET,
+        )
+    statement = BM25.format(found=found, columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
+    return statement, values
+
+
+def estimated_notes(row: dict[str, Any]) -> float:
+    """How many notes have a word of ``WORD_COUNTS``: its count, or past the budget, the
+    count divided by the share of the id space its last counted posting reached."""
+    if row["notes"] < CANDIDATE_BUDGET:
+        return float(row["notes"])
+    return float(row["notes"] / (row["last"].int / 2**128))
 
 
 def semantic_candidates(

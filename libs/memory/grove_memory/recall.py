@@ -1,6 +1,7 @@
 """Finding notes: hybrid search, and recall (bounded context for an agent).
 
-Two signals, both restricted to the caller's grants inside one tenant transaction:
+Two signals, both restricted to the caller's grants, each read in a tenant transaction
+(the lexical one while the query is embedded, the semantic one once its vector is there):
 Okapi BM25 over the query's words (document frequencies counted over the notes the
 caller may see, so no other tenant weighs in), and cosine distances from pgvector for
 the query's vector (the ask service's ``Embed``). Semantic candidates beyond the
@@ -24,9 +25,11 @@ expired notes never appear; recall never searches a notebook the caller did not 
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -144,11 +147,11 @@ BM25 = """
         FROM terms t JOIN weights w ON w.lexeme = t.lexeme CROSS JOIN lengths l
         GROUP BY t.id
     ), best AS (
-        SELECT s.id, s.score, c.updated_at FROM scored s JOIN matches c ON c.id = s.id
+        SELECT s.id, s.score, c.updated_at, c.hits FROM scored s JOIN matches c ON c.id = s.id
         ORDER BY s.score DESC, c.updated_at DESC, c.id
         LIMIT %(limit)s
     )
-    SELECT {columns}, b.score
+    SELECT {columns}, b.score, tsvector_to_array(b.hits) AS terms
     FROM best b JOIN memories m ON m.id = b.id
     ORDER BY b.score DESC, m.updated_at DESC, m.id
 """
@@ -173,15 +176,6 @@ SEMANTIC = """
     LIMIT %(limit)s
 """
 
-MATCHED_TERMS = """
-    SELECT m.id, ARRAY(
-        SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) lexeme
-        WHERE m.content_tsv @@ to_tsquery('simple', quote_literal(lexeme))
-        ORDER BY lexeme
-    ) AS terms
-    FROM memories m WHERE m.id = ANY(%(ids)s)
-"""
-
 
 @dataclass
 class Candidate:
@@ -192,6 +186,7 @@ class Candidate:
     lexical_rank: int | None = None
     semantic_rank: int | None = None
     distance: float | None = None
+    #: The query's words the note has (stemmed), for a lexical match.
     terms: list[str] = field(default_factory=list)
 
 
@@ -218,6 +213,16 @@ def query_vector(store: Store, query: str) -> QueryVector:
         return QueryVector(store.embedder.embed_query(query, store.query_embed_seconds), None)
     except InferenceError:
         return QueryVector(None, "inference_unavailable")
+
+
+#: Query embeddings in flight while the lexical candidates are read (one per request).
+_EMBEDDING = ThreadPoolExecutor(max_workers=16, thread_name_prefix="query-embed")
+
+
+def embedding_started(store: Store, query: str) -> Future[QueryVector]:
+    """``query_vector`` on another thread, in this request's context (its trace, and
+    whether its client has gone), so the lexical statements run while ask embeds."""
+    return _EMBEDDING.submit(contextvars.copy_context().run, query_vector, store, query)
 
 
 EXCLUSION = re.compile(r'(?:^|\s)-("[^"]*"|[^\s"]+)')
@@ -262,9 +267,11 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         payload = cursors.decode(store.cursor_secret, req.cursor, binding)
         offset, ceiling = int(payload["offset"]), datetime.fromisoformat(payload["ceiling"])
     words, excluded = search_words(req.query)
-    # Embed before the transaction, so no connection waits on inference.
+    # The query is embedded while the lexical candidates are read (no connection waits on
+    # inference); the semantic ones are read once its vector is there, in a second
+    # transaction, bounded by the same ceiling.
     embed = bool(words) and req.mode != "lexical"
-    vector = query_vector(store, words) if embed else QueryVector(None, None)
+    pending = embedding_started(store, words) if embed else None
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
             check_project(conn, principal, req.projectId)
@@ -281,13 +288,12 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
             if req.mode != "semantic"
             else []
         )
-        semantic = semantic_candidates(conn, store, principal, vector, scope, values)
-        fused = fuse(lexical, semantic, store.lexical_weight)
-        if req.sort == "updated_desc":
-            fused.sort(key=lambda c: (c.row["updated_at"], str(c.row["id"])), reverse=True)
-        page = fused[offset : offset + req.limit]
-        if req.matches:
-            _add_terms(conn, req.query, page)
+    vector = pending.result() if pending else QueryVector(None, None)
+    semantic = semantic_read(store, principal, vector, scope, values)
+    fused = fuse(lexical, semantic, store.lexical_weight)
+    if req.sort == "updated_desc":
+        fused.sort(key=lambda c: (c.row["updated_at"], str(c.row["id"])), reverse=True)
+    page = fused[offset : offset + req.limit]
     more = len(fused) > offset + req.limit
     next_cursor = (
         cursors.encode(
@@ -313,16 +319,19 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
     scope += ")"
     values: dict[str, Any] = {"project_id": req.projectId, "limit": req.limit * 4}
     query = (req.query or "").strip()
-    vector = query_vector(store, query) if query else None
+    # As in search: embedded while the lexical candidates are read.
+    pending = embedding_started(store, query) if query else None
     with transaction(store.pool, principal.account_id) as conn:
         check_project(conn, principal, req.projectId)
         handoff = _handoff(conn, principal, req) if req.taskId else None
-        if vector is not None:
+        if pending is not None:
             lexical = above_floor(lexical_candidates(conn, principal, query, scope, values))
-            semantic = semantic_candidates(conn, store, principal, vector, scope, values)
-            candidates = fuse(lexical, semantic, store.lexical_weight)
         else:
             candidates = [Candidate(row) for row in _profile(conn, principal, scope, values)]
+    vector = pending.result() if pending else None
+    if vector is not None:
+        semantic = semantic_read(store, principal, vector, scope, values)
+        candidates = fuse(lexical, semantic, store.lexical_weight)
     packed = _pack(candidates, handoff, req.limit, req.maxChars)
     retrieval = (
         vector.retrieval()
@@ -343,6 +352,7 @@ def fuse(
     for rank, row in enumerate(lexical, start=1):
         candidate = found.setdefault(row["id"], Candidate(row))
         candidate.lexical_rank = rank
+        candidate.terms = list(row.get("terms") or [])
         candidate.score += lexical_weight * float(row["score"]) / best
     similarities = [1.0 - float(row["distance"]) for row in semantic]
     high, low = max(similarities, default=1.0), min(similarities, default=0.0)
@@ -513,20 +523,21 @@ def semantic_candidates(
     return sorted(kept, key=lambda r: (r["distance"], str(r["id"])))
 
 
+def semantic_read(
+    store: Store, principal: Principal, vector: QueryVector, scope: str, values: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """``semantic_candidates`` in a tenant transaction of their own (none without a vector)."""
+    if vector.vector is None:
+        return []
+    with transaction(store.pool, principal.account_id) as conn:
+        return semantic_candidates(conn, store, principal, vector, scope, values)
+
+
 def above_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not rows:
         return rows
     floor = rows[0]["score"] * RELATIVE_FLOOR
     return [r for r in rows if r["score"] >= floor]
-
-
-def _add_terms(conn: Conn, query: str, page: list[Candidate]) -> None:
-    rows = conn.execute(
-        MATCHED_TERMS, {"query": query, "ids": [c.row["id"] for c in page]}
-    ).fetchall()
-    terms = {row["id"]: row["terms"] for row in rows}
-    for candidate in page:
-        candidate.terms = terms.get(candidate.row["id"], []) if candidate.lexical_rank else []
 
 
 def _search_item(candidate: Candidate, matches: bool) -> dict[str, Any]:

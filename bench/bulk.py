@@ -68,8 +68,11 @@ def vectors(notes: list[str]) -> np.ndarray[Any, Any]:
     return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
 
 
-def load(superuser_url: str, account_id: str, notes: list[str], vecs: Any) -> None:
-    """Write the notes (version 1, ``ready``), their revisions and vectors with COPY."""
+def load(
+    superuser_url: str, account_id: str, notes: list[str], vecs: Any, analyze: bool = True
+) -> None:
+    """Write the notes (version 1, ``ready``), their revisions and vectors with COPY, then
+    (unless ``analyze`` is False, for a caller loading many accounts) ``ANALYZE``."""
     ids = [uuid.uuid4() for _ in notes]
     account = uuid.UUID(account_id)
     # COPY FROM is refused on tables with row-level security, so this is the superuser.
@@ -93,5 +96,6 @@ def load(superuser_url: str, account_id: str, notes: list[str], vecs: Any) -> No
             for note_id, vector in zip(ids, vecs, strict=True):
                 literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
                 copy.write_row((account, note_id, 1, "minilm", 384, literal))
-        conn.execute("ANALYZE memories")
-        conn.execute("ANALYZE embeddings")
+        if analyze:
+            conn.execute("ANALYZE memories")
+            conn.execute("ANALYZE embeddings")

@@ -124,14 +124,16 @@ def ann_recall(
         statement, values = batch[2]
         with conn.transaction():
             set_tenant(conn, uuid.UUID(account_id))
+            recall.plan_for_this_tenant(conn)
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
             rows = conn.execute(statement, values).fetchall()
             approximate = [
                 r["id"] for r in sorted(rows, key=lambda r: (r["distance"], str(r["id"])))
             ]
+            # No ordered index scan, so no HNSW: an exact sort (an account's rows are still
+            # found through its b-tree, by a bitmap scan).
             conn.execute("SET LOCAL enable_indexscan = off")
-            conn.execute("SET LOCAL enable_bitmapscan = off")
             exact = [r["id"] for r in conn.execute(statement, values).fetchall()]
         if exact[:10]:
             found.append(len(set(approximate[:10]) & set(exact[:10])) / len(exact[:10]))
@@ -143,6 +145,7 @@ def run(conn: psycopg.Connection[Any], account_id: str, batch: list[Any]) -> flo
     start = time.perf_counter()
     with conn.transaction():
         set_tenant(conn, uuid.UUID(account_id))
+        recall.plan_for_this_tenant(conn)  # as the service plans, prepared or not
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         for statement, values in batch:
             conn.execute(statement, values).fetchall()
@@ -154,6 +157,7 @@ def explain(conn: psycopg.Connection[Any], account_id: str, batch: list[Any]) ->
     plans = []
     with conn.transaction():
         set_tenant(conn, uuid.UUID(account_id))
+        recall.plan_for_this_tenant(conn)  # as the service plans, prepared or not
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         for statement, values in batch:
             rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, values).fetchall()

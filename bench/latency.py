@@ -43,21 +43,30 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
     return cuts[49], cuts[94], cuts[98]
 
 
-def measure(url: str, key: str, queries: list[str], path: str) -> tuple[float, float, float, str]:
-    """p50, p95 and p99 of ``POST path`` with each query, one request at a time."""
+def timings(
+    url: str, key: str, queries: list[str], path: str, warm_up: int = 10
+) -> tuple[list[float], str]:
+    """Milliseconds of ``POST path`` with each query, one request at a time, after
+    ``warm_up`` untimed ones (connections, caches); and the last ``retrieval`` member."""
     with requests.Session() as session:
         session.headers["Authorization"] = f"Bearer {key}"
-        for query in queries[:10]:  # warm-up: connections, caches
+        for query in queries[:warm_up]:
             session.post(f"{url}{path}", json={"query": query}, timeout=30)
-        timings = []
+        taken = []
         retrieval = ""
         for query in queries:
             start = time.perf_counter()
             response = session.post(f"{url}{path}", json={"query": query}, timeout=30)
-            timings.append((time.perf_counter() - start) * 1000)
+            taken.append((time.perf_counter() - start) * 1000)
             response.raise_for_status()
             retrieval = str(response.json()["data"]["retrieval"])
-    p50, p95, p99 = percentiles(timings)
+    return taken, retrieval
+
+
+def measure(url: str, key: str, queries: list[str], path: str) -> tuple[float, float, float, str]:
+    """p50, p95 and p99 of ``POST path`` with each query, one request at a time."""
+    taken, retrieval = timings(url, key, queries, path)
+    p50, p95, p99 = percentiles(taken)
     return p50, p95, p99, retrieval
 
 

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 
-from bench import bulk, export, fairness, ingest, latency
+from bench import bulk, export, fairness, ingest, latency, scale_tenants
 from bench.stack import Stack
 from grove_db import embedded
 from tests.integration.conftest import SECRET, Tenant, data_of, start_api
@@ -191,3 +192,41 @@ def test_the_fairness_benchmark_times_the_other_accounts_note(bench_stack: Stack
     assert figures["a_notes"] == 60
     assert sane(figures["a_saves_per_second"], figures["b_ready_p50"], figures["b_ready_max"])
     assert figures["b_ready_max"] < 60
+
+
+def test_account_sizes_are_seeded_and_spread() -> None:
+    sizes = scale_tenants.account_sizes(1_000_000, 1000, 100_000)
+    assert sizes == scale_tenants.account_sizes(1_000_000, 1000, 100_000)
+    assert sizes[0] == 100_000 and len(sizes) == 1000
+    assert all(10 <= size <= 10000 for size in sizes[1:])
+    assert 0.9e6 <= sum(sizes) <= 1.1e6
+    labels = {scale_tenants.bucket(size, 100_000) for size in sizes}
+    assert labels == {"<= 100", "<= 1,000", "<= 10,000", "100,000 (largest)"}
+
+
+def test_the_tenants_benchmark_loads_and_measures_every_bucket(bench_stack: Stack) -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(len(SENTENCES), 384))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    accounts, built = scale_tenants.load(bench_stack, [30, 12, 8], SENTENCES, vectors)
+    assert [size for _, size in accounts] == [30, 12, 8]
+    assert built > 0
+    superuser = bench_stack.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    with psycopg.connect(superuser) as conn:
+        index = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (scale_tenants.HNSW,)
+        ).fetchone()
+        loaded = conn.execute(
+            "SELECT count(*) FROM embeddings WHERE account_id = ANY(%s::uuid[])",
+            ([account for account, _ in accounts],),
+        ).fetchone()
+    assert index is not None and "hnsw" in index[0]  # built again after the load
+    assert loaded == (50,)
+    report = scale_tenants.measure(bench_stack, accounts, QUERIES, per_bucket=1)
+    assert set(report) == {"<= 100", "30 (largest)"}
+    for row in report.values():
+        assert row["accounts"] == 1
+        for name in ("recall", "search", "statements"):
+            assert sane(*row[name])
+        assert row["annRecallAt10"] == 1.0  # tiny accounts: exact either way
+    assert "ANN@10" in scale_tenants.show(report)

@@ -28,7 +28,7 @@ DEFAULT_PROBES = 10
 
 def pending(running: Stack, account_id: str) -> int:
     """Notes of an account not yet indexed."""
-    superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = running.db.grove_superuser_url
     with psycopg.connect(superuser, autocommit=True) as conn:
         row = conn.execute(
             "SELECT count(*) FROM memories WHERE account_id = %s AND indexing = 'pending'",

@@ -246,7 +246,7 @@ class Faults:
         self.ask = ask
         self.mcp_url = mcp_url
         self.recovery: dict[str, list[float]] = {}
-        self.superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+        self.superuser = running.db.grove_superuser_url
         self.worker = running.processes[-1]
 
     def note(self, fault: str, seconds: float) -> None:
@@ -331,7 +331,7 @@ class Faults:
 
 def verify(running: Stack, ledger: Ledger) -> dict[str, Any]:
     """Check the database against what the clients were told."""
-    superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = running.db.grove_superuser_url
     with psycopg.connect(superuser, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT m.id::text, m.version, m.deleted_at IS NOT NULL AS gone, m.indexing,"
@@ -379,7 +379,7 @@ def verify(running: Stack, ledger: Ledger) -> dict[str, Any]:
 
 def drained(running: Stack, timeout: float) -> float:
     """Seconds until no live note of the account is pending (inf: not within timeout)."""
-    superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = running.db.grove_superuser_url
     start = time.perf_counter()
     with psycopg.connect(superuser, autocommit=True) as conn:
         while time.perf_counter() - start < timeout:

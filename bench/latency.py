@@ -83,7 +83,7 @@ def raw_floor(
     client = InferenceClient(running.env["GROVE_ASK_ADDRESS"], "minilm")
     vectors = [client.embed_query(query, 30) for query in queries]
     client.close()
-    superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = running.db.grove_superuser_url
     floor.add_gin(superuser)
     figures: dict[str, tuple[float, float, float]] = {}
     with floor.connect(running.db.runtime_url) as conn, floor.connect(superuser) as engine:
@@ -138,7 +138,7 @@ def run(
     size = len(texts)
     have = running.ready_count()
     if vectors is not None:  # varied notes with cached MiniLM vectors, written with COPY
-        superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+        superuser = running.db.grove_superuser_url
         bulk.load(superuser, running.account_id, texts[have:], vectors[have:])
     else:
         save_all(running, texts[have:])

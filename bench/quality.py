@@ -318,7 +318,7 @@ def main() -> None:
     account_of: dict[str, str] = {}
     with stack("minilm") as running:
         running.start_worker()
-        superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+        superuser = running.db.grove_superuser_url
 
         def new_key(sample_id: str) -> str:
             account = admin.create_account(running.db.migration_url, f"locomo {sample_id}")

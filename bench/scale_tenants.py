@@ -62,7 +62,7 @@ def bucket(size: int, largest: int) -> str:
 def load(running: Stack, sizes: list[int], texts: list[str], vectors: Any, seed: int = 7) -> Any:
     """Create the accounts and bulk-load their notes; returns ``[(account_id, size)]`` and
     the seconds the HNSW build took."""
-    superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = running.db.grove_superuser_url
     rng = np.random.default_rng(seed)
     accounts: list[tuple[str, int]] = []
     with floor.connect(superuser) as conn:
@@ -136,7 +136,7 @@ def measure(
 
 def sizes_now(running: Stack) -> dict[str, int]:
     """The ten largest tables and indexes, in bytes."""
-    superuser = running.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = running.db.grove_superuser_url
     with floor.connect(superuser) as conn:
         return {row["name"]: int(row["bytes"]) for row in conn.execute(SIZES).fetchall()}
 

@@ -106,7 +106,7 @@ class Stack:
     def ready_count(self, conn: psycopg.Connection[Any] | None = None) -> int:
         """Notes of the account whose current revision is embedded."""
         if conn is None:
-            superuser = self.db.superuser_url.replace("/postgres?", "/grove?", 1)
+            superuser = self.db.grove_superuser_url
             with psycopg.connect(superuser, autocommit=True) as own:
                 return self.ready_count(own)
         row = conn.execute(
@@ -204,7 +204,7 @@ def save_all(stack: Stack, texts: list[str], threads: int = 8) -> None:
 
 def wait_ready(stack: Stack, count: int, timeout: float = 1800) -> float:
     """Seconds until ``count`` notes are embedded (polled on one connection)."""
-    superuser = stack.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = stack.db.grove_superuser_url
     start = time.perf_counter()
     with psycopg.connect(superuser, autocommit=True) as conn:
         while stack.ready_count(conn) < count:

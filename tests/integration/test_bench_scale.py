@@ -211,7 +211,7 @@ def test_the_tenants_benchmark_loads_and_measures_every_bucket(bench_stack: Stac
     accounts, built = scale_tenants.load(bench_stack, [30, 12, 8], SENTENCES, vectors)
     assert [size for _, size in accounts] == [30, 12, 8]
     assert built > 0
-    superuser = bench_stack.db.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = bench_stack.db.grove_superuser_url
     with psycopg.connect(superuser) as conn:
         index = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (scale_tenants.HNSW,)

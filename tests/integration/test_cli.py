@@ -82,7 +82,7 @@ def test_keys_are_stored_only_as_keyed_hashes(database: embedded.EmbeddedDatabas
 
     account = grove(database, "accounts", "create", "--name", "hash").stdout.strip()
     key = grove(database, "keys", "create", "--account", account, "--name", "k").stdout.strip()
-    grove_db = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    grove_db = database.grove_superuser_url
     with psycopg.connect(grove_db) as conn:
         rows = conn.execute(
             "SELECT prefix, key_hash FROM api_keys WHERE account_id = %s", (account,)

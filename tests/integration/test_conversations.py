@@ -118,7 +118,7 @@ def owner(stack: Stack) -> Owner:
 
 
 def superuser(stack: Stack) -> psycopg.Connection[Any]:
-    return psycopg.connect(stack.database.superuser_url.replace("/postgres?", "/grove?"))
+    return psycopg.connect(stack.database.grove_superuser_url)
 
 
 def revision_content(client: Client, note_id: str, version: int) -> str:

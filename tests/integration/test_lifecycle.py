@@ -74,7 +74,7 @@ def revisions(client: Client, note_id: str) -> list[dict[str, Any]]:
 
 def expire(database: embedded.EmbeddedDatabase, note_id: str) -> None:
     """Move a note's expiry into the past, as the superuser (which bypasses RLS)."""
-    url = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    url = database.grove_superuser_url
     with psycopg.connect(url, autocommit=True) as conn:
         updated = conn.execute(
             "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",

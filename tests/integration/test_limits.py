@@ -511,7 +511,7 @@ def test_the_worker_deletes_rate_limit_windows_long_over(
     database: embedded.EmbeddedDatabase,
 ) -> None:
     old, recent = f"test:old:{uuid.uuid4()}", f"test:recent:{uuid.uuid4()}"
-    grove = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    grove = database.grove_superuser_url
     with psycopg.connect(grove, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO rate_limits (bucket, window_start, hits) VALUES"

@@ -1113,7 +1113,7 @@ def test_a_notebook_grant_does_not_cover_its_children(setup: Setup) -> None:
 
 
 def superuser_sql(database: embedded.EmbeddedDatabase, statement: str, *args: Any) -> list[Any]:
-    grove = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    grove = database.grove_superuser_url
     with psycopg.connect(grove, autocommit=True) as conn:
         cursor = conn.execute(statement, args)
         return cursor.fetchall() if cursor.description else []

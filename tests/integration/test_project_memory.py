@@ -182,7 +182,7 @@ def trusted(response: requests.Response) -> dict[str, Any]:
 
 
 def superuser(stack: Stack) -> psycopg.Connection[Any]:
-    return psycopg.connect(stack.database.superuser_url.replace("/postgres?", "/grove?"))
+    return psycopg.connect(stack.database.grove_superuser_url)
 
 
 # --- orgs, projects, members, keys ---

@@ -60,7 +60,7 @@ def counting_pool(database: embedded.EmbeddedDatabase) -> Iterator[ConnectionPoo
 
 
 def superuser(database: embedded.EmbeddedDatabase) -> psycopg.Connection[Any]:
-    return psycopg.connect(database.superuser_url.replace("/postgres?", "/grove?"), autocommit=True)
+    return psycopg.connect(database.grove_superuser_url, autocommit=True)
 
 
 def project_with(

@@ -47,7 +47,7 @@ def unique(text: str) -> str:
 
 def sql(stack: OpenAIStack, query: str, *args: Any) -> list[dict[str, Any]]:
     """Rows of ``query`` on the grove database as the superuser (bypassing RLS)."""
-    url = stack.tenant.database.superuser_url.replace("/postgres?", "/grove?", 1)
+    url = stack.tenant.database.grove_superuser_url
     with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
         return conn.execute(query, args).fetchall()
 
@@ -538,7 +538,7 @@ def test_claiming_is_round_robin_across_accounts(database: embedded.EmbeddedData
     # another's backlog. (Their own profile keeps other tests' jobs out of the way.)
     profile = f"fairness-{uuid.uuid4().hex[:8]}"
     backlog, single = (admin.create_account(database.migration_url, n) for n in ("A", "B"))
-    grove = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    grove = database.grove_superuser_url
     with psycopg.connect(grove, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO jobs (account_id, kind, profile, run_after)"

@@ -25,7 +25,7 @@ def grove(tenant: Tenant, *args: str) -> subprocess.CompletedProcess[str]:
 
 def current_embeddings_since(tenant: Tenant, since: datetime) -> int:
     """Embeddings of the notes' current revisions written at or after ``since``."""
-    superuser = tenant.database.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser = tenant.database.grove_superuser_url
     with psycopg.connect(superuser) as conn:
         row = conn.execute(
             "SELECT count(*) FROM embeddings e JOIN memories m"

@@ -98,7 +98,7 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
 
 def new_owner(stack: Stack, name: str = "Test account") -> Owner:
     tenant, subject = owned_tenant(stack.database, stack.api.url)
-    with psycopg.connect(stack.database.superuser_url.replace("/postgres?", "/grove?")) as conn:
+    with psycopg.connect(stack.database.grove_superuser_url) as conn:
         conn.execute("UPDATE accounts SET name = %s WHERE id = %s", (name, tenant.account_id))
     return Owner(stack, tenant, subject)
 
@@ -109,7 +109,7 @@ def owner(stack: Stack) -> Owner:
 
 
 def superuser(stack: Stack) -> psycopg.Connection[Any]:
-    return psycopg.connect(stack.database.superuser_url.replace("/postgres?", "/grove?"))
+    return psycopg.connect(stack.database.grove_superuser_url)
 
 
 def read(url: str, accept: str | None = None, **headers: str) -> requests.Response:
@@ -682,7 +682,7 @@ def grove_share_refuses(url: str) -> str:
 def test_start_up_refuses_a_role_with_wider_rights(stack: Stack) -> None:
     runtime = grove_share_refuses(stack.database.runtime_url)
     assert "wider rights than grove-share needs" in runtime and "tables" in runtime
-    admin_url = stack.database.superuser_url.replace("/postgres?", "/grove?")
+    admin_url = stack.database.grove_superuser_url
     assert "is a superuser" in grove_share_refuses(admin_url)
     role = f"share_probe_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_url, autocommit=True) as conn:

@@ -30,7 +30,7 @@ def run_api(database_url: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_api_refuses_a_superuser_connection(database: embedded.EmbeddedDatabase) -> None:
-    superuser_grove = database.superuser_url.replace("/postgres?", "/grove?", 1)
+    superuser_grove = database.grove_superuser_url
     result = run_api(superuser_grove)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()

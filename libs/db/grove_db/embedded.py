@@ -30,6 +30,8 @@ class EmbeddedDatabase:
 
     server: Any
     superuser_url: str
+    #: The superuser on Grove's database (bulk loads, inspection in tests and benchmarks).
+    grove_superuser_url: str
     migration_url: str
     runtime_url: str
     share_url: str
@@ -50,6 +52,7 @@ def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabas
     return EmbeddedDatabase(
         server=server,
         superuser_url=superuser_url,
+        grove_superuser_url=server.get_uri(DATABASE),
         migration_url=role_url(server.get_uri(DATABASE), MIGRATION_ROLE),
         runtime_url=role_url(server.get_uri(DATABASE), RUNTIME_ROLE),
         share_url=role_url(server.get_uri(DATABASE), SHARE_ROLE),

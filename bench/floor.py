@@ -115,6 +115,14 @@ def best(account_id: str, query: str, vector: list[float]) -> Any:
     return [(BEST, values)]
 
 
+def _enter(conn: psycopg.Connection[Any], account_id: str) -> None:
+    """Enter the account for the rest of the transaction, planned as the service plans
+    (custom plans, prepared or not) and with the semantic statement's iterative scan."""
+    set_tenant(conn, uuid.UUID(account_id))
+    recall.plan_for_this_tenant(conn)
+    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+
+
 def ann_recall(
     conn: psycopg.Connection[Any], account_id: str, batches: list[Any], ef_search: int
 ) -> float:
@@ -123,9 +131,7 @@ def ann_recall(
     for batch in batches:
         statement, values = batch[2]
         with conn.transaction():
-            set_tenant(conn, uuid.UUID(account_id))
-            recall.plan_for_this_tenant(conn)
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            _enter(conn, account_id)
             conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
             rows = conn.execute(statement, values).fetchall()
             approximate = [
@@ -144,9 +150,7 @@ def run(conn: psycopg.Connection[Any], account_id: str, batch: list[Any]) -> flo
     """Milliseconds to run one search's statements in a tenant transaction."""
     start = time.perf_counter()
     with conn.transaction():
-        set_tenant(conn, uuid.UUID(account_id))
-        recall.plan_for_this_tenant(conn)  # as the service plans, prepared or not
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        _enter(conn, account_id)
         for statement, values in batch:
             conn.execute(statement, values).fetchall()
     return (time.perf_counter() - start) * 1000
@@ -156,9 +160,7 @@ def explain(conn: psycopg.Connection[Any], account_id: str, batch: list[Any]) ->
     """``EXPLAIN (ANALYZE, BUFFERS)`` of each statement, as text."""
     plans = []
     with conn.transaction():
-        set_tenant(conn, uuid.UUID(account_id))
-        recall.plan_for_this_tenant(conn)  # as the service plans, prepared or not
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        _enter(conn, account_id)
         for statement, values in batch:
             rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, values).fetchall()
             plans.append("\n".join(row["QUERY PLAN"] for row in rows))

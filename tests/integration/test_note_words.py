@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -96,14 +97,19 @@ def corpus(fresh: Any) -> Any:
     return account
 
 
-def _split(pool: Any, principal: Principal, query: str, budget: int) -> dict[str, Any]:
+@contextmanager
+def _budget(budget: int) -> Iterator[None]:
     saved = recall.CANDIDATE_BUDGET
     recall.CANDIDATE_BUDGET = budget
     try:
-        with transaction(pool, principal.account_id) as conn:
-            found = recall.bm25(conn, principal, query, "true")
+        yield
     finally:
         recall.CANDIDATE_BUDGET = saved
+
+
+def _split(pool: Any, principal: Principal, query: str, budget: int) -> dict[str, Any]:
+    with _budget(budget), transaction(pool, principal.account_id) as conn:
+        found = recall.bm25(conn, principal, query, "true")
     assert found is not None
     return found[1]
 
@@ -132,28 +138,18 @@ def test_a_narrower_caller_gets_exact_counts_over_what_it_may_see(
 
 def test_bm25_with_common_words_ranks_the_rare_word_first(fresh: Any, corpus: uuid.UUID) -> None:
     everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
-    saved = recall.CANDIDATE_BUDGET
-    recall.CANDIDATE_BUDGET = BUDGET
-    try:
-        with transaction(fresh[1], corpus) as conn:
-            rows = recall.lexical_candidates(
-                conn, everything, "zeppelin weather", "true", {"limit": 10}
-            )
-    finally:
-        recall.CANDIDATE_BUDGET = saved
+    with _budget(BUDGET), transaction(fresh[1], corpus) as conn:
+        rows = recall.lexical_candidates(
+            conn, everything, "zeppelin weather", "true", {"limit": 10}
+        )
     assert len(rows) == COMMON // 100  # only the notes the rare word finds
     assert all("zeppelin" in row["content"] for row in rows)
     assert all(row["score"] > 0 for row in rows)
 
 
 def _lexical(pool: Any, principal: Principal, query: str, budget: int) -> list[dict[str, Any]]:
-    saved = recall.CANDIDATE_BUDGET
-    recall.CANDIDATE_BUDGET = budget
-    try:
-        with transaction(pool, principal.account_id) as conn:
-            return recall.lexical_candidates(conn, principal, query, "true", {"limit": 50})
-    finally:
-        recall.CANDIDATE_BUDGET = saved
+    with _budget(budget), transaction(pool, principal.account_id) as conn:
+        return recall.lexical_candidates(conn, principal, query, "true", {"limit": 50})
 
 
 def test_when_every_word_is_common_the_two_rarest_find_together(fresh: Any) -> None:

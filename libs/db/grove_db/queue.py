@@ -81,11 +81,16 @@ CLAIM = """
               j.payload, next.reclaimed
 """
 
-RELEASE = """
+#: Jobs named by their keys (``_keys``) that this owner still holds.
+HELD = """
+    (account_id, id) IN (SELECT * FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]))
+    AND lease_owner = %(owner)s AND status = 'running'
+"""
+
+RELEASE = f"""
     UPDATE jobs SET status = 'queued', run_after = now(), attempts = greatest(attempts - 1, 0),
         lease_owner = NULL, lease_expires_at = NULL
-    WHERE (account_id, id) IN (SELECT * FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]))
-      AND lease_owner = %(owner)s AND status = 'running'
+    WHERE {HELD}
 """
 
 STATS = """
@@ -101,11 +106,10 @@ OLDEST_QUEUED = """
     FROM jobs WHERE status = 'queued' AND run_after <= now()
 """
 
-HEARTBEAT = """
+HEARTBEAT = f"""
     UPDATE jobs SET lease_expires_at = now() + make_interval(secs => %(lease)s),
         heartbeat_at = now()
-    WHERE (account_id, id) IN (SELECT * FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]))
-      AND lease_owner = %(owner)s AND status = 'running'
+    WHERE {HELD}
 """
 
 FINISH = """
@@ -264,10 +268,8 @@ def finish_many(conn: Conn, jobs: list[Job], owner: str) -> set[int]:
     """Mark leased jobs done in the caller's transaction; the IDs this owner still held."""
     rows = conn.execute(
         "UPDATE jobs SET status = 'done', finished_at = now(), last_error = NULL,"
-        " lease_owner = NULL, lease_expires_at = NULL"
-        " WHERE (account_id, id) IN (SELECT * FROM unnest(%s::uuid[], %s::bigint[]))"
-        " AND lease_owner = %s AND status = 'running' RETURNING id",
-        ([job.account_id for job in jobs], [job.id for job in jobs], owner),
+        f" lease_owner = NULL, lease_expires_at = NULL WHERE {HELD} RETURNING id",
+        {**_keys([job.key for job in jobs]), "owner": owner},
     ).fetchall()
     return {row["id"] for row in rows}
 

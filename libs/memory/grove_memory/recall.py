@@ -221,7 +221,12 @@ _EMBEDDING = ThreadPoolExecutor(max_workers=16, thread_name_prefix="query-embed"
 
 def embedding_started(store: Store, query: str) -> Future[QueryVector]:
     """``query_vector`` on another thread, in this request's context (its trace, and
-    whether its client has gone), so the lexical statements run while ask embeds."""
+    whether its client has gone), so the lexical statements run while ask embeds; with
+    embeddings disabled, its answer at once (no thread)."""
+    if store.profile is None or store.embedder is None:
+        done: Future[QueryVector] = Future()
+        done.set_result(query_vector(store, query))
+        return done
     return _EMBEDDING.submit(contextvars.copy_context().run, query_vector, store, query)
 
 

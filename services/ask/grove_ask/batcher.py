@@ -1,8 +1,10 @@
 """Coalesce concurrent embedding requests into model batches on one model thread.
 
 gRPC handler threads only enqueue and wait; the CPU-bound model runs on a thread of
-its own, taking whatever arrived within a few milliseconds (up to the batch size)
-and encoding it in one call.
+its own, taking whatever is queued (up to the batch size; after waiting
+``coalesce_seconds`` for more, by default not at all) and encoding it in one call.
+Requests that arrive while the model works queue up and form the next batch, so
+batches grow with the load without a lone query waiting for company.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DEFAULT_PORT = 50051
 DEFAULT_THREADS = 8
 DEFAULT_MODEL_BATCH = 64
-DEFAULT_COALESCE_MS = 5
+DEFAULT_COALESCE_MS = 0
 DEFAULT_MAX_CONCURRENT_RPCS = 64
 DEFAULT_METRICS_PORT = 9051
 DEFAULT_ANSWER_OPENAI_TIMEOUT_SECONDS = 20.0
@@ -31,6 +31,9 @@ class AskSettings(BaseSettings):
     ask_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     metrics_host: str = "127.0.0.1"
     embed_model_batch: Annotated[int, Field(ge=1, le=1024)] = DEFAULT_MODEL_BATCH
+    #: How long the model thread waits for more requests before encoding. 0: none — it
+    #: encodes what is queued at once, and requests arriving meanwhile form the next batch
+    #: (a lone query pays the model's time only; a wait of 5 ms cost every query 5 ms).
     embed_coalesce_ms: Annotated[int, Field(ge=0, le=1000)] = DEFAULT_COALESCE_MS
     openai_base_url: str | None = None
     openai_model: str | None = None

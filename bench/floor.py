@@ -58,7 +58,7 @@ def statements(
         ),
         (
             semantic,
-            params(principal, vector=vector_literal(vector), profile=profile, **values),
+            recall.semantic_params(principal, vector, profile, values),
         ),
     ]
 
@@ -124,12 +124,18 @@ def _enter(conn: psycopg.Connection[Any], account_id: str) -> None:
 
 
 def ann_recall(
-    conn: psycopg.Connection[Any], account_id: str, batches: list[Any], ef_search: int
+    conn: psycopg.Connection[Any],
+    account_id: str,
+    batches: list[Any],
+    ef_search: int,
+    limit: int | None = None,
 ) -> float:
-    """Mean share of the exact 10 nearest among the semantic statement's first 10."""
+    """Mean share of the exact 10 nearest among the semantic statement's first 10, with
+    the search's candidates (or ``limit``: recall asks for 4 per answer, 40 by default)."""
     found = []
     for batch in batches:
         statement, values = batch[2]
+        values = values if limit is None else {**values, "limit": limit}
         with conn.transaction():
             _enter(conn, account_id)
             conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")

@@ -1,4 +1,4 @@
-"""The ``grove`` command: ``migrate``, ``accounts``, ``keys``, ``reindex``, ``dev``."""
+"""The ``grove`` command: ``migrate``, ``accounts``, ``keys``, ``reindex``, ``indexes``, ``dev``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from grove_auth.keys import share_token_secret
-from grove_cli import admin
+from grove_cli import admin, indexes
 from grove_db.migrate import migrate
 
 
@@ -133,6 +133,17 @@ def cmd_reindex(args: argparse.Namespace) -> None:
         sys.exit("grove: some notes failed to embed (see GET /v1/memories/{id}: indexing)")
 
 
+def cmd_indexes(args: argparse.Namespace) -> None:
+    try:
+        changes = indexes.ensure(
+            _env("GROVE_MIGRATION_DATABASE_URL"), args.profile, args.min_vectors
+        )
+    except ValueError as ex:
+        sys.exit(f"grove: {ex}")
+    indexes.report(changes)
+    print(f"{len(changes)} index change(s) for profile {args.profile}")
+
+
 def cmd_dev_token(args: argparse.Namespace) -> None:
     from pathlib import Path
 
@@ -238,6 +249,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dimensions", type=int, help="create the profile's HNSW index (<= 2000)")
     p.add_argument("--wait", action="store_true", help="report progress until finished")
     p.set_defaults(func=cmd_reindex)
+
+    p = commands.add_parser(
+        "indexes", help="give every account with many vectors an HNSW index of its own"
+    )
+    p.add_argument("--profile", default="minilm", help="embedding profile (default: minilm)")
+    p.add_argument(
+        "--min-vectors",
+        type=int,
+        default=indexes.DEFAULT_MIN_VECTORS,
+        help="vectors from which an account gets its own index"
+        f" (default: {indexes.DEFAULT_MIN_VECTORS})",
+    )
+    p.set_defaults(func=cmd_indexes)
 
     p = commands.add_parser("dev-token", help="print a development owner or agent token")
     p.add_argument("--account", required=True)

@@ -47,6 +47,12 @@ def vectors_of(response: Any) -> np.ndarray:
     return np.array([list(v.values) for v in response.vectors], dtype=np.float64)
 
 
+def same_vectors(a: np.ndarray, b: np.ndarray) -> bool:
+    """Row by row the same text's vector: batching (padding) moves a bfloat16 model's
+    vectors by up to ~1e-4 per dimension, so compare by cosine; another text's is far below."""
+    return bool(((np.atleast_2d(a) * np.atleast_2d(b)).sum(axis=1) >= 0.9998).all())
+
+
 def rejected(stub: Any, texts: list[str], **kwargs: Any) -> grpc.RpcError:
     """The error of a call that must fail."""
     with pytest.raises(grpc.RpcError) as caught:
@@ -78,7 +84,7 @@ def test_embed_accepts_256_texts_in_order_and_rejects_257(stub: Any) -> None:
     # Order is kept: spot-check a few positions against calls of their own.
     for index in (0, 101, 255):
         alone = vectors_of(embed(stub, [texts[index]], purpose=inference_pb2.DOCUMENT))[0]
-        assert np.allclose(vectors[index], alone, atol=1e-4), index
+        assert same_vectors(vectors[index], alone), index
 
     error = rejected(stub, [*texts, "one too many"])
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -167,4 +173,4 @@ def test_concurrent_calls_each_get_their_own_vectors(stub: Any) -> None:
             together = list(pool.map(call, requests_texts))
         for texts, alone, concurrent in zip(requests_texts, solo, together, strict=True):
             assert concurrent.shape == (len(texts), DIMENSIONS), texts
-            assert np.allclose(concurrent, alone, atol=1e-4), texts
+            assert same_vectors(concurrent, alone), texts

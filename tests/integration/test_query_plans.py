@@ -126,7 +126,7 @@ def _check_plan(unanalyzed: Any, scope: str) -> None:
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         row = conn.execute(
             "EXPLAIN (ANALYZE, FORMAT JSON) " + statement,
-            params(principal, vector=query, profile="minilm", limit=50, **values),
+            params(principal, vector=query, profile="minilm", account=account, limit=50, **values),
         ).fetchone()
     assert row is not None
     plan = (row[0] if isinstance(row[0], list) else json.loads(row[0]))[0]["Plan"]

@@ -165,13 +165,16 @@ SUBSTRING = """
     LIMIT %(limit)s
 """
 
-# Nearest current-revision vectors of the profile; the cast matches the HNSW index.
+# Nearest current-revision vectors of the profile; the cast matches the HNSW indexes. The
+# account is named as a value (row-level security restricts to it anyway) so that, planned
+# for this tenant, a large account's own index (``grove indexes``) matches its predicate.
 SEMANTIC = """
     SELECT {columns}, (e.embedding::vector({dims})) <=> %(vector)s::vector({dims}) AS distance
     FROM embeddings e
     JOIN memories m ON m.account_id = e.account_id AND m.id = e.memory_id
                    AND m.version = e.version
-    WHERE e.profile = %(profile)s AND m.archived_at IS NULL AND {visible} AND {scope}
+    WHERE e.account_id = %(account)s AND e.profile = %(profile)s
+      AND m.archived_at IS NULL AND {visible} AND {scope}
     ORDER BY distance, m.id
     LIMIT %(limit)s
 """
@@ -521,11 +524,24 @@ def semantic_candidates(
     )
     rows = conn.execute(
         statement,
-        params(principal, vector=vector_literal(vector.vector), profile=store.profile, **values),
+        semantic_params(principal, vector.vector, store.profile, values),
     ).fetchall()
     # Iterative scans may return rows slightly out of order: rank by distance here.
     kept = [r for r in rows if r["distance"] <= store.max_distance]
     return sorted(kept, key=lambda r: (r["distance"], str(r["id"])))
+
+
+def semantic_params(
+    principal: Principal, vector: list[float], profile: str | None, values: dict[str, Any]
+) -> dict[str, Any]:
+    """``SEMANTIC``'s parameters: the scope's, the query vector, the profile, the account."""
+    return params(
+        principal,
+        vector=vector_literal(vector),
+        profile=profile,
+        account=principal.account_id,
+        **values,
+    )
 
 
 def semantic_read(

@@ -60,6 +60,7 @@ def main() -> None:
         host=settings.ask_host,
         port=port,
         profile=settings.embedding_profile,
+        precision=provider.precision if isinstance(provider, providers.MiniLM) else None,
         generator=settings.answer_generator,
     )
     stopped.wait()

@@ -30,6 +30,11 @@ class AskSettings(BaseSettings):
     ask_max_concurrent_rpcs: Annotated[int, Field(ge=1, le=10_000)] = DEFAULT_MAX_CONCURRENT_RPCS
     ask_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     metrics_host: str = "127.0.0.1"
+    #: The MiniLM weights' number format. ``bfloat16`` halves the weights the CPU reads per
+    #: call (1.5-2x faster; vectors within cosine 0.9998 of ``float32``'s, pooled and
+    #: normalized in float32); ``auto`` picks it when the CPU computes bfloat16 natively
+    #: (AVX-512 BF16 or AMX), where elsewhere it would be emulated and slower.
+    embed_precision: Literal["auto", "float32", "bfloat16"] = "auto"
     embed_model_batch: Annotated[int, Field(ge=1, le=1024)] = DEFAULT_MODEL_BATCH
     #: How long the model thread waits for more requests before encoding. 0: none — it
     #: encodes what is queued at once, and requests arriving meanwhile form the next batch

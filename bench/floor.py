@@ -117,10 +117,9 @@ def best(account_id: str, query: str, vector: list[float]) -> Any:
 
 def _enter(conn: psycopg.Connection[Any], account_id: str) -> None:
     """Enter the account for the rest of the transaction, planned as the service plans
-    (custom plans, prepared or not) and with the semantic statement's iterative scan."""
+    (custom plans, prepared or not) and with the semantic statement's HNSW walk."""
     set_tenant(conn, uuid.UUID(account_id))
-    recall.plan_for_this_tenant(conn)
-    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    recall.walk_for_this_tenant(conn)
 
 
 def ann_recall(

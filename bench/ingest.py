@@ -12,14 +12,21 @@ The ratio end-to-end / raw is the figure (aim: at least 0.8).
 3. Saves: notes per second through ``POST /v1/memories`` from 8 concurrent clients.
 4. Two workers: as many notes again, saved with no worker running, then two workers
    start together: notes per second from their start to every note ``ready``.
+
+``--saves-at 1000 100000`` measures only saves, into accounts that already hold that
+many notes (bulk-loaded with bench.bulk's cached vectors), in turn on one stack: writes
+must not slow down as an account grows (target: at 100,000 within 20% of at 1,000).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+import uuid
 
+from bench import bulk
 from bench.stack import Stack, save_all, stack, turns, wait_ready
+from grove_cli import admin
 
 DEFAULT_NOTES = 2000
 DEFAULT_BATCH = 32
@@ -30,8 +37,7 @@ def raw_throughput(texts: list[str], batch: int) -> float:
     from grove_ask.providers import MiniLM
     from grove_ask.settings import AskSettings
 
-    AskSettings()  # same defaults as the service
-    model = MiniLM()
+    model = MiniLM(AskSettings().embed_precision)  # as the service runs it
     start = time.perf_counter()
     for offset in range(0, len(texts), batch):
         model.embed(texts[offset : offset + batch])
@@ -68,12 +74,44 @@ def run(running: Stack, texts: list[str], batch: int) -> dict[str, float]:
     }
 
 
+def saves_at(
+    running: Stack, sizes: list[int], texts: list[str], rounds: int = 2
+) -> dict[int, float]:
+    """Notes per second saved by 8 clients into an account already holding each of
+    ``sizes`` notes; ``rounds`` turns over the accounts (best of them, less noise)."""
+    notes = bulk.texts(max(sizes))
+    vectors = bulk.vectors(notes)
+    keys = {}
+    for size in sizes:
+        account = admin.create_account(running.db.migration_url, f"holds {size}")
+        bulk.load(running.db.grove_superuser_url, str(account), notes[:size], vectors[:size])
+        keys[size] = admin.create_key(
+            running.db.migration_url, running.env["GROVE_SECRET_KEY"], account, "bench"
+        ).key
+    best = dict.fromkeys(sizes, 0.0)
+    for turn in range(rounds):
+        for size in sizes:
+            batch = [f"{text} (round {turn}, {uuid.uuid4().hex[:6]})" for text in texts]
+            start = time.perf_counter()
+            save_all(running, batch, threads=8, key=keys[size])
+            best[size] = max(best[size], len(batch) / (time.perf_counter() - start))
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--notes", type=int, default=DEFAULT_NOTES)
     parser.add_argument("--batch", type=int, default=DEFAULT_BATCH)
+    parser.add_argument("--saves-at", type=int, nargs="+", metavar="NOTES")
     args = parser.parse_args()
     texts = turns()[: args.notes]
+    if args.saves_at:
+        with stack("minilm") as running:
+            rates = saves_at(running, args.saves_at, texts)
+        smallest = rates[min(rates)]
+        for size, rate in rates.items():
+            print(f"saves into {size:>7} notes: {rate:7.1f} notes/s  ({rate / smallest:.2f}x)")
+        return
     raw = raw_throughput(texts, args.batch)
     print(
         f"raw model.encode:          {raw:7.1f} texts/s  ({len(texts)} texts, batch {args.batch})"

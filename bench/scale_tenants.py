@@ -31,6 +31,7 @@ import numpy as np
 from bench import bulk, floor, latency
 from bench.stack import RESULTS, Stack, stack
 from grove_cli import admin, indexes
+from grove_memory import recall
 from grove_memory.inference import InferenceClient
 
 #: Recall's semantic candidates at its default limit of 10 (four per answer).
@@ -135,8 +136,9 @@ def measure(
                     for q, v in zip(queries, vectors, strict=True)
                 ]
                 statements += [floor.run(conn, account, batch) for batch in batches]
-                ann.append(floor.ann_recall(conn, account, batches, 40))
-                recall_ann.append(floor.ann_recall(conn, account, batches, 40, RECALL_LIMIT))
+                ef = recall.HNSW_EF_SEARCH  # as the service walks
+                ann.append(floor.ann_recall(conn, account, batches, ef))
+                recall_ann.append(floor.ann_recall(conn, account, batches, ef, RECALL_LIMIT))
             report[label] = {
                 "accounts": len(members),
                 "notes": [size for _, size in members],

@@ -185,14 +185,15 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def save_all(stack: Stack, texts: list[str], threads: int = 8) -> None:
-    """Save notes over HTTP from a few threads (each with its own session)."""
+def save_all(stack: Stack, texts: list[str], threads: int = 8, key: str | None = None) -> None:
+    """Save notes over HTTP from a few threads (each with its own session), with the
+    stack's key or ``key``."""
     local = threading.local()
 
     def save(text: str) -> None:
         if not hasattr(local, "session"):
             local.session = requests.Session()
-            local.session.headers["Authorization"] = f"Bearer {stack.key}"
+            local.session.headers["Authorization"] = f"Bearer {key or stack.key}"
         response = local.session.post(
             f"{stack.api_url}/v1/memories", json={"content": text, "kind": "fact"}, timeout=60
         )

@@ -69,9 +69,8 @@ def semantic(superuser: str, account: uuid.UUID, query: list[float]) -> tuple[An
         for _ in range(7):  # past psycopg's and PostgreSQL's thresholds for a generic plan
             with conn.transaction():
                 set_tenant(conn, account)
-                recall.plan_for_this_tenant(conn)
+                recall.walk_for_this_tenant(conn)
                 conn.execute("SET LOCAL enable_sort = off")  # only an HNSW scan orders
-                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, values).fetchone()
                 rows = conn.execute(statement, values).fetchall()
     assert plan is not None

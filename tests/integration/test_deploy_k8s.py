@@ -129,10 +129,13 @@ def by_name(objects: tuple[Manifest, ...], kind: str) -> dict[str, Manifest]:
 
 
 def pod_templates(objects: tuple[Manifest, ...]) -> Iterator[tuple[str, Manifest]]:
-    """``(kind/name, pod template)`` of every Deployment and Job."""
+    """``(kind/name, pod template)`` of every Deployment, Job and CronJob."""
     for obj in objects:
         if obj["kind"] in ("Deployment", "Job"):
             yield f"{obj['kind']}/{obj['metadata']['name']}", obj["spec"]["template"]
+        if obj["kind"] == "CronJob":
+            template = obj["spec"]["jobTemplate"]["spec"]["template"]
+            yield f"CronJob/{obj['metadata']['name']}", template
 
 
 def containers(template: Manifest) -> list[Manifest]:
@@ -160,7 +163,7 @@ def selects(selector: Manifest, labels: dict[str, str]) -> bool:
 
 
 def template_labels(objects: tuple[Manifest, ...]) -> dict[str, dict[str, str]]:
-    """Pod labels of every Deployment and Job, by ``kind/name``."""
+    """Pod labels of every Deployment, Job and CronJob, by ``kind/name``."""
     return {name: t["metadata"].get("labels", {}) for name, t in pod_templates(objects)}
 
 
@@ -196,6 +199,7 @@ def test_each_kustomization_renders_every_part(rendered: tuple[Manifest, ...]) -
     for kind in (
         "ConfigMap",
         "Job",
+        "CronJob",
         "HorizontalPodAutoscaler",
         "PodDisruptionBudget",
         "NetworkPolicy",
@@ -379,6 +383,18 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
         "GROVE_MIGRATION_DATABASE_URL": "migration-database-url",
         "GROVE_DATABASE_URL": "database-url",
     }
+
+
+def test_the_nightly_indexes_job_runs_alone_as_the_schema_owner(
+    rendered: tuple[Manifest, ...],
+) -> None:
+    (cron,) = of_kind(rendered, "CronJob")
+    assert cron["metadata"]["name"] == "grove-indexes"
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"  # two builds would race
+    (indexes,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert indexes["command"] == ["grove", "indexes"]
+    # CREATE INDEX needs the tables' owner; nothing else.
+    assert secret_keys_of(indexes) == {"GROVE_MIGRATION_DATABASE_URL": "migration-database-url"}
 
 
 @pytest.mark.parametrize("service", sorted(OWN_ROLES))

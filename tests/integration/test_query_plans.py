@@ -29,6 +29,7 @@ from grove_memory.recall import (
     QueryVector,
     lexical_candidates,
     semantic_candidates,
+    walk_for_this_tenant,
 )
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE, in_project, params
@@ -123,7 +124,7 @@ def _check_plan(unanalyzed: Any, scope: str) -> None:
     statement = SEMANTIC.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=condition, dims=384)
     with psycopg.connect(url) as conn:
         conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(account),))
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        walk_for_this_tenant(conn)
         row = conn.execute(
             "EXPLAIN (ANALYZE, FORMAT JSON) " + statement,
             params(principal, vector=query, profile="minilm", account=account, limit=50, **values),

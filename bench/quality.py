@@ -311,6 +311,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--samples", nargs="*", help="sample IDs (default: all in the file)")
     parser.add_argument("--sessions", type=int, help="only the first N sessions of each")
+    parser.add_argument(
+        "--no-crossval",
+        action="store_true",
+        help="the HTTP figures only (minutes, not a quarter hour)",
+    )
     args = parser.parse_args()
     samples = [s for s in locomo() if not args.samples or s["sample_id"] in args.samples]
     started = time.perf_counter()
@@ -341,13 +346,17 @@ def main() -> None:
 
         summary = run(running.api_url, new_key, wait_ready, samples, args.sessions)
         print(table(summary))
-        tuned = cross_validation(
-            running.db.runtime_url,
-            running.env["GROVE_ASK_ADDRESS"],
-            samples,
-            args.sessions,
-            summary,
-            account_of,
+        tuned = (
+            None
+            if args.no_crossval
+            else cross_validation(
+                running.db.runtime_url,
+                running.env["GROVE_ASK_ADDRESS"],
+                samples,
+                args.sessions,
+                summary,
+                account_of,
+            )
         )
     RESULTS.mkdir(exist_ok=True)
     report = {

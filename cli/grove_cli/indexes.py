@@ -36,6 +36,8 @@ PREFIX = "embeddings_account_"
 #: ``embeddings_account_<32 hex>_<profile>`` fits PostgreSQL's 63-character names.
 NAME = re.compile(r"^embeddings_account_([0-9a-f]{32})_([a-z][a-z0-9_]{0,11})$")
 MAX_PROFILE = 12
+#: Held for the run (released with the session): two runs would build the same index twice.
+LOCK_KEY = 0x67726F76651D  # "grove", then 0x1D
 
 #: An account's current vectors of the profile (what its statements search), and their size.
 SIZE = """
@@ -80,6 +82,9 @@ def ensure(
         )
     changes: list[Change] = []
     with psycopg.connect(migration_url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
+        if not row or not row[0]:
+            raise ValueError("another grove indexes is running on this database")
         sizes = _sizes(conn, profile)
         indexed = set()
         for name, valid in conn.execute(EXISTING).fetchall():

@@ -131,6 +131,16 @@ def test_the_index_goes_with_the_account_and_never_below_half_the_threshold(
             )
 
 
+def test_one_run_at_a_time(tenants: tuple[str, dict[str, uuid.UUID]]) -> None:
+    superuser, _ = tenants
+    migration = embedded.role_url(superuser, embedded.MIGRATION_ROLE)
+    with psycopg.connect(migration, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (indexes.LOCK_KEY,))
+        with pytest.raises(ValueError, match="another grove indexes is running"):
+            indexes.ensure(migration, "minilm", THRESHOLD)
+    assert isinstance(indexes.ensure(migration, "minilm", THRESHOLD), list)  # free again
+
+
 def test_the_command_builds_them_and_refuses_a_profile_too_long_to_name(
     tenants: tuple[str, dict[str, uuid.UUID]],
 ) -> None:

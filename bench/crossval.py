@@ -1,18 +1,20 @@
 """Leave-one-conversation-out choice of the retrieval constants tuned on LoCoMo.
 
-Hybrid search has five constants that were fitted on the five dev conversations: BM25's
-``k1`` and ``b``, fusion's lexical weight, the semantic distance threshold and the
-candidates taken from each signal. Here each is chosen on four conversations and scored
-on the fifth, for each fifth in turn: the **cross-validated** figure says what the tuning
-is worth on a conversation it never saw; the **all-five** figure (chosen and scored on
-all five) is the one that flatters.
+Hybrid search has six constants that were fitted on the five dev conversations: BM25's
+``k1`` and ``b``, fusion's lexical weight, the semantic distance threshold, the
+candidates taken from each signal and the weight of a candidate's neighbours. Here each
+is chosen on four conversations and scored on the fifth, for each fifth in turn: the
+**cross-validated** figure says what the tuning is worth on a conversation it never saw;
+the **all-five** figure (chosen and scored on all five) is the one that flatters.
 
 Search runs in-process exactly as ``POST /v1/memories/search`` composes it
-(``recall.lexical_candidates``, ``recall.semantic_candidates``, ``recall.fuse``, the same
+(``recall.lexical_candidates``, ``recall.semantic_rows``, ``recall.neighbour_rows``,
+``recall.in_context``, ``recall.fuse``, the same
 statements as the runtime role under row-level security), so hundreds of settings are
 scored without HTTP: each question's candidates are read once per (k1, b) with the
-largest candidate count and the loosest threshold, then cut (both lists are ordered, so
-a prefix is what a smaller ``LIMIT`` or a tighter threshold returns). At the shipped
+largest candidate count (and the semantic ones' neighbours), then cut (both lists are
+ordered, so a prefix is what a smaller ``LIMIT`` returns; the threshold and the neighbours'
+weight apply to it through the service's own ``recall.in_context``). At the shipped
 constants the figures match ``bench.quality``'s over HTTP.
 
 Choice: coordinate ascent from the shipped constants (each constant in turn takes the
@@ -46,6 +48,7 @@ class Setting:
     lexical_weight: float
     max_distance: float
     candidates: int
+    context_weight: float
 
 
 SHIPPED = Setting(
@@ -54,6 +57,7 @@ SHIPPED = Setting(
     lexical_weight=DEFAULT_LEXICAL_WEIGHT,
     max_distance=DEFAULT_MAX_DISTANCE,
     candidates=recall.SEARCH_CANDIDATES,
+    context_weight=recall.CONTEXT_WEIGHT,
 )
 
 #: The values each constant may take (the shipped one among them).
@@ -63,6 +67,7 @@ GRID: dict[str, tuple[Any, ...]] = {
     "lexical_weight": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8),
     "max_distance": (0.6, 0.65, 0.7, 0.75, 0.8, 0.9, 2.0),
     "candidates": (50, 100, 200, 400, 800),
+    "context_weight": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
 }
 
 
@@ -72,15 +77,20 @@ class Question:
 
     conversation: str
     gold: frozenset[str]
+    #: The nearest notes (no threshold), nearest first, and their neighbours.
     semantic: list[dict[str, Any]]
+    neighbours: list[dict[str, Any]]
     lexical: dict[tuple[float, float], list[dict[str, Any]]]
 
 
 def ranked_turns(question: Question, setting: Setting) -> list[str]:
     """The dia_ids of the top 50 fused results under ``setting``."""
     lexical = question.lexical[setting.k1, setting.b][: setting.candidates]
-    semantic = [r for r in question.semantic if r["distance"] <= setting.max_distance]
-    fused = recall.fuse(lexical, semantic[: setting.candidates], setting.lexical_weight)
+    nearest = question.semantic[: setting.candidates]
+    taken = {row["id"] for row in nearest}
+    neighbours = [row for row in question.neighbours if row["neighbour_of"] in taken]
+    semantic = recall.in_context(nearest, neighbours, setting.context_weight, setting.max_distance)
+    fused = recall.fuse(lexical, semantic, setting.lexical_weight)
     return [dia_id(c.row["source_ref"]) for c in fused[:PAGE]]
 
 
@@ -210,10 +220,14 @@ def collect(
         principal = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
         words, _ = recall.search_words(text)
         vector = recall.QueryVector(embed(words), None)
+        assert vector.vector is not None
         with transaction(pool, account) as conn:
-            semantic = recall.semantic_candidates(conn, store, principal, vector, "true", largest)
+            semantic = recall.semantic_rows(conn, store, principal, vector.vector, "true", largest)
+            neighbours = recall.neighbour_rows(
+                conn, store, principal, vector.vector, "true", largest, semantic
+            )
         rows.append((principal, words))
-        questions.append(Question(conversation, gold, semantic, {}))
+        questions.append(Question(conversation, gold, semantic, neighbours, {}))
 
     def read_lexical(index: int, k1: float, b: float) -> list[dict[str, Any]]:
         principal, words = rows[index]

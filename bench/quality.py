@@ -98,24 +98,30 @@ def session(local: threading.local, key: str) -> requests.Session:
 
 
 def ingest(api_url: str, key: str, sample_id: str, turns: list[Turn], threads: int = 8) -> None:
-    """Save every turn as a note through the REST API."""
+    """Save every turn as a note through the REST API, as an agent in the conversation
+    would: each session's turns in order, its session as the source agent (sessions
+    saved side by side, one per thread)."""
     local = threading.local()
+    sessions: dict[str, list[Turn]] = {}
+    for turn in turns:
+        sessions.setdefault(turn.date, []).append(turn)
 
-    def save(turn: Turn) -> None:
+    def save(session_turns: list[Turn]) -> None:
         http = session(local, key)
-        body: dict[str, Any] = {
-            "content": turn.content,
-            "kind": "fact",
-            "provenance": {
-                "sourceRef": f"locomo:{sample_id}:{turn.dia_id}",
-                "sourceAgent": f"locomo session of {turn.date}"[:100],
-            },
-        }
-        response = http.post(f"{api_url}/v1/memories", json=body, timeout=60)
-        response.raise_for_status()
+        for turn in session_turns:
+            body: dict[str, Any] = {
+                "content": turn.content,
+                "kind": "fact",
+                "provenance": {
+                    "sourceRef": f"locomo:{sample_id}:{turn.dia_id}",
+                    "sourceAgent": f"locomo session of {turn.date}"[:100],
+                },
+            }
+            response = http.post(f"{api_url}/v1/memories", json=body, timeout=60)
+            response.raise_for_status()
 
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(save, turns))
+        list(pool.map(save, sessions.values()))
 
 
 def ranked_turns(http: requests.Session, api_url: str, query: str, mode: str) -> list[str]:

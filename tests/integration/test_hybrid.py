@@ -310,6 +310,33 @@ def test_search_matches_report_the_evidence_of_each_signal(hybrid_tenant: Tenant
     assert contents(plain) == contents(body)
 
 
+def test_a_turn_is_found_through_the_message_its_source_saved_before_it(
+    hybrid_tenant: Tenant,
+) -> None:
+    client = hybrid_tenant.client
+    chat = {"provenance": {"sourceAgent": "chat with Melanie, 3 May"}}
+    other = {"provenance": {"sourceAgent": "chat with Jo, 4 May"}}
+    told = "Melanie: I finally finished the pottery class and glazed my first bowl"
+    shown = "Melanie: Take a look at this."
+    # Saved in this order: another source's turn and a note naming no source interleave.
+    saved = [
+        client.save(told, **chat),
+        client.save("Jo: Take a look at this.", **other),
+        client.save(shown, **chat),
+        client.save("Sam: Take a look at this."),
+    ]
+    for note in saved:
+        indexed(hybrid_tenant, note)
+    found = search(client, "pottery class ceramics", mode="semantic", matches=True)
+    by_content = {item["memory"]["content"]: item for item in found["items"]}
+    assert list(by_content)[:2] == [told, shown]
+    # Found through its neighbour: its own distance is beyond the threshold.
+    assert by_content[shown]["matches"]["distance"] > MAX_DISTANCE
+    assert set(by_content) == {told, shown}  # other sources' turns are not its neighbours
+    recalled = recall(client, "pottery class ceramics")
+    assert contents(recalled)[:2] == [told, shown]
+
+
 def test_unrelated_notes_are_not_returned_as_semantic_filler(hybrid_tenant: Tenant) -> None:
     save_indexed(hybrid_tenant, REPLICATION_NOTES)
     searched = search(hybrid_tenant.client, REPLICATION_QUERY, matches=True, limit=50)

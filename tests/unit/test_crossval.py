@@ -64,8 +64,10 @@ def row(turn: str, **values: Any) -> dict[str, Any]:
 def test_candidates_are_cut_as_the_statements_would_return_them() -> None:
     lexical = [row("D1:1", score=3.0), row("D1:2", score=2.0), row("D1:3", score=1.0)]
     semantic = [row("D2:1", distance=0.2), row("D2:2", distance=0.5), row("D2:3", distance=0.9)]
-    question = Question("conv-1", frozenset({"D1:3", "D2:3"}), semantic, {(1.2, 0.25): lexical})
-    loose = Setting(k1=1.2, b=0.25, lexical_weight=0.6, max_distance=2.0, candidates=400)
+    question = Question("conv-1", frozenset({"D1:3", "D2:3"}), semantic, [], {(1.2, 0.25): lexical})
+    loose = Setting(
+        k1=1.2, b=0.25, lexical_weight=0.6, max_distance=2.0, candidates=400, context_weight=0.0
+    )
     assert sorted(crossval.ranked_turns(question, loose)) == [
         "D1:1",
         "D1:2",
@@ -89,3 +91,23 @@ def test_candidates_are_cut_as_the_statements_would_return_them() -> None:
         25: 1,
         50: 1,
     }
+
+
+def test_neighbours_count_only_for_the_candidates_taken() -> None:
+    semantic = [row("D2:1", distance=0.2), row("D2:5", distance=0.3)]
+    answer = row("D2:2", distance=0.95)  # "Take a look at this.", beside D2:1 only
+    other = row("D2:6", distance=0.95)  # beside D2:5 only
+    neighbours = [
+        {**answer, "neighbour_of": semantic[0]["id"]},
+        {**other, "neighbour_of": semantic[1]["id"]},
+    ]
+    question = Question("conv-1", frozenset({"D2:2"}), semantic, neighbours, {(1.2, 0.0): []})
+    setting = Setting(
+        k1=1.2, b=0.0, lexical_weight=0.5, max_distance=0.8, candidates=1, context_weight=0.3
+    )
+    # One candidate taken: its neighbour joins (0.05 + 0.3 * 0.8 -> distance 0.71 <= 0.8);
+    # the other candidate's neighbour does not.
+    assert crossval.ranked_turns(question, setting) == ["D2:1", "D2:2"]
+    assert crossval.ranked_turns(question, dataclasses.replace(setting, context_weight=0.0)) == [
+        "D2:1"
+    ]

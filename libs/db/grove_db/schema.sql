@@ -1426,6 +1426,13 @@ CREATE INDEX memories_notebook_created ON public.memories USING btree (project_i
 
 
 --
+-- Name: memories_sequence; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memories_sequence ON public.memories USING btree (account_id, COALESCE(project_id, '00000000-0000-0000-0000-000000000000'::uuid), source_agent, created_at, id) WHERE (source_agent IS NOT NULL);
+
+
+--
 -- Name: org_members_account; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -54,6 +54,10 @@ SEARCH_CANDIDATES = 200
 #: 100,000-note account's own graph, for ~0.5 ms more per 20 (bench.scale_tenants); search's
 #: 200 continue the walk (iterative scan) and found 0.992 at 40.
 HNSW_EF_SEARCH = 100
+#: How much of its more similar neighbour's similarity a semantic candidate gets (its
+#: neighbours: the notes saved just before and after it in its scope by the same named
+#: source; 0 turns them off). Chosen by bench.crossval's leave-one-conversation-out choice.
+CONTEXT_WEIGHT = 0.3
 PROFILE_KINDS = ("preference", "fact", "decision")
 #: BM25's term-frequency saturation and length normalization. Notes are short and of
 #: similar length: no length normalization (b = 0, Robertson's default is 0.75) was
@@ -183,6 +187,38 @@ SEMANTIC = """
     ORDER BY distance, m.id
     LIMIT %(limit)s
 """
+
+
+# The notes saved just before and after each candidate (``%(ids)s``) in its scope by the
+# same named source (``provenance.sourceAgent``; memories_sequence, migration 0025),
+# visible and in scope like the candidates, with their current vectors' distances to the
+# query. A note that names no source has none.
+NEIGHBOURS = """
+    SELECT o.id AS neighbour_of, {columns},
+           (e.embedding::vector({dims})) <=> %(vector)s::vector({dims}) AS distance
+    FROM memories o
+    CROSS JOIN LATERAL (
+        (SELECT m.* FROM memories m
+         WHERE m.account_id = o.account_id AND {same_sequence}
+           AND (m.created_at, m.id) < (o.created_at, o.id)
+           AND m.archived_at IS NULL AND {visible} AND {scope}
+         ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
+        UNION ALL
+        (SELECT m.* FROM memories m
+         WHERE m.account_id = o.account_id AND {same_sequence}
+           AND (m.created_at, m.id) > (o.created_at, o.id)
+           AND m.archived_at IS NULL AND {visible} AND {scope}
+         ORDER BY m.created_at, m.id LIMIT 1)
+    ) AS m
+    JOIN embeddings e ON e.account_id = m.account_id AND e.memory_id = m.id
+                     AND e.version = m.version AND e.profile = %(profile)s
+    WHERE o.account_id = %(account)s AND o.id = ANY(%(ids)s::uuid[])
+"""
+SAME_SEQUENCE = (
+    "coalesce(m.project_id, '00000000-0000-0000-0000-000000000000'::uuid)"
+    " = coalesce(o.project_id, '00000000-0000-0000-0000-000000000000'::uuid)"
+    " AND m.source_agent IS NOT NULL AND m.source_agent = o.source_agent"
+)
 
 
 @dataclass
@@ -358,7 +394,8 @@ def fuse(
     lexical: list[dict[str, Any]], semantic: list[dict[str, Any]], lexical_weight: float
 ) -> list[Candidate]:
     """Add the normalized scores: ``lexical_weight`` times BM25 / best BM25, plus the rest
-    times similarity scaled from the worst (0) to the best (1) semantic candidate. Ties break
+    times similarity in context scaled from the worst (0) to the best (1) semantic
+    candidate (``in_context``). Ties break
     by best rank, then most recently updated, then ID, so the order is deterministic."""
     found: dict[Any, Candidate] = {}
     best = max((float(row["score"]) for row in lexical), default=0.0) or 1.0
@@ -367,7 +404,7 @@ def fuse(
         candidate.lexical_rank = rank
         candidate.terms = list(row.get("terms") or [])
         candidate.score += lexical_weight * float(row["score"]) / best
-    similarities = [1.0 - float(row["distance"]) for row in semantic]
+    similarities = [1.0 - float(row["context_distance"]) for row in semantic]
     high, low = max(similarities, default=1.0), min(similarities, default=0.0)
     for rank, (row, similarity) in enumerate(zip(semantic, similarities, strict=True), 1):
         candidate = found.setdefault(row["id"], Candidate(row))
@@ -530,17 +567,90 @@ def semantic_candidates(
 ) -> list[dict[str, Any]]:
     if vector.vector is None:
         return []
+    rows = semantic_rows(conn, store, principal, vector.vector, scope, values)
+    neighbours = (
+        neighbour_rows(conn, store, principal, vector.vector, scope, values, rows)
+        if CONTEXT_WEIGHT
+        else []
+    )
+    return in_context(rows, neighbours, CONTEXT_WEIGHT, store.max_distance)
+
+
+def semantic_rows(
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    vector: list[float],
+    scope: str,
+    values: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The nearest ``limit`` notes by distance (no threshold), nearest first."""
     walk_for_this_tenant(conn)
     statement = SEMANTIC.format(
-        columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope, dims=len(vector.vector)
+        columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope, dims=len(vector)
     )
     rows = conn.execute(
-        statement,
-        semantic_params(principal, vector.vector, store.profile, values),
+        statement, semantic_params(principal, vector, store.profile, values)
     ).fetchall()
     # Iterative scans may return rows slightly out of order: rank by distance here.
-    kept = [r for r in rows if r["distance"] <= store.max_distance]
-    return sorted(kept, key=lambda r: (r["distance"], str(r["id"])))
+    return sorted(rows, key=lambda r: (r["distance"], str(r["id"])))
+
+
+def neighbour_rows(
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    vector: list[float],
+    scope: str,
+    values: dict[str, Any],
+    rows: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The neighbours of ``rows`` (``NEIGHBOURS``), each naming the row in ``neighbour_of``;
+    only rows that name a source have any."""
+    sourced = [row["id"] for row in rows if row["source_agent"] is not None]
+    if not sourced:
+        return []
+    statement = NEIGHBOURS.format(
+        columns=MEMORY_COLUMNS,
+        visible=VISIBLE,
+        scope=scope,
+        dims=len(vector),
+        same_sequence=SAME_SEQUENCE,
+    )
+    found = semantic_params(principal, vector, store.profile, values)
+    found["ids"] = sourced
+    return conn.execute(statement, found).fetchall()
+
+
+def in_context(
+    rows: list[dict[str, Any]],
+    neighbours: list[dict[str, Any]],
+    weight: float,
+    max_distance: float,
+) -> list[dict[str, Any]]:
+    """The semantic candidates ranked by similarity in context: a note's own similarity
+    plus ``weight`` times its more similar neighbour's (``CONTEXT_WEIGHT``).
+
+    A neighbour that was not a candidate becomes one (the turn that answers a question
+    rarely shares its words or meaning: "Take a look at this."). Each row gets
+    ``context_distance`` (1 - similarity in context), which ranks and fuses it and must be
+    within ``max_distance``; ``distance`` stays the note's own.
+    """
+    similarity = {row["id"]: 1.0 - float(row["distance"]) for row in rows}
+    found = {row["id"]: row for row in rows}
+    beside: dict[Any, list[Any]] = {}
+    for row in neighbours:
+        similarity.setdefault(row["id"], 1.0 - float(row["distance"]))
+        found.setdefault(row["id"], {k: v for k, v in row.items() if k != "neighbour_of"})
+        beside.setdefault(row["id"], []).append(row["neighbour_of"])
+        beside.setdefault(row["neighbour_of"], []).append(row["id"])
+    ranked = []
+    for note_id, row in found.items():
+        context = max((similarity[other] for other in beside.get(note_id, ())), default=0.0)
+        distance = 1.0 - (similarity[note_id] + weight * max(context, 0.0))
+        if distance <= max_distance:
+            ranked.append({**row, "context_distance": distance})
+    return sorted(ranked, key=lambda r: (r["context_distance"], str(r["id"])))
 
 
 def semantic_params(

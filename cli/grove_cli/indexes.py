@@ -49,10 +49,11 @@ SIZE = """
 """
 
 #: Per-account indexes that exist, valid or not (a failed concurrent build leaves one invalid).
+#: Run without parameters, so ``%`` is LIKE's own.
 EXISTING = """
     SELECT c.relname AS name, i.indisvalid AS valid
     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-    WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE 'embeddings\\_account\\_%%'
+    WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE 'embeddings\\_account\\_%'
 """
 
 

@@ -641,8 +641,9 @@ def in_context(
     found = {row["id"]: row for row in rows}
     beside: dict[Any, list[Any]] = {}
     for row in neighbours:
-        similarity.setdefault(row["id"], 1.0 - float(row["distance"]))
-        found.setdefault(row["id"], {k: v for k, v in row.items() if k != "neighbour_of"})
+        if row["id"] not in found:
+            similarity[row["id"]] = 1.0 - float(row["distance"])
+            found[row["id"]] = {k: v for k, v in row.items() if k != "neighbour_of"}
         beside.setdefault(row["id"], []).append(row["neighbour_of"])
         beside.setdefault(row["neighbour_of"], []).append(row["id"])
     ranked = []

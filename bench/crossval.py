@@ -1,8 +1,9 @@
 """Leave-one-conversation-out choice of the retrieval constants tuned on LoCoMo.
 
-Hybrid search has six constants that were fitted on the five dev conversations: BM25's
-``k1`` and ``b``, fusion's lexical weight, the semantic distance threshold, the
-candidates taken from each signal and the weight of a candidate's neighbours. Here each
+Hybrid search has five constants that were fitted on the five dev conversations: BM25's
+``k1``, fusion's lexical weight, the semantic distance threshold, the candidates taken
+from each signal and the weight of a candidate's neighbours (BM25's length normalization
+``b`` was a sixth until every fold chose 0 and the statement dropped it). Here each
 is chosen on four conversations and scored on the fifth, for each fifth in turn: the
 **cross-validated** figure says what the tuning is worth on a conversation it never saw;
 the **all-five** figure (chosen and scored on all five) is the one that flatters.
@@ -11,7 +12,7 @@ Search runs in-process exactly as ``POST /v1/memories/search`` composes it
 (``recall.lexical_candidates``, ``recall.semantic_rows``, ``recall.neighbour_rows``,
 ``recall.in_context``, ``recall.fuse``, the same
 statements as the runtime role under row-level security), so hundreds of settings are
-scored without HTTP: each question's candidates are read once per (k1, b) with the
+scored without HTTP: each question's candidates are read once per k1 with the
 largest candidate count (and the semantic ones' neighbours), then cut (both lists are
 ordered, so a prefix is what a smaller ``LIMIT`` returns; the threshold and the neighbours'
 weight apply to it through the service's own ``recall.in_context``). At the shipped
@@ -44,7 +45,6 @@ class Setting:
     """One value for each tuned constant."""
 
     k1: float
-    b: float
     lexical_weight: float
     max_distance: float
     candidates: int
@@ -53,7 +53,6 @@ class Setting:
 
 SHIPPED = Setting(
     k1=recall.BM25_K1,
-    b=recall.BM25_B,
     lexical_weight=DEFAULT_LEXICAL_WEIGHT,
     max_distance=DEFAULT_MAX_DISTANCE,
     candidates=recall.SEARCH_CANDIDATES,
@@ -63,7 +62,6 @@ SHIPPED = Setting(
 #: The values each constant may take (the shipped one among them).
 GRID: dict[str, tuple[Any, ...]] = {
     "k1": (0.6, 0.9, 1.2, 1.6, 2.0),
-    "b": (0.0, 0.1, 0.25, 0.4, 0.6, 0.75),
     "lexical_weight": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8),
     "max_distance": (0.6, 0.65, 0.7, 0.75, 0.8, 0.9, 2.0),
     "candidates": (50, 100, 200, 400, 800),
@@ -80,12 +78,12 @@ class Question:
     #: The nearest notes (no threshold), nearest first, and their neighbours.
     semantic: list[dict[str, Any]]
     neighbours: list[dict[str, Any]]
-    lexical: dict[tuple[float, float], list[dict[str, Any]]]
+    lexical: dict[float, list[dict[str, Any]]]
 
 
 def ranked_turns(question: Question, setting: Setting) -> list[str]:
     """The dia_ids of the top 50 fused results under ``setting``."""
-    lexical = question.lexical[setting.k1, setting.b][: setting.candidates]
+    lexical = question.lexical[setting.k1][: setting.candidates]
     nearest = question.semantic[: setting.candidates]
     taken = {row["id"] for row in nearest}
     neighbours = [row for row in question.neighbours if row["neighbour_of"] in taken]
@@ -171,12 +169,12 @@ def figures(matrix: np.ndarray) -> dict[str, float]:
 
 
 class Evaluator:
-    """Every question's candidates, read once per (k1, b); recall matrices per setting."""
+    """Every question's candidates, read once per k1; recall matrices per setting."""
 
     def __init__(
         self,
         questions: list[Question],
-        read_lexical: Callable[[int, float, float], Any],
+        read_lexical: Callable[[int, float], Any],
         close: Callable[[], None],
     ):
         self.questions = questions
@@ -188,10 +186,8 @@ class Evaluator:
         """(questions x len(KS)) recall under ``setting``."""
         if setting not in self._cache:
             for index, question in enumerate(self.questions):
-                if (setting.k1, setting.b) not in question.lexical:
-                    question.lexical[setting.k1, setting.b] = self._read_lexical(
-                        index, setting.k1, setting.b
-                    )
+                if setting.k1 not in question.lexical:
+                    question.lexical[setting.k1] = self._read_lexical(index, setting.k1)
             self._cache[setting] = np.array(
                 [list(recall_at(ranked_turns(q, setting), q.gold).values()) for q in self.questions]
             )
@@ -229,18 +225,16 @@ def collect(
         rows.append((principal, words))
         questions.append(Question(conversation, gold, slim(semantic), slim(neighbours), {}))
 
-    def read_lexical(index: int, k1: float, b: float) -> list[dict[str, Any]]:
+    def read_lexical(index: int, k1: float) -> list[dict[str, Any]]:
         principal, words = rows[index]
         with transaction(pool, principal.account_id) as conn:
-            return slim(
-                recall.lexical_candidates(conn, principal, words, "true", largest, k1=k1, b=b)
-            )
+            return slim(recall.lexical_candidates(conn, principal, words, "true", largest, k1=k1))
 
     return Evaluator(questions, read_lexical, pool.close)
 
 
 #: What ranking and scoring read of a candidate row; the rest (content, provenance, ...)
-#: is dropped, or 997 questions' 800 candidates per (k1, b) and their neighbours held
+#: is dropped, or 997 questions' 800 candidates per k1 and their neighbours held
 #: over 17 GB.
 KEPT = ("id", "source_ref", "updated_at", "score", "terms", "distance", "neighbour_of")
 

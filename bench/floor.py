@@ -54,7 +54,7 @@ def statements(
         (recall.WORD_COUNTS, recall.word_counts_params(principal, query)),
         (
             lexical,
-            params(principal, k1=recall.BM25_K1, b=recall.BM25_B, **words, **values),
+            params(principal, k1=recall.BM25_K1, **words, **values),
         ),
         (
             semantic,

@@ -99,7 +99,7 @@ def test_the_quality_benchmark_runs_end_to_end(
 
     # Leave one conversation out, in-process, through the service's own functions: at the
     # shipped constants it scores what HTTP scored (else it exits), and each fold chose.
-    grid: dict[str, tuple[Any, ...]] = {"lexical_weight": (0.0, 0.55, 1.0), "b": (0.0, 0.25)}
+    grid: dict[str, tuple[Any, ...]] = {"lexical_weight": (0.0, 0.55, 1.0), "k1": (1.2, 2.0)}
     report = quality.cross_validation(
         database.runtime_url, minilm_ask, [SAMPLE, other], None, summary, account_of, grid
     )

@@ -1,9 +1,10 @@
-"""Lexical postings (note_words, migration 0023) and the common-terms split of BM25.
+"""Lexical postings (note_words, migrations 0023 and 0026) and the common-terms split of BM25.
 
-The postings follow each note in the writing transaction: its words on save, the new
-words after an edit, none once forgotten; another tenant sees none of them. BM25 finds
-candidates through its rarest words and lets common words only rank, but only for a
-caller who may see the whole account; a narrower caller's words all find candidates.
+The postings follow each note in the writing transaction: its words with their
+frequencies on save, the new words and frequencies after an edit, none once forgotten;
+another tenant sees none of them. BM25 finds candidates through its rarest words and lets
+common words only rank, but only for a caller who may see the whole account; a narrower
+caller's words all find candidates.
 """
 
 from __future__ import annotations
@@ -51,10 +52,14 @@ def _save(conn: Conn, account: uuid.UUID, content: str) -> uuid.UUID:
 
 
 def _words(conn: Conn, note: uuid.UUID) -> list[str]:
+    return list(_frequencies(conn, note))
+
+
+def _frequencies(conn: Conn, note: uuid.UUID) -> dict[str, int]:
     rows = conn.execute(
-        "SELECT word FROM note_words WHERE memory_id = %s ORDER BY word", (note,)
+        "SELECT word, tf FROM note_words WHERE memory_id = %s ORDER BY word", (note,)
     ).fetchall()
-    return [row["word"] for row in rows]
+    return {row["word"]: row["tf"] for row in rows}
 
 
 def test_postings_follow_the_note_and_stay_in_their_tenant(fresh: Any) -> None:
@@ -83,6 +88,34 @@ def test_postings_follow_the_note_and_stay_in_their_tenant(fresh: Any) -> None:
     with transaction(pool, mine) as conn:
         conn.execute("UPDATE memories SET deleted_at = now() WHERE id = %s", (note,))
         assert _words(conn, note) == []
+
+
+def test_postings_carry_each_words_frequency_and_bm25_ranks_by_it(fresh: Any) -> None:
+    url, pool = fresh
+    account = _account(url)
+    everything = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
+    with transaction(pool, account) as conn:
+        often = _save(conn, account, "Deploys, deploys and one more deploy on Friday")
+        once = _save(conn, account, "A deploy on Friday")
+        assert _frequencies(conn, often) == {"deploy": 3, "friday": 1, "one": 1}
+        assert _frequencies(conn, once) == {"deploy": 1, "friday": 1}
+    with transaction(pool, account) as conn:
+        rows = recall.lexical_candidates(conn, everything, "deploy", "true", {"limit": 10})
+        assert [row["id"] for row in rows] == [often, once]
+        assert [row["terms"] for row in rows] == [["deploy"], ["deploy"]]
+        # An edit that changes how often a word occurs changes its frequency, and the rank.
+        conn.execute(
+            "UPDATE memories SET content = 'A deploy, a deploy, a deploy, a deploy' WHERE id = %s",
+            (once,),
+        )
+        assert _frequencies(conn, once) == {"deploy": 4}
+        rows = recall.lexical_candidates(conn, everything, "deploy friday", "true", {"limit": 10})
+        assert {row["id"]: row["terms"] for row in rows} == {
+            often: ["deploy", "friday"],
+            once: ["deploy"],
+        }
+        ranked = recall.lexical_candidates(conn, everything, "deploy", "true", {"limit": 10})
+        assert [row["id"] for row in ranked] == [once, often]
 
 
 @pytest.fixture(scope="module")
@@ -120,11 +153,15 @@ def test_common_words_rank_but_do_not_find_for_a_caller_who_sees_everything(
     everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
     words = _split(fresh[1], everything, "zeppelin weather", BUDGET)
     assert words["finding"] == ["zeppelin"]
-    assert words["common"] == ["weather"]
+    assert words["words"] == ["zeppelin", "weather"]
+    frequency = dict(zip(words["counted"], words["df"], strict=True))
+    assert frequency["zeppelin"] == COMMON // 100  # counted
     # Estimated from the position of the BUDGET-th id: every note has the word.
-    assert 0.6 <= words["shares"][0] <= 1.0, words
+    assert 0.6 * COMMON <= frequency["weather"] <= COMMON, words
     # Under the budget every word finds candidates, counted exactly.
-    assert _split(fresh[1], everything, "zeppelin weather", COMMON + 10)["common"] == []
+    words = _split(fresh[1], everything, "zeppelin weather", COMMON + 10)
+    assert sorted(words["finding"]) == ["weather", "zeppelin"]
+    assert dict(zip(words["counted"], words["df"], strict=True))["weather"] == COMMON
 
 
 def test_a_narrower_caller_gets_exact_counts_over_what_it_may_see(
@@ -133,7 +170,7 @@ def test_a_narrower_caller_gets_exact_counts_over_what_it_may_see(
     personal = Principal(corpus, uuid.uuid4(), personal=True, all_projects=False)
     words = _split(fresh[1], personal, "zeppelin weather", BUDGET)
     assert sorted(words["finding"]) == ["weather", "zeppelin"]
-    assert words["common"] == []
+    assert words["counted"] == [] and words["df"] == []  # counted by the statement
 
 
 def test_bm25_with_common_words_ranks_the_rare_word_first(fresh: Any, corpus: uuid.UUID) -> None:

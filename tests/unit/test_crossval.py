@@ -40,14 +40,14 @@ def test_each_conversation_is_scored_with_the_choice_made_without_it() -> None:
 def test_coordinate_ascent_moves_only_on_a_strict_gain() -> None:
     grid: dict[str, tuple[Any, ...]] = {
         "k1": (0.6, SHIPPED.k1, 2.0),
-        "b": (0.0, SHIPPED.b, 0.75),
+        "lexical_weight": (0.3, SHIPPED.lexical_weight, 0.8),
     }
 
     def objective(setting: Setting) -> float:
-        return -((setting.k1 - 2.0) ** 2) - (setting.b - 0.0) ** 2
+        return -((setting.k1 - 2.0) ** 2) - (setting.lexical_weight - 0.3) ** 2
 
     assert crossval.coordinate_ascent(objective, grid=grid) == dataclasses.replace(
-        SHIPPED, k1=2.0, b=0.0
+        SHIPPED, k1=2.0, lexical_weight=0.3
     )
     assert crossval.coordinate_ascent(lambda _: 1.0, grid=grid) == SHIPPED  # ties stay
 
@@ -64,9 +64,9 @@ def row(turn: str, **values: Any) -> dict[str, Any]:
 def test_candidates_are_cut_as_the_statements_would_return_them() -> None:
     lexical = [row("D1:1", score=3.0), row("D1:2", score=2.0), row("D1:3", score=1.0)]
     semantic = [row("D2:1", distance=0.2), row("D2:2", distance=0.5), row("D2:3", distance=0.9)]
-    question = Question("conv-1", frozenset({"D1:3", "D2:3"}), semantic, [], {(1.2, 0.25): lexical})
+    question = Question("conv-1", frozenset({"D1:3", "D2:3"}), semantic, [], {1.2: lexical})
     loose = Setting(
-        k1=1.2, b=0.25, lexical_weight=0.6, max_distance=2.0, candidates=400, context_weight=0.0
+        k1=1.2, lexical_weight=0.6, max_distance=2.0, candidates=400, context_weight=0.0
     )
     assert sorted(crossval.ranked_turns(question, loose)) == [
         "D1:1",
@@ -101,9 +101,9 @@ def test_neighbours_count_only_for_the_candidates_taken() -> None:
         {**answer, "neighbour_of": semantic[0]["id"]},
         {**other, "neighbour_of": semantic[1]["id"]},
     ]
-    question = Question("conv-1", frozenset({"D2:2"}), semantic, neighbours, {(1.2, 0.0): []})
+    question = Question("conv-1", frozenset({"D2:2"}), semantic, neighbours, {1.2: []})
     setting = Setting(
-        k1=1.2, b=0.0, lexical_weight=0.5, max_distance=0.8, candidates=1, context_weight=0.3
+        k1=1.2, lexical_weight=0.5, max_distance=0.8, candidates=1, context_weight=0.3
     )
     # One candidate taken: its neighbour joins (0.05 + 0.3 * 0.8 -> distance 0.71 <= 0.8);
     # the other candidate's neighbour does not.

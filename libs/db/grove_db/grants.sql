@@ -5,8 +5,9 @@ GRANT SELECT ON accounts TO {role};
 GRANT SELECT, INSERT, UPDATE ON projects, memories, operations, connections,
     connection_projects, api_keys, jobs TO {role};
 GRANT SELECT, INSERT ON memory_revisions TO {role};
--- note_words: search postings the trigger on memories keeps in step with each note.
-GRANT SELECT, INSERT, DELETE ON note_words TO {role};
+-- note_words: search postings the trigger on memories keeps in step with each note
+-- (UPDATE: a word's frequency when an edit changes it).
+GRANT SELECT, INSERT, UPDATE, DELETE ON note_words TO {role};
 GRANT SELECT, INSERT, UPDATE ON embeddings TO {role};
 GRANT SELECT ON account_owners TO {role};
 GRANT DELETE ON connection_projects TO {role};

@@ -180,20 +180,22 @@ CREATE FUNCTION public.grove_note_words() RETURNS trigger
     AS $$
 DECLARE
     before text[] := '{}';
-    after text[] := '{}';
 BEGIN
     IF TG_OP = 'UPDATE' AND OLD.deleted_at IS NULL THEN
         before := tsvector_to_array(OLD.content_tsv);
     END IF;
-    IF NEW.deleted_at IS NULL THEN
-        after := tsvector_to_array(NEW.content_tsv);
-    END IF;
     DELETE FROM note_words w
         WHERE w.account_id = NEW.account_id AND w.memory_id = NEW.id
-          AND w.word = ANY(before) AND NOT w.word = ANY(after);
-    INSERT INTO note_words (account_id, word, memory_id)
-        SELECT NEW.account_id, a.word, NEW.id FROM unnest(after) AS a (word)
-        WHERE NOT a.word = ANY(before);
+          AND w.word = ANY(before)
+          AND (NEW.deleted_at IS NOT NULL OR NOT w.word = ANY(tsvector_to_array(NEW.content_tsv)));
+    IF NEW.deleted_at IS NULL THEN
+        INSERT INTO note_words AS w (account_id, word, memory_id, tf)
+            SELECT NEW.account_id, u.lexeme, NEW.id,
+                   least(coalesce(array_length(u.positions, 1), 1), 32767)
+            FROM unnest(NEW.content_tsv) AS u
+        ON CONFLICT (account_id, word, memory_id) DO UPDATE SET tf = excluded.tf
+            WHERE w.tf IS DISTINCT FROM excluded.tf;
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -780,7 +782,8 @@ ALTER TABLE ONLY public.memory_revisions FORCE ROW LEVEL SECURITY;
 CREATE TABLE public.note_words (
     account_id uuid NOT NULL,
     word text NOT NULL,
-    memory_id uuid NOT NULL
+    memory_id uuid NOT NULL,
+    tf smallint DEFAULT 1 NOT NULL
 );
 
 ALTER TABLE ONLY public.note_words FORCE ROW LEVEL SECURITY;
@@ -1176,7 +1179,7 @@ ALTER TABLE ONLY public.memory_revisions
 --
 
 ALTER TABLE ONLY public.note_words
-    ADD CONSTRAINT note_words_pkey PRIMARY KEY (account_id, word, memory_id);
+    ADD CONSTRAINT note_words_pkey PRIMARY KEY (account_id, word, memory_id) INCLUDE (tf);
 
 
 --
@@ -2630,7 +2633,7 @@ GRANT SELECT,INSERT ON TABLE public.memory_revisions TO grove_app;
 -- Name: TABLE note_words; Type: ACL; Schema: public; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE ON TABLE public.note_words TO grove_app;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.note_words TO grove_app;
 
 
 --

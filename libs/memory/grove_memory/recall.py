@@ -60,11 +60,10 @@ HNSW_EF_SEARCH = 100
 #: in every fold (from 0, 0.1, ... 0.5; 0.3 was the all-five semantic-only pick).
 CONTEXT_WEIGHT = 0.5
 PROFILE_KINDS = ("preference", "fact", "decision")
-#: BM25's term-frequency saturation and length normalization. Notes are short and of
-#: similar length: no length normalization (b = 0, Robertson's default is 0.75) was
-#: chosen in every fold of bench.crossval's leave-one-conversation-out choice.
+#: BM25's term-frequency saturation. There is no length normalization (BM25's b): notes
+#: are short and of similar length, and bench.crossval's leave-one-conversation-out choice
+#: took b = 0 (from 0, 0.1, 0.25, 0.4, 0.6 and Robertson's default 0.75) in every fold.
 BM25_K1 = 1.2
-BM25_B = 0.0
 
 #: Candidates are found through the query's rarest words while their notes add up to at
 #: most this many; the commoner words only rank what those found (a common-terms query).
@@ -114,56 +113,52 @@ FOUND_COMMON = """
          ORDER BY w.memory_id LIMIT %(budget)s)
     )"""
 
-# Okapi BM25 over the query's distinct stemmed words, over the visible notes in scope
-# that ``found`` names. A finding word's document frequency is its count among them; a
-# common word's is its share of the account's notes times the corpus. The corpus is
-# every visible note in scope, so no other tenant's notes, and no note the caller may
-# not see, ever weigh in; for a caller who sees the whole account it is the account's
-# count of notes (``corpus``, kept by the usage triggers) instead of a count at query
-# time. Lengths are normalized by the candidates' average length. Term frequencies come
-# from each candidate's tsvector cut down to the query's words (weight them A, keep only
-# A) rather than unnesting every lexeme. The best ``limit`` are picked before the notes'
-# columns are read.
+# Okapi BM25 over the query's distinct stemmed words, for the visible notes in scope
+# that ``found`` names, without length normalization (b = 0: notes are short and of
+# similar length, and bench.crossval chose b = 0 in every fold). Term frequencies are the
+# found notes' postings of the query's words (``tf`` in the postings' index, migration
+# 0026), so every candidate is scored from the index and only the best are read, in
+# score order. Document frequencies: for a caller who sees the whole account, given
+# (``%(counted)s``, ``%(df)s``: a finding word's postings, a common word's share of the
+# ``corpus``, the account's count of notes kept by the usage triggers); for anyone else,
+# each word's count among the candidates they may see, over a corpus of every visible
+# note in scope, so no other tenant's notes, and no note the caller may not see, ever
+# weigh in.
 BM25 = """
-    WITH {found}, matches AS MATERIALIZED (
-        SELECT m.id, m.updated_at, length(m.content_tsv) AS dl,
-               ts_filter(setweight(m.content_tsv, 'A', %(words)s::text[]), '{{a}}') AS hits
-        FROM found f JOIN memories m ON m.id = f.memory_id
-        WHERE m.archived_at IS NULL AND {visible} AND {scope}
-    ), corpus AS (
+    WITH {found}, terms AS MATERIALIZED (
+        SELECT w.memory_id AS id, w.word, w.tf
+        FROM found f JOIN note_words w
+          ON w.account_id = grove_current_account() AND w.memory_id = f.memory_id
+         AND w.word = ANY(%(words)s::text[])
+    ), corpus AS MATERIALIZED (
         SELECT coalesce(%(corpus)s::bigint, (
             SELECT count(*) FROM memories m
             WHERE m.archived_at IS NULL AND {visible} AND {scope}
         )) AS n
-    ), terms AS (
-        SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, c.dl
-        FROM matches c CROSS JOIN LATERAL unnest(c.hits) AS u
-    ), common AS (
-        SELECT * FROM unnest(%(common)s::text[], %(shares)s::float8[]) AS k (lexeme, share)
-    ), frequencies AS (
-        SELECT t.lexeme, coalesce(max(k.share) * c.n, count(*)) AS df, c.n
-        FROM terms t CROSS JOIN corpus c LEFT JOIN common k ON k.lexeme = t.lexeme
-        GROUP BY t.lexeme, c.n
-    ), weights AS (
-        SELECT f.lexeme, ln(1 + greatest(f.n - f.df + 0.5, 0) / (f.df + 0.5)) AS idf
-        FROM frequencies f
-    ), lengths AS (
-        SELECT greatest(avg(dl), 1) AS avgdl FROM matches
-    ), scored AS (
-        SELECT t.id, sum(
-            w.idf * (t.tf * (%(k1)s + 1))
-            / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * t.dl / l.avgdl))
-        ) AS score
-        FROM terms t JOIN weights w ON w.lexeme = t.lexeme CROSS JOIN lengths l
+    ), weights AS MATERIALIZED (
+        SELECT t.word, ln(1 + greatest(c.n - f.df + 0.5, 0) / (f.df + 0.5)) AS idf
+        FROM (SELECT DISTINCT word FROM terms) AS t CROSS JOIN corpus c
+        CROSS JOIN LATERAL (SELECT coalesce(
+            (SELECT k.df FROM unnest(%(counted)s::text[], %(df)s::float8[]) AS k (word, df)
+             WHERE k.word = t.word),
+            (SELECT count(*) FROM terms u JOIN memories m ON m.id = u.id
+             WHERE u.word = t.word AND m.archived_at IS NULL AND {visible} AND {scope})
+        ) AS df) AS f
+    ), scored AS MATERIALIZED (
+        SELECT t.id, sum(w.idf * (t.tf * (%(k1)s + 1)) / (t.tf + %(k1)s)) AS score,
+               array_agg(t.word ORDER BY t.word) AS terms
+        FROM terms t JOIN weights w ON w.word = t.word
         GROUP BY t.id
-    ), best AS (
-        SELECT s.id, s.score, c.updated_at, c.hits FROM scored s JOIN matches c ON c.id = s.id
-        ORDER BY s.score DESC, c.updated_at DESC, c.id
-        LIMIT %(limit)s
+        ORDER BY score DESC
     )
-    SELECT {columns}, b.score, tsvector_to_array(b.hits) AS terms
-    FROM best b JOIN memories m ON m.id = b.id
-    ORDER BY b.score DESC, m.updated_at DESC, m.id
+    SELECT m.*, s.score, s.terms FROM scored s
+    CROSS JOIN LATERAL (
+        SELECT {columns} FROM memories m
+        WHERE m.id = s.id AND m.archived_at IS NULL AND {visible} AND {scope}
+        OFFSET 0
+    ) AS m
+    ORDER BY s.score DESC, m.updated_at DESC, m.id
+    LIMIT %(limit)s
 """
 
 SUBSTRING = """
@@ -466,13 +461,12 @@ def lexical_candidates(
     scope: str,
     values: dict[str, Any],
     k1: float = BM25_K1,
-    b: float = BM25_B,
 ) -> list[dict[str, Any]]:
     """BM25 matches of any of the words; a substring match if none is searchable.
 
-    ``k1`` and ``b`` are BM25's constants (other values only for ``bench.crossval``)."""
+    ``k1`` is BM25's term-frequency saturation (other values only for ``bench.crossval``)."""
     plan_for_this_tenant(conn)
-    values = params(principal, query=words, k1=k1, b=b, **values)
+    values = params(principal, query=words, k1=k1, **values)
     found = bm25(conn, principal, words, scope)
     if found is None:
         pattern = "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -519,7 +513,7 @@ def bm25(
     everything_common = sees_all and rows[0]["notes"] >= CANDIDATE_BUDGET
     finding: list[str] = []
     common: list[str] = []
-    shares: list[float] = []
+    frequencies: list[float] = []
     spent = 0
     for row in rows:
         capped = row["notes"] >= CANDIDATE_BUDGET
@@ -527,15 +521,17 @@ def bm25(
             sees_all and finding and (common or capped or spent + row["notes"] > CANDIDATE_BUDGET)
         ):
             common.append(row["word"])
-            shares.append(min(estimated_notes(row) / max(row["corpus"] or 1, 1), 1.0))
+            frequencies.append(min(estimated_notes(row), float(row["corpus"] or 1)))
         else:
             finding.append(row["word"])
+            frequencies.append(float(row["notes"]))
             spent += row["notes"]
     values: dict[str, Any] = {
         "words": [row["word"] for row in rows],
         "finding": finding,
-        "common": common,
-        "shares": shares,
+        # Document frequencies are given only to a caller who sees the whole account.
+        "counted": [row["word"] for row in rows] if sees_all else [],
+        "df": frequencies if sees_all else [],
         "corpus": rows[0]["corpus"] if sees_all else None,
     }
     found = FOUND_ANY

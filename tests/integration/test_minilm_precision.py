@@ -1,4 +1,5 @@
-"""MiniLM in bfloat16 gives the float32 model's vectors to within cosine 0.9998."""
+"""MiniLM in bfloat16 gives the float32 model's vectors to within cosine 0.9998; a lone
+text is embedded on its own thread count (``GROVE_EMBED_SINGLE_TEXT_THREADS``)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,19 @@ def test_bfloat16_vectors_are_unit_length_and_within_cosine_0_9998_of_float32(
 def test_auto_precision_is_bfloat16_exactly_when_the_cpu_has_it_natively(float32: MiniLM) -> None:
     assert float32.precision == "float32"
     assert MiniLM("auto").precision == ("bfloat16" if native_bfloat16() else "float32")
+
+
+def test_a_lone_text_runs_on_its_own_threads_and_batches_on_all(float32: MiniLM) -> None:
+    import torch
+
+    torch.set_num_threads(2)
+    one = MiniLM("float32", single_text_threads=1)
+    assert one.single_text_threads == 1
+    alone = one.embed([TEXTS[1]])
+    assert torch.get_num_threads() == 1
+    batched = one.embed(TEXTS)
+    assert torch.get_num_threads() == 2
+    # The thread count changes the speed, not the vector.
+    assert np.allclose(alone[0], batched[1], atol=1e-5)
+    assert np.allclose(alone[0], float32.embed([TEXTS[1]])[0], atol=1e-5)
+    assert MiniLM("float32").single_text_threads == 2  # 0: the batches' threads

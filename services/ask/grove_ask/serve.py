@@ -61,6 +61,9 @@ def main() -> None:
         port=port,
         profile=settings.embedding_profile,
         precision=provider.precision if isinstance(provider, providers.MiniLM) else None,
+        single_text_threads=(
+            provider.single_text_threads if isinstance(provider, providers.MiniLM) else None
+        ),
         generator=settings.answer_generator,
     )
     stopped.wait()

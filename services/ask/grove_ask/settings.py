@@ -36,6 +36,12 @@ class AskSettings(BaseSettings):
     #: (AVX-512 BF16 or AMX), where elsewhere it would be emulated and slower.
     embed_precision: Literal["auto", "float32", "bfloat16"] = "auto"
     embed_model_batch: Annotated[int, Field(ge=1, le=1024)] = DEFAULT_MODEL_BATCH
+    #: torch threads for a batch of one text (a lone query; larger batches use every
+    #: thread torch has, ``OMP_NUM_THREADS``). A query is embedded while the api reads its
+    #: lexical candidates, so it shares the CPU: with a core busy, two threads took p50
+    #: 15.7 / p95 139 ms for what one thread does in 8.3 / 9.5 (idle: 6.0 against 8.0).
+    #: 0: the same threads as batches.
+    embed_single_text_threads: Annotated[int, Field(ge=0, le=256)] = 1
     #: How long the model thread waits for more requests before encoding. 0: none — it
     #: encodes what is queued at once, and requests arriving meanwhile form the next batch
     #: (a lone query pays the model's time only; a wait of 5 ms cost every query 5 ms).

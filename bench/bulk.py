@@ -72,7 +72,7 @@ def load(
     superuser_url: str, account_id: str, notes: list[str], vecs: Any, analyze: bool = True
 ) -> None:
     """Write the notes (version 1, ``ready``), their revisions and vectors with COPY, then
-    (unless ``analyze`` is False, for a caller loading many accounts) ``ANALYZE``."""
+    (unless ``analyze`` is False, for a caller loading many accounts) ``settle``."""
     ids = [uuid.uuid4() for _ in notes]
     account = uuid.UUID(account_id)
     # COPY FROM is refused on tables with row-level security, so this is the superuser.
@@ -96,6 +96,13 @@ def load(
             for note_id, vector in zip(ids, vecs, strict=True):
                 literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
                 copy.write_row((account, note_id, 1, "minilm", 384, literal))
-        if analyze:
-            conn.execute("ANALYZE memories")
-            conn.execute("ANALYZE embeddings")
+    if analyze:
+        settle(superuser_url)
+
+
+def settle(superuser_url: str) -> None:
+    """What autovacuum does after a large load, at once: ``VACUUM (ANALYZE)`` of the
+    database, so the planner knows the tables' sizes and index-only scans (the postings'
+    frequencies, ``note_words``) need not visit the heap for rows not yet marked visible."""
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE)")

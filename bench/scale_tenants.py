@@ -91,8 +91,8 @@ def load(running: Stack, sizes: list[int], texts: list[str], vectors: Any, seed:
             started = time.perf_counter()
             conn.execute(CREATE_HNSW)
             built = time.perf_counter() - started
-            conn.execute("ANALYZE")
             conn.commit()
+        bulk.settle(superuser)
     return accounts, built
 
 

@@ -64,3 +64,19 @@ def test_a_lone_text_runs_on_its_own_threads_and_batches_on_all(float32: MiniLM)
     assert np.allclose(alone[0], batched[1], atol=1e-5)
     assert np.allclose(alone[0], float32.embed([TEXTS[1]])[0], atol=1e-5)
     assert MiniLM("float32").single_text_threads == 2  # 0: the batches' threads
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_a_lone_text_through_the_traced_graph_is_the_pipelines_own_vector(
+    float32: MiniLM, precision: str
+) -> None:
+    """The traced graph fixes that every token is attended to; it must still give the
+    pipeline's vector at every length, up to and past the 256-token truncation."""
+    model = float32 if precision == "float32" else MiniLM("bfloat16")
+    words = " ".join(TEXTS).split()
+    for n in (1, 2, 3, 5, 9, 17, 33, 65, 129, 257, 400):
+        text = " ".join(words[i % len(words)] for i in range(n))
+        alone = np.array(model.embed([text])[0])
+        pipeline = model._model.encode([text], normalize_embeddings=True)[0]
+        assert float(alone @ pipeline) >= 0.99999, (precision, n)
+        assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-5

@@ -12,6 +12,7 @@ import numpy as np
 
 from bench import crossval
 from bench.crossval import SHIPPED, Question, Setting
+from grove_memory import recall
 
 WEIGHTS = {"lexical_weight": (0.4, SHIPPED.lexical_weight, 0.7)}
 
@@ -111,3 +112,20 @@ def test_neighbours_count_only_for_the_candidates_taken() -> None:
     assert crossval.ranked_turns(question, dataclasses.replace(setting, context_weight=0.0)) == [
         "D2:1"
     ]
+
+
+def test_no_lexical_weight_lets_notes_without_the_query_words_outrank_the_one_with_them() -> None:
+    # The only note holding the query's words (an error code) is the farthest by meaning;
+    # the closest note holds none of them. Above 0.5 the words win; at 0.5 the two tie
+    # (then rank, recency and ID decide); below it meaning wins.
+    rare = row("D1:1", score=4.2, distance=0.9, context_distance=0.9)
+    close = row("D1:2", distance=0.3, context_distance=0.3)
+
+    def first(weight: float) -> str:
+        fused = recall.fuse([rare], [close, rare], weight)
+        return str(fused[0].row["source_ref"])
+
+    for weight in {SHIPPED.lexical_weight, *crossval.GRID["lexical_weight"]}:
+        assert weight > 0.5
+        assert first(weight) == rare["source_ref"], weight
+    assert first(0.45) == first(0.4) == close["source_ref"]

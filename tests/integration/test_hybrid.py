@@ -385,6 +385,32 @@ def test_search_pages_return_every_result_exactly_once(hybrid_tenant: Tenant, so
         assert all_pages(hybrid_tenant.client, REPLICATION_QUERY, limit, sort=sort) == expected
 
 
+def test_later_pages_leave_out_notes_saved_after_the_first(hybrid_tenant: Tenant) -> None:
+    # The first page fixes a ceiling for both signals: a note saved after it (found by
+    # its words and, once embedded, by its meaning) never shifts or joins later pages.
+    save_indexed(hybrid_tenant, REPLICATION_NOTES)
+    expected = [
+        item["memory"]["id"]
+        for item in search(hybrid_tenant.client, REPLICATION_QUERY, limit=50)["items"]
+    ]
+    first = search(hybrid_tenant.client, REPLICATION_QUERY, limit=1)
+    later = indexed(
+        hybrid_tenant, hybrid_tenant.client.save(LAG_GREW + " again, database replication lag")
+    )
+    # Meaning alone finds it now, so only the ceiling keeps it out.
+    assert later["id"] in {
+        i["memory"]["id"]
+        for i in search(hybrid_tenant.client, REPLICATION_QUERY, mode="semantic")["items"]
+    }
+    ids = [item["memory"]["id"] for item in first["items"]]
+    cursor = first["nextCursor"]
+    while cursor:
+        body = search(hybrid_tenant.client, REPLICATION_QUERY, limit=1, cursor=cursor)
+        ids += [item["memory"]["id"] for item in body["items"]]
+        cursor = body["nextCursor"]
+    assert ids == expected and later["id"] not in ids
+
+
 def test_search_cursor_is_bound_to_its_query_and_signed(hybrid_tenant: Tenant) -> None:
     save_indexed(hybrid_tenant, REPLICATION_NOTES)
     first = search(hybrid_tenant.client, REPLICATION_QUERY, limit=1)

@@ -33,6 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from grove_auth.principal import Principal
 from grove_contracts.notes import RecallRequest, SearchRequest
@@ -255,19 +256,40 @@ def query_vector(store: Store, query: str) -> QueryVector:
         return QueryVector(None, "inference_unavailable")
 
 
-#: Query embeddings in flight while the lexical candidates are read (one per request).
+#: Query embeddings (and the semantic reads that follow them) in flight while the lexical
+#: candidates are read (one per request).
 _EMBEDDING = ThreadPoolExecutor(max_workers=16, thread_name_prefix="query-embed")
 
 
-def embedding_started(store: Store, query: str) -> Future[QueryVector]:
-    """``query_vector`` on another thread, in this request's context (its trace, and
-    whether its client has gone), so the lexical statements run while ask embeds; with
-    embeddings disabled, its answer at once (no thread)."""
-    if store.profile is None or store.embedder is None:
-        done: Future[QueryVector] = Future()
-        done.set_result(query_vector(store, query))
+def semantic_started(
+    store: Store,
+    principal: Principal,
+    query: str | None,
+    scope: str,
+    values: dict[str, Any],
+    checked: Future[dict[str, Any]],
+) -> Future[tuple[QueryVector, list[dict[str, Any]]]]:
+    """The query's vector and its semantic candidates, on another thread in this request's
+    context (its trace, and whether its client has gone), while the lexical ones are read:
+    the query is embedded at once, and its candidates read in a tenant transaction of
+    their own as soon as both the vector and ``checked`` are there (the lexical
+    transaction's checks passed; its result adds to ``values``, say the search's ceiling).
+    With no ``query`` (lexical mode) or embeddings disabled, nothing is embedded or read.
+    """
+    values = dict(values)
+
+    def run() -> tuple[QueryVector, list[dict[str, Any]]]:
+        vector = query_vector(store, query) if query else QueryVector(None, None)
+        if vector.vector is None:
+            return vector, []
+        found = {**values, **checked.result()}
+        return vector, semantic_read(store, principal, vector, scope, found)
+
+    if not query or store.profile is None or store.embedder is None:
+        done: Future[tuple[QueryVector, list[dict[str, Any]]]] = Future()
+        done.set_result(run())
         return done
-    return _EMBEDDING.submit(contextvars.copy_context().run, query_vector, store, query)
+    return _EMBEDDING.submit(contextvars.copy_context().run, run)
 
 
 EXCLUSION = re.compile(r'(?:^|\s)-("[^"]*"|[^\s"]+)')
@@ -312,32 +334,37 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         payload = cursors.decode(store.cursor_secret, req.cursor, binding)
         offset, ceiling = int(payload["offset"]), datetime.fromisoformat(payload["ceiling"])
     words, excluded = search_words(req.query)
-    # The query is embedded while the lexical candidates are read (no connection waits on
-    # inference); the semantic ones are read once its vector is there, in a second
-    # transaction, bounded by the same ceiling.
-    embed = bool(words) and req.mode != "lexical"
-    pending = embedding_started(store, words) if embed else None
-    with transaction(store.pool, principal.account_id) as conn:
-        if "projectId" in req.model_fields_set:
-            check_project(conn, principal, req.projectId)
-        if ceiling is None:
-            ceiling = _now(conn)
-        scope += " AND m.created_at <= %(ceiling)s"
-        values.update(ceiling=ceiling, limit=SEARCH_CANDIDATES)
-        # -words (and -"phrases") are excluded from both signals alike.
-        if excluded:
-            scope += " AND NOT m.content_tsv @@ websearch_to_tsquery('english', %(excluded)s)"
-            values["excluded"] = excluded
-        lexical = (
-            lexical_candidates(conn, principal, words, scope, values)
-            if req.mode != "semantic"
-            else []
-        )
-    vector = pending.result() if pending else QueryVector(None, None)
-    semantic = semantic_read(store, principal, vector, scope, values)
+    scope += " AND m.created_at <= %(ceiling)s"
+    values["limit"] = SEARCH_CANDIDATES
+    # -words (and -"phrases") are excluded from both signals alike.
+    if excluded:
+        scope += " AND NOT m.content_tsv @@ websearch_to_tsquery('english', %(excluded)s)"
+        values["excluded"] = excluded
+    # The semantic candidates are read as soon as the query's vector is there, alongside
+    # the lexical ones (no connection waits on inference), once the lexical transaction
+    # has checked the notebook and fixed the ceiling (the first page's is its time).
+    checked: Future[dict[str, Any]] = Future()
+    embed = words if words and req.mode != "lexical" else None
+    pending = semantic_started(store, principal, embed, scope, values, checked)
+    try:
+        with transaction(store.pool, principal.account_id) as conn:
+            if "projectId" in req.model_fields_set:
+                check_project(conn, principal, req.projectId)
+            if ceiling is None:
+                ceiling = _now(conn)
+            values["ceiling"] = ceiling
+            checked.set_result({"ceiling": ceiling})
+            lexical = (
+                lexical_candidates(conn, principal, words, scope, values)
+                if req.mode != "semantic"
+                else []
+            )
+    finally:
+        checked.cancel()  # a failed check: the semantic read never starts
+    vector, semantic = pending.result()
     fused = fuse(lexical, semantic, store.lexical_weight)
     if req.sort == "updated_desc":
-        fused.sort(key=lambda c: (c.row["updated_at"], str(c.row["id"])), reverse=True)
+        fused.sort(key=lambda c: (c.row["updated_at"], c.row["id"]), reverse=True)
     page = fused[offset : offset + req.limit]
     more = len(fused) > offset + req.limit
     next_cursor = (
@@ -364,18 +391,23 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
     scope += ")"
     values: dict[str, Any] = {"project_id": req.projectId, "limit": req.limit * 4}
     query = (req.query or "").strip()
-    # As in search: embedded while the lexical candidates are read.
-    pending = embedding_started(store, query) if query else None
-    with transaction(store.pool, principal.account_id) as conn:
-        check_project(conn, principal, req.projectId)
-        handoff = _handoff(conn, principal, req) if req.taskId else None
-        if pending is not None:
-            lexical = above_floor(lexical_candidates(conn, principal, query, scope, values))
-        else:
-            candidates = [Candidate(row) for row in _profile(conn, principal, scope, values)]
-    vector = pending.result() if pending else None
-    if vector is not None:
-        semantic = semantic_read(store, principal, vector, scope, values)
+    # As in search: the semantic candidates are read alongside the lexical ones.
+    checked: Future[dict[str, Any]] = Future()
+    pending = semantic_started(store, principal, query, scope, values, checked) if query else None
+    try:
+        with transaction(store.pool, principal.account_id) as conn:
+            check_project(conn, principal, req.projectId)
+            checked.set_result({})
+            handoff = _handoff(conn, principal, req) if req.taskId else None
+            if pending is not None:
+                lexical = above_floor(lexical_candidates(conn, principal, query, scope, values))
+            else:
+                candidates = [Candidate(row) for row in _profile(conn, principal, scope, values)]
+    finally:
+        checked.cancel()
+    vector = None
+    if pending is not None:
+        vector, semantic = pending.result()
         candidates = fuse(lexical, semantic, store.lexical_weight)
     packed = _pack(candidates, handoff, req.limit, req.maxChars)
     retrieval = (
@@ -409,9 +441,10 @@ def fuse(
         scaled = (similarity - low) / (high - low) if high > low else 1.0
         candidate.score += (1.0 - lexical_weight) * scaled
 
-    def order(c: Candidate) -> tuple[float, int, float, str]:
+    def order(c: Candidate) -> tuple[float, int, float, UUID]:
+        # An ID (a UUID) orders as its text does.
         best = min(r for r in (c.lexical_rank, c.semantic_rank) if r is not None)
-        return (-c.score, best, -c.row["updated_at"].timestamp(), str(c.row["id"]))
+        return (-c.score, best, -c.row["updated_at"].timestamp(), c.row["id"])
 
     return sorted(found.values(), key=order)
 
@@ -442,16 +475,25 @@ def plan_for_this_tenant(conn: Conn) -> None:
     account got an exact scan (~0.5 s) after small accounts had primed the plan. A custom
     plan costs well under a millisecond to make.
     """
-    conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    _set_locally(conn, PLAN)
 
 
 def walk_for_this_tenant(conn: Conn) -> None:
     """Plan the semantic statement for the tenant at hand and set its HNSW walk, for the
     rest of the transaction: keep walking until enough rows pass the tenant and scope
     filters (iterative scan), with ``HNSW_EF_SEARCH`` candidates per step."""
-    plan_for_this_tenant(conn)
-    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+    _set_locally(conn, WALK)
+
+
+#: The settings of ``plan_for_this_tenant`` and ``walk_for_this_tenant``.
+PLAN = {"plan_cache_mode": "force_custom_plan"}
+WALK = {**PLAN, "hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(HNSW_EF_SEARCH)}
+
+
+def _set_locally(conn: Conn, settings: dict[str, str]) -> None:
+    """``SET LOCAL`` each of ``settings``, in one statement (one round trip)."""
+    calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+    conn.execute(f"SELECT {calls}", [part for pair in settings.items() for part in pair])
 
 
 def lexical_candidates(
@@ -590,7 +632,7 @@ def semantic_rows(
         statement, semantic_params(principal, vector, store.profile, values)
     ).fetchall()
     # Iterative scans may return rows slightly out of order: rank by distance here.
-    return sorted(rows, key=lambda r: (r["distance"], str(r["id"])))
+    return sorted(rows, key=lambda r: (r["distance"], r["id"]))
 
 
 def neighbour_rows(
@@ -648,7 +690,7 @@ def in_context(
         distance = 1.0 - (similarity[note_id] + weight * max(context, 0.0))
         if distance <= max_distance:
             ranked.append({**row, "context_distance": distance})
-    return sorted(ranked, key=lambda r: (r["context_distance"], str(r["id"])))
+    return sorted(ranked, key=lambda r: (r["context_distance"], r["id"]))
 
 
 def semantic_params(

@@ -1,6 +1,6 @@
 """Conversations over real HTTP, real PostgreSQL and a real grove-ask (extractive, lexical
 only), with owner sessions signed by a test identity provider. Lease expiry, crashes and
-a source deleted during generation drive ``grove_memory.conversations`` in-process
+a source deleted during generation drive ``grove_memory.turns`` in-process
 against the same database and grove-ask, with an injected clock."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from grove_auth.principal import Principal
 from grove_contracts.conversations import TurnRequest
 from grove_db import embedded
 from grove_db.pool import open_pool
-from grove_memory import conversations
 from grove_memory.ask import InferenceUnavailable
 from grove_memory.inference import EvidenceText, Generated, InferenceClient, InferenceError
 from grove_memory.store import Store
+from grove_memory.turns import TurnInProgress, add_turn
 from tests.integration.conftest import (
     Client,
     Running,
@@ -584,7 +584,7 @@ def test_a_crashed_attempt_can_be_retried_once_its_lease_expires(
     request = TurnRequest.model_validate(body)
     principal = owner.principal()
     with pytest.raises(Crash):
-        conversations.add_turn(store, Crashing(), principal, uuid.UUID(conversation), request, 5)
+        add_turn(store, Crashing(), principal, uuid.UUID(conversation), request, 5)
     held = data_of(owner.get(conversation))
     (turn,) = held["turns"]
     assert (turn["status"], held["version"]) == ("in_progress", 2)
@@ -594,8 +594,8 @@ def test_a_crashed_attempt_can_be_retried_once_its_lease_expires(
     for retry in (body, {**body, "id": str(uuid.uuid4()), "expectedVersion": 2}):
         refused = owner.session.post(path, retry)
         assert refused.status_code == 409 and error_of(refused)["code"] == "turn_in_progress"
-    with pytest.raises(conversations.TurnInProgress):
-        conversations.add_turn(
+    with pytest.raises(TurnInProgress):
+        add_turn(
             store,
             answerer,
             principal,
@@ -604,7 +604,7 @@ def test_a_crashed_attempt_can_be_retried_once_its_lease_expires(
             5,
             now=lease - timedelta(milliseconds=1),
         )
-    reply, fresh = conversations.add_turn(
+    reply, fresh = add_turn(
         store, answerer, principal, uuid.UUID(conversation), request, 5, now=lease
     )
     assert fresh and reply["turn"]["status"] == "completed" and reply["turn"]["attempts"] == 2
@@ -621,10 +621,10 @@ def test_a_new_turn_after_an_expired_attempt_marks_it_abandoned(
     principal = owner.principal()
     crashed = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
     with pytest.raises(Crash):
-        conversations.add_turn(store, Crashing(), principal, conversation, crashed, 5)
+        add_turn(store, Crashing(), principal, conversation, crashed, 5)
     later = datetime.now().astimezone() + timedelta(minutes=6)
     fresh = TurnRequest(id=uuid.uuid4(), query="Who deploys?", expectedVersion=2)
-    reply, _ = conversations.add_turn(store, answerer, principal, conversation, fresh, 5, now=later)
+    reply, _ = add_turn(store, answerer, principal, conversation, fresh, 5, now=later)
     assert reply["turn"]["ordinal"] == 2 and reply["conversation"]["version"] == 3
     turns = data_of(owner.get(str(conversation)))["turns"]
     assert [(t["status"], t["error"]) for t in turns] == [
@@ -639,9 +639,7 @@ def test_a_failed_attempt_is_marked_and_its_retry_answers(owner: Owner, store: S
     body = {"id": str(uuid.uuid4()), "query": "When do we deploy?", "expectedVersion": 1}
     request = TurnRequest.model_validate(body)
     with pytest.raises(InferenceUnavailable):
-        conversations.add_turn(
-            store, Failing(), owner.principal(), uuid.UUID(conversation), request, 5
-        )
+        add_turn(store, Failing(), owner.principal(), uuid.UUID(conversation), request, 5)
     (turn,) = data_of(owner.get(conversation))["turns"]
     assert (turn["status"], turn["error"], turn["leaseExpiresAt"]) == (
         "failed",
@@ -660,7 +658,7 @@ def test_a_source_deleted_during_generation_loses_its_citations(
     conversation = uuid.UUID(owner.create()["id"])
     request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
     deleting = DeletingFirst(answerer, owner.key, note)
-    reply, _ = conversations.add_turn(store, deleting, owner.principal(), conversation, request, 5)
+    reply, _ = add_turn(store, deleting, owner.principal(), conversation, request, 5)
     turn = reply["turn"]
     assert (turn["status"], turn["outcome"], turn["answer"]) == ("completed", "no_evidence", None)
     assert turn["sources"] == []
@@ -683,14 +681,14 @@ def test_a_turn_does_not_commit_for_a_session_that_ended_while_answering(
         session_expires_at=datetime.now().astimezone() - timedelta(seconds=1),
     )
     with pytest.raises(AuthError, match="session expired"):
-        conversations.add_turn(store, answerer, expired, conversation, request, 5)
+        add_turn(store, answerer, expired, conversation, request, 5)
     (turn,) = data_of(owner.get(str(conversation)))["turns"]
     assert (turn["status"], turn["answer"]) == ("failed", None)
     disowned = replace(owner.principal(), owner_identity=(ISSUER, "someone-else"))
     with pytest.raises(AuthError, match="no longer owns"):
-        conversations.add_turn(store, answerer, disowned, conversation, request, 5)
+        add_turn(store, answerer, disowned, conversation, request, 5)
     live = replace(owner.principal(), owner_identity=identity)
-    reply, fresh = conversations.add_turn(store, answerer, live, conversation, request, 5)
+    reply, fresh = add_turn(store, answerer, live, conversation, request, 5)
     assert fresh and reply["turn"]["status"] == "completed"
 
 
@@ -701,9 +699,7 @@ def test_a_turn_with_answering_switched_off_is_disabled_and_stored(
     conversation = uuid.UUID(owner.create()["id"])
     request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
     principal = owner.principal()
-    reply, fresh = conversations.add_turn(
-        store, Failing("disabled"), principal, conversation, request, 5
-    )
+    reply, fresh = add_turn(store, Failing("disabled"), principal, conversation, request, 5)
     turn = reply["turn"]
     assert fresh and (turn["status"], turn["outcome"], turn["answer"]) == (
         "completed",

@@ -35,6 +35,8 @@ from grove_contracts.connections import (
 from grove_db.errors import QuotaExceeded
 from grove_db.pool import Conn, transaction
 
+#: Connections with their grants and key prefix; each use adds a ``WHERE`` (or not) and
+#: ``GROUP BY c.account_id, c.id``.
 SELECT_CONNECTIONS = """
     SELECT c.id, c.name, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
            c.created_at, c.revoked_at, c.last_contact_at, c.approved_at, c.oauth_client_id,
@@ -97,13 +99,16 @@ def fingerprint(grants: Grants | None, status: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
+LIST_CONNECTIONS = f"""
+    {SELECT_CONNECTIONS} GROUP BY c.account_id, c.id ORDER BY c.created_at DESC, c.id
+"""
+
+
 def list_connections(pool: ConnectionPool, principal: Principal) -> list[dict[str, Any]]:
     """Every connection of the owner's account, newest first."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        rows = conn.execute(
-            SELECT_CONNECTIONS + " GROUP BY c.account_id, c.id ORDER BY c.created_at DESC, c.id"
-        ).fetchall()
+        rows = conn.execute(LIST_CONNECTIONS).fetchall()
     return [connection_json(r) for r in rows]
 
 
@@ -123,6 +128,13 @@ def update_connection(
         return _one(conn, connection_id)
 
 
+#: Revoking twice keeps the first revocation time (of the connection and of its keys).
+REVOKE_CONNECTION = "UPDATE connections SET revoked_at = coalesce(revoked_at, now()) WHERE id = %s"
+REVOKE_CONNECTION_KEYS = """
+    UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE connection_id = %s
+"""
+
+
 def revoke_connection(
     pool: ConnectionPool, principal: Principal, connection_id: UUID
 ) -> dict[str, Any]:
@@ -130,16 +142,15 @@ def revoke_connection(
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         _lock(conn, connection_id)
-        conn.execute(
-            "UPDATE connections SET revoked_at = coalesce(revoked_at, now()) WHERE id = %s",
-            (connection_id,),
-        )
-        conn.execute(
-            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE connection_id = %s",
-            (connection_id,),
-        )
+        conn.execute(REVOKE_CONNECTION, (connection_id,))
+        conn.execute(REVOKE_CONNECTION_KEYS, (connection_id,))
         _drop_request(conn, connection_id)
         return _one(conn, connection_id)
+
+
+SELECT_REQUEST = f"""
+    {SELECT_CONNECTIONS} WHERE c.request_id = %s GROUP BY c.account_id, c.id
+"""
 
 
 def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -> dict[str, Any]:
@@ -148,10 +159,7 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
     ``denied``, ``withdrawn`` by a grant edit or revocation) or ``expired``."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        row = conn.execute(
-            SELECT_CONNECTIONS + " WHERE c.request_id = %s GROUP BY c.account_id, c.id",
-            (request_id,),
-        ).fetchone()
+        row = conn.execute(SELECT_REQUEST, (request_id,)).fetchone()
     if row is None:
         raise ConnectionNotFound(
             "no such connection request (a newer request of the same client replaces it)"
@@ -176,6 +184,25 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
     ).model_dump(mode="json")
 
 
+#: The requesting connection, locked, with whether its request is still live.
+LOCK_REQUEST = """
+    SELECT id, approved_at, revoked_at, request_expires_at, request,
+           request_expires_at > now() AS live
+    FROM connections WHERE request_id = %s FOR UPDATE
+"""
+#: Approves and closes the request. ``authorized_after`` is cut to whole seconds, like a
+#: token's ``iat``, so a token minted right after this counts.
+APPROVE = """
+    UPDATE connections SET approved_at = now(), request_expires_at = NULL,
+        request = coalesce(request, '{}') || jsonb_build_object('outcome', 'approved'),
+        authorized_after = CASE WHEN revoked_at IS NOT NULL
+                                THEN date_trunc('second', now())
+                                ELSE authorized_after END,
+        revoked_at = NULL
+    WHERE id = %s
+"""
+
+
 def approve_request(
     pool: ConnectionPool,
     principal: Principal,
@@ -189,12 +216,7 @@ def approve_request(
     """
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        row = conn.execute(
-            "SELECT id, approved_at, revoked_at, request_expires_at, request,"
-            " request_expires_at > now() AS live FROM connections"
-            " WHERE request_id = %s FOR UPDATE",
-            (request_id,),
-        ).fetchone()
+        row = conn.execute(LOCK_REQUEST, (request_id,)).fetchone()
         if row is None:
             raise ConnectionNotFound("no such connection request")
         outcome = (row["request"] or {}).get("outcome")
@@ -206,42 +228,39 @@ def approve_request(
             raise ConnectionConflict("the connection request expired; the client must ask again")
         _check_room(conn, principal.account_id, max_live)
         _write_grants(conn, principal.account_id, row["id"], grants)
-        conn.execute(
-            "UPDATE connections SET approved_at = now(), request_expires_at = NULL,"
-            " request = coalesce(request, '{}') || jsonb_build_object('outcome', 'approved'),"
-            # Whole seconds, like a token's iat: one minted right after this counts.
-            " authorized_after = CASE WHEN revoked_at IS NOT NULL"
-            " THEN date_trunc('second', now())"
-            " ELSE authorized_after END, revoked_at = NULL WHERE id = %s",
-            (row["id"],),
-        )
+        conn.execute(APPROVE, (row["id"],))
         return _one(conn, row["id"])
+
+
+LOCK_PENDING_REQUEST = """
+    SELECT id FROM connections WHERE request_id = %s AND request_expires_at IS NOT NULL
+    FOR UPDATE
+"""
 
 
 def deny_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -> dict[str, Any]:
     """Refuse a pending OAuth client: the request is gone, the client stays unapproved."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        row = conn.execute(
-            "SELECT id FROM connections WHERE request_id = %s AND request_expires_at IS NOT NULL"
-            " FOR UPDATE",
-            (request_id,),
-        ).fetchone()
+        row = conn.execute(LOCK_PENDING_REQUEST, (request_id,)).fetchone()
         if row is None:
             raise ConnectionNotFound("no such pending connection request")
         _drop_request(conn, row["id"], "denied")
         return _one(conn, row["id"])
 
 
+#: Closes an outstanding request, keeping it with its outcome.
+DROP_REQUEST = """
+    UPDATE connections SET request_expires_at = NULL,
+        request = coalesce(request, '{}') || jsonb_build_object('outcome', %s::text)
+    WHERE id = %s AND request_expires_at IS NOT NULL
+"""
+
+
 def _drop_request(conn: Conn, connection_id: UUID, outcome: str = "withdrawn") -> None:
     """Close an outstanding approval request with its outcome (grant edits and
     revocation withdraw it); the page can still say what became of it."""
-    conn.execute(
-        "UPDATE connections SET request_expires_at = NULL,"
-        " request = coalesce(request, '{}') || jsonb_build_object('outcome', %s::text)"
-        " WHERE id = %s AND request_expires_at IS NOT NULL",
-        (outcome, connection_id),
-    )
+    conn.execute(DROP_REQUEST, (outcome, connection_id))
 
 
 def create_key(
@@ -275,26 +294,42 @@ def create_key(
         }
 
 
+#: The account's keys, newest first, each with its connection's ID.
+LIST_KEYS = """
+    SELECT k.id AS key_id, c.id FROM api_keys k JOIN connections c
+      ON c.account_id = k.account_id AND c.id = k.connection_id
+    ORDER BY k.created_at DESC, k.id
+"""
+
+
 def list_keys(pool: ConnectionPool, principal: Principal) -> list[dict[str, Any]]:
     """The account's API keys (prefix, name, grants, status; never the secret)."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        rows = conn.execute(
-            "SELECT k.id AS key_id, c.id FROM api_keys k JOIN connections c"
-            " ON c.account_id = k.account_id AND c.id = k.connection_id"
-            " ORDER BY k.created_at DESC, k.id"
-        ).fetchall()
+        rows = conn.execute(LIST_KEYS).fetchall()
         return [{"id": str(r["key_id"]), "connection": _one(conn, r["id"])} for r in rows]
+
+
+KEY_CONNECTION = "SELECT connection_id FROM api_keys WHERE id = %s"
 
 
 def revoke_key(pool: ConnectionPool, principal: Principal, key_id: UUID) -> dict[str, Any]:
     """Revoke an API key and its connection, for good."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        row = conn.execute("SELECT connection_id FROM api_keys WHERE id = %s", (key_id,)).fetchone()
+        row = conn.execute(KEY_CONNECTION, (key_id,)).fetchone()
     if row is None:
         raise ConnectionNotFound()
     return revoke_connection(pool, principal, row["connection_id"])
+
+
+#: The account's connection lock (an advisory lock for the transaction).
+LOCK_ACCOUNT_CONNECTIONS = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+#: Live connections: not revoked, and not an OAuth client still waiting for approval.
+COUNT_LIVE = """
+    SELECT count(*) AS live FROM connections WHERE revoked_at IS NULL
+      AND (oauth_client_id IS NULL OR approved_at IS NOT NULL)
+"""
 
 
 def _check_room(conn: Conn, account_id: UUID, max_live: int) -> None:
@@ -302,13 +337,8 @@ def _check_room(conn: Conn, account_id: UUID, max_live: int) -> None:
     connection lock makes two concurrent additions count each other."""
     if not max_live:
         return
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"connections:{account_id}",)
-    )
-    row = conn.execute(
-        "SELECT count(*) AS live FROM connections WHERE revoked_at IS NULL"
-        " AND (oauth_client_id IS NULL OR approved_at IS NOT NULL)"
-    ).fetchone()
+    conn.execute(LOCK_ACCOUNT_CONNECTIONS, (f"connections:{account_id}",))
+    row = conn.execute(COUNT_LIVE).fetchone()
     if row is not None and row["live"] >= max_live:
         raise QuotaExceeded(
             f"this account holds {row['live']} live connections and keys, the most it may"
@@ -316,22 +346,26 @@ def _check_room(conn: Conn, account_id: UUID, max_live: int) -> None:
         )
 
 
+LOCK_CONNECTION = "SELECT 1 FROM connections WHERE id = %s FOR UPDATE"
+
+
 def _lock(conn: Conn, connection_id: UUID) -> dict[str, Any]:
     """Lock the connection's row, then read its state: read after the lock (each statement
     sees what committed before it), so an edit that waited sees the one it waited for."""
-    locked = conn.execute(
-        "SELECT 1 FROM connections WHERE id = %s FOR UPDATE", (connection_id,)
-    ).fetchone()
+    locked = conn.execute(LOCK_CONNECTION, (connection_id,)).fetchone()
     if locked is None:
         raise ConnectionNotFound()
     resource = _one(conn, connection_id)
     return {"state": resource["state"], "revoked": resource["status"] == "revoked"}
 
 
+SELECT_CONNECTION = f"""
+    {SELECT_CONNECTIONS} WHERE c.id = %s GROUP BY c.account_id, c.id
+"""
+
+
 def _one(conn: Conn, connection_id: UUID) -> dict[str, Any]:
-    row = conn.execute(
-        SELECT_CONNECTIONS + " WHERE c.id = %s GROUP BY c.account_id, c.id", (connection_id,)
-    ).fetchone()
+    row = conn.execute(SELECT_CONNECTION, (connection_id,)).fetchone()
     assert row is not None
     return connection_json(row)
 
@@ -351,11 +385,22 @@ def _grants(row: dict[str, Any]) -> Grants:
     )
 
 
+WRITE_GRANTS = """
+    UPDATE connections SET personal = %s, all_projects = %s, can_read = %s,
+        can_write = %s, can_delete = %s
+    WHERE id = %s
+"""
+CLEAR_PROJECTS = "DELETE FROM connection_projects WHERE connection_id = %s"
+ADD_PROJECT = """
+    INSERT INTO connection_projects (account_id, connection_id, project_id)
+    VALUES (%s, %s, %s)
+"""
+
+
 def _write_grants(conn: Conn, account_id: UUID, connection_id: UUID, grants: Grants) -> None:
     held = set(grants.capabilities)
     conn.execute(
-        "UPDATE connections SET personal = %s, all_projects = %s, can_read = %s,"
-        " can_write = %s, can_delete = %s WHERE id = %s",
+        WRITE_GRANTS,
         (
             grants.personal,
             grants.allProjects,
@@ -365,14 +410,10 @@ def _write_grants(conn: Conn, account_id: UUID, connection_id: UUID, grants: Gra
             connection_id,
         ),
     )
-    conn.execute("DELETE FROM connection_projects WHERE connection_id = %s", (connection_id,))
+    conn.execute(CLEAR_PROJECTS, (connection_id,))
     try:
         with conn.transaction():
             for project_id in dict.fromkeys(grants.projectIds):
-                conn.execute(
-                    "INSERT INTO connection_projects (account_id, connection_id, project_id)"
-                    " VALUES (%s, %s, %s)",
-                    (account_id, connection_id, project_id),
-                )
+                conn.execute(ADD_PROJECT, (account_id, connection_id, project_id))
     except psycopg.errors.ForeignKeyViolation as ex:
         raise InvalidGrant("projectIds: unknown notebook") from ex

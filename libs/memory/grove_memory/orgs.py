@@ -41,6 +41,11 @@ ORG_COLUMNS = """
 """
 
 
+#: Creates the org and makes the caller its owner, both rows in one ``SECURITY DEFINER``
+#: function of the schema.
+FOUND_ORG = "SELECT grove_found_org(%s, %s)"
+
+
 def create_org(
     pool: ConnectionPool, principal: Principal, body: CreateOrgRequest
 ) -> dict[str, Any]:
@@ -48,19 +53,23 @@ def create_org(
     require_owner(principal)
     org_id = uuid4()
     with transaction(pool, principal.account_id) as conn:
-        conn.execute("SELECT grove_found_org(%s, %s)", (org_id, body.name))
+        conn.execute(FOUND_ORG, (org_id, body.name))
         return _org(conn, org_id)
+
+
+#: The caller's live orgs with their role, oldest first.
+LIST_ORGS = f"""
+    SELECT {ORG_COLUMNS} FROM org_members m JOIN orgs o ON o.id = m.org_id
+    WHERE m.account_id = grove_current_account() AND o.deleted_at IS NULL
+    ORDER BY o.created_at, o.id
+"""
 
 
 def list_orgs(pool: ConnectionPool, principal: Principal) -> dict[str, Any]:
     """The orgs the caller belongs to, oldest first."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        rows = conn.execute(
-            f"SELECT {ORG_COLUMNS} FROM org_members m JOIN orgs o ON o.id = m.org_id"
-            " WHERE m.account_id = grove_current_account() AND o.deleted_at IS NULL"
-            " ORDER BY o.created_at, o.id"
-        ).fetchall()
+        rows = conn.execute(LIST_ORGS).fetchall()
     return {"orgs": [org_json(r) for r in rows]}
 
 
@@ -71,6 +80,9 @@ def get_org(pool: ConnectionPool, principal: Principal, org_id: UUID) -> dict[st
         return _org(conn, org_id)
 
 
+SET_ENTITLEMENTS = "UPDATE orgs SET project_memory_enabled = %s WHERE id = %s"
+
+
 def update_org(
     pool: ConnectionPool, principal: Principal, org_id: UUID, body: UpdateOrgRequest
 ) -> dict[str, Any]:
@@ -78,11 +90,16 @@ def update_org(
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         _org_role(conn, org_id, "owner")
-        conn.execute(
-            "UPDATE orgs SET project_memory_enabled = %s WHERE id = %s",
-            (body.entitlements.projectMemory.enabled, org_id),
-        )
+        conn.execute(SET_ENTITLEMENTS, (body.entitlements.projectMemory.enabled, org_id))
         return _org(conn, org_id)
+
+
+INSERT_PROJECT = "INSERT INTO org_projects (org_id, id, name) VALUES (%s, %s, %s)"
+#: The project's creator, its first admin.
+INSERT_ADMIN = """
+    INSERT INTO project_members (org_id, project_id, account_id, role)
+    VALUES (%s, %s, %s, 'admin')
+"""
 
 
 def create_project(
@@ -93,16 +110,9 @@ def create_project(
     project_id = uuid4()
     with transaction(pool, principal.account_id) as conn:
         _org_role(conn, org_id, "owner")
-        conn.execute(
-            "INSERT INTO org_projects (org_id, id, name) VALUES (%s, %s, %s)",
-            (org_id, project_id, body.name),
-        )
+        conn.execute(INSERT_PROJECT, (org_id, project_id, body.name))
         set_project(conn, org_id, project_id)
-        conn.execute(
-            "INSERT INTO project_members (org_id, project_id, account_id, role)"
-            " VALUES (%s, %s, %s, 'admin')",
-            (org_id, project_id, principal.account_id),
-        )
+        conn.execute(INSERT_ADMIN, (org_id, project_id, principal.account_id))
         return _projects(conn, org_id, project_id)[0]
 
 
@@ -114,6 +124,12 @@ def list_projects(pool: ConnectionPool, principal: Principal, org_id: UUID) -> d
         return {"projects": _projects(conn, org_id, None)}
 
 
+LIST_MEMBERS = """
+    SELECT account_id, role, created_at, updated_at FROM project_members
+    WHERE org_id = %s AND project_id = %s ORDER BY created_at, account_id
+"""
+
+
 def list_members(
     pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID
 ) -> dict[str, Any]:
@@ -121,12 +137,23 @@ def list_members(
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, None)
-        rows = conn.execute(
-            "SELECT account_id, role, created_at, updated_at FROM project_members"
-            " WHERE org_id = %s AND project_id = %s ORDER BY created_at, account_id",
-            (org_id, project_id),
-        ).fetchall()
+        rows = conn.execute(LIST_MEMBERS, (org_id, project_id)).fetchall()
     return {"members": [member_json(r) for r in rows]}
+
+
+#: A project member is an org member first (kept if already one).
+JOIN_ORG = """
+    INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'member')
+    ON CONFLICT DO NOTHING
+"""
+#: Adds the member or changes their role; ``created`` tells which.
+PUT_MEMBER = """
+    INSERT INTO project_members (org_id, project_id, account_id, role)
+    VALUES (%s, %s, %s, %s)
+    ON CONFLICT (org_id, project_id, account_id) DO UPDATE
+    SET role = excluded.role, updated_at = now()
+    RETURNING account_id, role, created_at, updated_at, (xmax = 0) AS created
+"""
 
 
 def put_member(
@@ -145,23 +172,18 @@ def put_member(
         if body.role != "admin":
             _keep_an_admin(conn, org_id, project_id, body.accountId)
         try:
-            conn.execute(
-                "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'member')"
-                " ON CONFLICT DO NOTHING",
-                (org_id, body.accountId),
-            )
+            conn.execute(JOIN_ORG, (org_id, body.accountId))
         except psycopg.errors.ForeignKeyViolation as ex:
             raise NotFound("no Grove account has that ID") from ex
-        row = conn.execute(
-            "INSERT INTO project_members (org_id, project_id, account_id, role)"
-            " VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (org_id, project_id, account_id) DO UPDATE"
-            " SET role = excluded.role, updated_at = now()"
-            " RETURNING account_id, role, created_at, updated_at, (xmax = 0) AS created",
-            (org_id, project_id, body.accountId, body.role),
-        ).fetchone()
+        row = conn.execute(PUT_MEMBER, (org_id, project_id, body.accountId, body.role)).fetchone()
     assert row is not None
     return member_json(row), bool(row["created"])
+
+
+REMOVE_MEMBER = """
+    DELETE FROM project_members WHERE org_id = %s AND project_id = %s
+      AND account_id = %s RETURNING account_id
+"""
 
 
 def remove_member(
@@ -174,11 +196,7 @@ def remove_member(
         _member_manager(conn, org_id, project_id)
         _lock_members(conn, org_id, project_id)
         _keep_an_admin(conn, org_id, project_id, account_id)
-        row = conn.execute(
-            "DELETE FROM project_members WHERE org_id = %s AND project_id = %s"
-            " AND account_id = %s RETURNING account_id",
-            (org_id, project_id, account_id),
-        ).fetchone()
+        row = conn.execute(REMOVE_MEMBER, (org_id, project_id, account_id)).fetchone()
     if row is None:
         raise NotFound("that account is not a member of this project")
     return {"accountId": str(account_id), "removed": True}
@@ -208,6 +226,13 @@ def create_key(
     return {**key_json(row), "key": key}
 
 
+#: The project's keys, newest first, revoked ones included.
+LIST_KEYS = f"""
+    SELECT {PROJECT_KEY_COLUMNS} FROM project_keys WHERE org_id = %s AND project_id = %s
+    ORDER BY created_at DESC, id
+"""
+
+
 def list_keys(
     pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID
 ) -> dict[str, Any]:
@@ -215,12 +240,15 @@ def list_keys(
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
-        rows = conn.execute(
-            f"SELECT {PROJECT_KEY_COLUMNS} FROM project_keys WHERE org_id = %s AND project_id = %s"
-            " ORDER BY created_at DESC, id",
-            (org_id, project_id),
-        ).fetchall()
+        rows = conn.execute(LIST_KEYS, (org_id, project_id)).fetchall()
     return {"keys": [key_json(r) for r in rows]}
+
+
+#: Revoking twice keeps the first revocation time.
+REVOKE_KEY = """
+    UPDATE project_keys SET revoked_at = coalesce(revoked_at, now())
+    WHERE org_id = %s AND project_id = %s AND id = %s RETURNING id
+"""
 
 
 def revoke_key(
@@ -230,25 +258,24 @@ def revoke_key(
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
-        row = conn.execute(
-            "UPDATE project_keys SET revoked_at = coalesce(revoked_at, now())"
-            " WHERE org_id = %s AND project_id = %s AND id = %s RETURNING id",
-            (org_id, project_id, key_id),
-        ).fetchone()
+        row = conn.execute(REVOKE_KEY, (org_id, project_id, key_id)).fetchone()
     if row is None:
         raise NotFound("no such key")
     return {"id": str(key_id), "revoked": True}
 
 
+#: The caller's role in a live org (no row: not a member, or no such org).
+ORG_ROLE = """
+    SELECT m.role FROM org_members m JOIN orgs o ON o.id = m.org_id
+    WHERE m.org_id = %s AND m.account_id = grove_current_account()
+      AND o.deleted_at IS NULL
+"""
+
+
 def _org_role(conn: Conn, org_id: UUID, need: str | None) -> str:
     """Enter the org; the caller's org role (404 if none, 403 if ``need`` is not met)."""
     set_project(conn, org_id, None)
-    row = conn.execute(
-        "SELECT m.role FROM org_members m JOIN orgs o ON o.id = m.org_id"
-        " WHERE m.org_id = %s AND m.account_id = grove_current_account()"
-        " AND o.deleted_at IS NULL",
-        (org_id,),
-    ).fetchone()
+    row = conn.execute(ORG_ROLE, (org_id,)).fetchone()
     if row is None:
         raise NotFound("no such org")
     if need is not None and row["role"] != need:
@@ -256,11 +283,15 @@ def _org_role(conn: Conn, org_id: UUID, need: str | None) -> str:
     return str(row["role"])
 
 
+#: The caller's role in the project entered with ``set_project`` (NULL: none).
+PROJECT_ROLE = "SELECT grove_project_role() AS role"
+
+
 def _project_role(conn: Conn, org_id: UUID, project_id: UUID, need: str | None) -> str:
     """Enter the project; the caller's live role (404 unless a member of a live project
     of that org; 403 if ``need`` is not met)."""
     set_project(conn, org_id, project_id)
-    role = conn.execute("SELECT grove_project_role() AS role").fetchone()
+    role = conn.execute(PROJECT_ROLE).fetchone()
     if role is None or role["role"] is None:
         raise NotFound("no such project")
     if need is not None and role["role"] != need:
@@ -268,17 +299,20 @@ def _project_role(conn: Conn, org_id: UUID, project_id: UUID, need: str | None) 
     return str(role["role"])
 
 
+#: The caller's project and org roles, and whether the project and its org are live.
+MANAGER_ROLES = """
+    SELECT grove_project_role() AS project_role, grove_org_role(%s) AS org_role,
+           EXISTS (SELECT 1 FROM org_projects p JOIN orgs o ON o.id = p.org_id
+                   WHERE p.org_id = %s AND p.id = %s
+                     AND p.deleted_at IS NULL AND o.deleted_at IS NULL) AS live
+"""
+
+
 def _member_manager(conn: Conn, org_id: UUID, project_id: UUID) -> None:
     """Enter the project as someone who may change its members: one of its admins, or an
     owner of its org (who can step in when no admin is left); else 404 or 403."""
     set_project(conn, org_id, project_id)
-    row = conn.execute(
-        "SELECT grove_project_role() AS project_role, grove_org_role(%s) AS org_role,"
-        " EXISTS (SELECT 1 FROM org_projects p JOIN orgs o ON o.id = p.org_id"
-        "         WHERE p.org_id = %s AND p.id = %s"
-        "           AND p.deleted_at IS NULL AND o.deleted_at IS NULL) AS live",
-        (org_id, org_id, project_id),
-    ).fetchone()
+    row = conn.execute(MANAGER_ROLES, (org_id, org_id, project_id)).fetchone()
     assert row is not None
     if row["project_role"] == "admin" or (row["org_role"] == "owner" and row["live"]):
         return
@@ -287,51 +321,60 @@ def _member_manager(conn: Conn, org_id: UUID, project_id: UUID) -> None:
     raise Forbidden("only the project's admins or the org's owners may do this")
 
 
+LOCK_PROJECT = "SELECT 1 FROM org_projects WHERE org_id = %s AND id = %s FOR UPDATE"
+
+
 def _lock_members(conn: Conn, org_id: UUID, project_id: UUID) -> None:
     """Serialize membership changes of one project (the last-admin rule needs it)."""
-    conn.execute(
-        "SELECT 1 FROM org_projects WHERE org_id = %s AND id = %s FOR UPDATE",
-        (org_id, project_id),
-    )
+    conn.execute(LOCK_PROJECT, (org_id, project_id))
+
+
+#: The project's admins other than ``leaving``, and whether ``leaving`` is one.
+COUNT_ADMINS = """
+    SELECT count(*) FILTER (WHERE account_id <> %s) AS others,
+           count(*) FILTER (WHERE account_id = %s) AS leaving
+    FROM project_members WHERE org_id = %s AND project_id = %s AND role = 'admin'
+"""
 
 
 def _keep_an_admin(conn: Conn, org_id: UUID, project_id: UUID, leaving: UUID) -> None:
     """Refuse a change that would leave the project without an admin."""
-    row = conn.execute(
-        "SELECT count(*) FILTER (WHERE account_id <> %s) AS others,"
-        " count(*) FILTER (WHERE account_id = %s) AS leaving"
-        " FROM project_members WHERE org_id = %s AND project_id = %s AND role = 'admin'",
-        (leaving, leaving, org_id, project_id),
-    ).fetchone()
+    row = conn.execute(COUNT_ADMINS, (leaving, leaving, org_id, project_id)).fetchone()
     if row is not None and row["leaving"] and not row["others"]:
         raise LastAdmin()
 
 
+#: One live org with the caller's role (no row: not a member, or no such org).
+SELECT_ORG = f"""
+    SELECT {ORG_COLUMNS} FROM orgs o JOIN org_members m ON m.org_id = o.id
+      AND m.account_id = grove_current_account()
+    WHERE o.id = %s AND o.deleted_at IS NULL
+"""
+
+
 def _org(conn: Conn, org_id: UUID) -> dict[str, Any]:
     set_project(conn, org_id, None)
-    row = conn.execute(
-        f"SELECT {ORG_COLUMNS} FROM orgs o JOIN org_members m ON m.org_id = o.id"
-        " AND m.account_id = grove_current_account()"
-        " WHERE o.id = %s AND o.deleted_at IS NULL",
-        (org_id,),
-    ).fetchone()
+    row = conn.execute(SELECT_ORG, (org_id,)).fetchone()
     if row is None:
         raise NotFound("no such org")
     return org_json(row)
 
 
+#: The org's live projects (or only ``project``) the caller may see, with their role.
+SELECT_PROJECTS = """
+    SELECT p.id, p.org_id, p.name, p.created_at, pm.role FROM org_projects p
+    LEFT JOIN project_members pm ON pm.org_id = p.org_id AND pm.project_id = p.id
+      AND pm.account_id = grove_current_account()
+    WHERE p.org_id = %(org)s AND p.deleted_at IS NULL
+      AND (%(project)s::uuid IS NULL OR p.id = %(project)s)
+      AND (pm.role IS NOT NULL OR grove_org_role(%(org)s) = 'owner')
+    ORDER BY p.created_at, p.id
+"""
+
+
 def _projects(conn: Conn, org_id: UUID, project_id: UUID | None) -> list[dict[str, Any]]:
     """The org's live projects the caller may see (org owners: all), with their role."""
-    rows = conn.execute(
-        "SELECT p.id, p.org_id, p.name, p.created_at, pm.role FROM org_projects p"
-        " LEFT JOIN project_members pm ON pm.org_id = p.org_id AND pm.project_id = p.id"
-        " AND pm.account_id = grove_current_account()"
-        " WHERE p.org_id = %(org)s AND p.deleted_at IS NULL"
-        " AND (%(project)s::uuid IS NULL OR p.id = %(project)s)"
-        " AND (pm.role IS NOT NULL OR grove_org_role(%(org)s) = 'owner')"
-        " ORDER BY p.created_at, p.id",
-        {"org": org_id, "project": project_id},
-    ).fetchall()
+    rows = conn.execute(SELECT_PROJECTS, {"org": org_id, "project": project_id}).fetchall()
     return [
         {
             "id": str(r["id"]),

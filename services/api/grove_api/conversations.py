@@ -22,7 +22,7 @@ from grove_contracts.conversations import (
     TurnRequest,
 )
 from grove_contracts.errors import success_envelope
-from grove_memory import ask, conversations
+from grove_memory import ask, conversations, turns
 from grove_memory.store import Store
 
 
@@ -95,7 +95,7 @@ class Turns(ConversationResource):
         if self.answerer is None:
             raise ask.InferenceUnavailable("no answering service is configured")
         with watching(req):
-            reply, fresh = conversations.add_turn(
+            reply, fresh = turns.add_turn(
                 self.store,
                 self.answerer,
                 req.context.principal,

@@ -6,7 +6,7 @@ from typing import Any
 
 from grove_api.settings import ApiSettings
 from grove_auth.identity import require_identity
-from grove_db.startup import Gunicorn, checked_settings
+from grove_db.serving import Gunicorn, checked_settings
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from grove_console.settings import ConsoleSettings
 from grove_db.roles import check_console_role
-from grove_db.startup import Gunicorn, checked_settings
+from grove_db.serving import Gunicorn, checked_settings
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
 

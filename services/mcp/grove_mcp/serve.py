@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from grove_auth.identity import require_identity
-from grove_db.startup import Gunicorn, checked_settings
+from grove_db.serving import Gunicorn, checked_settings
 from grove_mcp.settings import McpSettings
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from grove_db.roles import check_share_role
-from grove_db.startup import Gunicorn, checked_settings
+from grove_db.serving import Gunicorn, checked_settings
 from grove_share.settings import ShareSettings
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig

@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool
 from grove_db import queue, ratelimit
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
-from grove_db.startup import checked_settings
+from grove_db.serving import checked_settings
 from grove_memory.inference import InferenceClient
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging

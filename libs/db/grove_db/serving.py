@@ -1,6 +1,9 @@
-"""Start-up of a database-backed service: settings and role checks, then gunicorn.
+"""Serving a database-backed service: checked settings, then gunicorn.
 
-Each failure stops the process with one clear line and a non-zero exit.
+The database-backed services start here (``grove_*.serve``; ``grove_worker.run`` for
+its settings only): ``checked_settings`` loads the settings and runs the role check
+of ``grove_db.roles``, and ``Gunicorn`` serves the app. Each failure stops the process
+with one clear line and a non-zero exit.
 """
 
 from __future__ import annotations

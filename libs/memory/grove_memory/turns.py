@@ -1,0 +1,524 @@
+"""Turns: asking the next question in a conversation and storing its cited answer.
+
+Only owner sessions use them. A turn runs in three steps, so no transaction is ever open
+while an answer is generated:
+
+1. *Claim* (one transaction): lock the conversation, replay or refuse a known turn ID,
+   check ``expectedVersion``, the turn limit and any turn in progress, check and read the
+   selected context (409 ``context_unavailable`` before anything advances), then insert
+   the turn ``in_progress`` with a five-minute attempt lease and advance the version.
+2. *Generate* (no transaction): strict context alone, or the context plus scoped evidence
+   retrieved afresh by ``grove_memory.ask`` with the latest questions for references;
+   then the ask service's ``Answer``, and ``verify_citations``.
+3. *Complete* (one transaction): re-check the account and that the attempt still holds
+   the turn, drop citations (and sources) of notes deleted meanwhile, store the answer.
+
+An attempt that fails marks the turn ``failed``; one that crashes leaves its lease to
+expire, after which the same turn ID and body may be retried. ``now`` (the clock the
+lease is compared against) is injectable; by default it is the database's. The
+conversations themselves (their rows and wire shapes) are ``grove_memory.conversations``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from grove_auth.connections import require_owner
+from grove_auth.errors import AuthError
+from grove_auth.principal import Principal
+from grove_contracts.ask import MAX_ASK_QUERY_CHARS, AskRequest
+from grove_contracts.conversations import MAX_CONTEXT_NOTES, MAX_TURNS, TurnContext, TurnRequest
+from grove_db.pool import Conn, transaction
+from grove_memory import ask
+from grove_memory.conversations import (
+    CONVERSATION_COLUMNS,
+    SELECT_TURNS,
+    TURN_COLUMNS,
+    conversation_json,
+    conversation_row,
+    hold_account,
+    preview,
+    turn_json,
+)
+from grove_memory.errors import IdempotencyConflict, NotFound, ServiceError, VersionConflict
+from grove_memory.idempotency import request_hash
+from grove_memory.inference import EvidenceText, Generated
+from grove_memory.recall import lexical_candidates
+from grove_memory.rows import MEMORY_COLUMNS
+from grove_memory.scope import VISIBLE, check_project, params
+from grove_memory.store import Store
+
+#: How long one attempt at a turn holds it; a crashed attempt frees it after this.
+ATTEMPT_LEASE = timedelta(minutes=5)
+#: Earlier questions a turn's references resolve against (completed turns, newest last).
+HISTORY_TURNS = 8
+#: A question this short ("and the second one?") is retrieved together with the last one.
+SHORT_QUESTION_WORDS = 4
+TITLE_CHARS = 80
+
+
+class ContextUnavailable(ServiceError):
+    """A selected note or notebook is unknown, deleted, archived or not granted."""
+
+    code = "context_unavailable"
+    status = 409
+
+
+class TurnInProgress(ServiceError):
+    """Another answer is being written in this conversation; retry when it is done."""
+
+    code = "turn_in_progress"
+    status = 409
+
+
+class ConversationFull(ServiceError):
+    """This conversation holds the most turns it may; start a new conversation."""
+
+    code = "conversation_full"
+    status = 409
+
+
+@dataclass
+class Claim:
+    """A turn this request holds (or ``done``: the stored reply of a finished one)."""
+
+    conversation: dict[str, Any]
+    turn_id: UUID
+    attempt: int = 0
+    previous: list[str] = field(default_factory=list)
+    context: list[dict[str, Any]] = field(default_factory=list)
+    coverage: dict[str, int] | None = None
+    done: dict[str, Any] | None = None
+
+
+@dataclass
+class Outcome:
+    """What generation produced, before the completing checks."""
+
+    outcome: str
+    generated: Generated | None = None
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+
+def add_turn(
+    store: Store,
+    answerer: ask.Answerer,
+    principal: Principal,
+    conversation_id: UUID,
+    body: TurnRequest,
+    timeout: float,
+    now: datetime | None = None,
+) -> tuple[dict[str, Any], bool]:
+    """Ask the next question; returns the reply and whether this request answered it.
+
+    ``now`` is the clock the attempt lease is measured against (default: the
+    database's); tests pass one to see a lease expire.
+    """
+    require_owner(principal)
+    claim = _claim(store, principal, conversation_id, body, now)
+    if claim.done is not None:
+        return claim.done, False
+    try:
+        produced = _generate(store, answerer, principal, claim, body, timeout)
+        return _complete(store, principal, claim, produced), True
+    except Exception as ex:
+        _fail(store, principal, claim, getattr(ex, "code", "internal"))
+        raise
+
+
+#: The live conversation, locked: one claim at a time decides its next turn.
+LOCK_CONVERSATION = f"""
+    SELECT {CONVERSATION_COLUMNS} FROM conversations c
+    WHERE c.id = %s AND c.deleted_at IS NULL FOR UPDATE
+"""
+
+
+def _claim(
+    store: Store,
+    principal: Principal,
+    conversation_id: UUID,
+    body: TurnRequest,
+    now: datetime | None,
+) -> Claim:
+    """Step 1: replay, refuse, or take the turn, in one transaction."""
+    digest = request_hash("conversation_turn", body.model_dump(mode="json"))
+    with transaction(store.pool, principal.account_id) as conn:
+        hold_account(conn, principal)
+        clock = _clock(conn, now)
+        conversation = conn.execute(LOCK_CONVERSATION, (conversation_id,)).fetchone()
+        if conversation is None:
+            raise NotFound("conversation not found")
+        turns = conn.execute(SELECT_TURNS, (conversation_id,)).fetchall()
+        claim = Claim(conversation, body.id)
+        existing = next((t for t in turns if t["id"] == body.id), None)
+        if existing is not None:
+            attempt = _retry(conn, claim, turns, existing, digest, clock)
+        else:
+            attempt = _accept(conn, principal, claim, turns, body, digest, clock)
+        if attempt is None:
+            claim.done = _turn_reply(conn, conversation_id, body.id)
+            return claim
+        claim.attempt = attempt
+        _check_scope(conn, principal, conversation)
+        if body.context is not None:
+            claim.context, claim.coverage = _context(conn, principal, body.query, body.context)
+        if body.context is None or not body.context.only:
+            completed = [t["query"] for t in turns if t["status"] == "completed"]
+            claim.previous = completed[-HISTORY_TURNS:]
+        claim.conversation = conversation_row(conn, conversation_id) or conversation
+    return claim
+
+
+#: A new attempt at a known turn: ``in_progress`` again under a fresh lease.
+RETRY_TURN = """
+    UPDATE conversation_turns SET status = 'in_progress', attempts = %s,
+        lease_expires_at = %s, error = NULL
+    WHERE conversation_id = %s AND id = %s
+"""
+
+
+def _retry(
+    conn: Conn,
+    claim: Claim,
+    turns: list[dict[str, Any]],
+    turn: dict[str, Any],
+    digest: str,
+    clock: datetime,
+) -> int | None:
+    """A known turn ID: its stored reply (None), or a new attempt at a failed or
+    abandoned latest turn (its attempt number)."""
+    if turn["request_hash"] != digest:
+        raise IdempotencyConflict("this turn ID was already used with another body")
+    if turn["status"] == "completed" or turn["ordinal"] != turns[-1]["ordinal"]:
+        return None
+    if turn["status"] == "in_progress" and turn["lease_expires_at"] > clock:
+        raise TurnInProgress("this turn is being answered; retry after its lease expires")
+    attempt = int(turn["attempts"]) + 1
+    conn.execute(RETRY_TURN, (attempt, clock + ATTEMPT_LEASE, claim.conversation["id"], turn["id"]))
+    return attempt
+
+
+INSERT_TURN = """
+    INSERT INTO conversation_turns (account_id, conversation_id, id, ordinal, query, format,
+                                    context, request_hash, status, lease_expires_at)
+    VALUES (%(account)s, %(conversation)s, %(id)s, %(ordinal)s, %(query)s, %(format)s,
+            %(context)s, %(hash)s, 'in_progress', %(lease)s)
+"""
+#: A new turn advances the version; the first question titles an untitled conversation.
+ADVANCE_CONVERSATION = """
+    UPDATE conversations SET version = version + 1, updated_at = statement_timestamp(),
+        title = coalesce(title, %s)
+    WHERE id = %s
+"""
+
+
+def _accept(
+    conn: Conn,
+    principal: Principal,
+    claim: Claim,
+    turns: list[dict[str, Any]],
+    body: TurnRequest,
+    digest: str,
+    clock: datetime,
+) -> int:
+    """A new turn: check version, lease and limit, then insert it and advance."""
+    conversation = claim.conversation
+    if body.expectedVersion != conversation["version"]:
+        raise VersionConflict(
+            f"the conversation is at version {conversation['version']}, not"
+            f" {body.expectedVersion}; read it again"
+        )
+    latest = turns[-1] if turns else None
+    if latest is not None and latest["status"] == "in_progress":
+        if latest["lease_expires_at"] > clock:
+            raise TurnInProgress()
+        _abandon(conn, conversation["id"], latest["id"])
+    if len(turns) >= MAX_TURNS:
+        raise ConversationFull(f"a conversation holds at most {MAX_TURNS} turns")
+    conn.execute(
+        INSERT_TURN,
+        {
+            "account": principal.account_id,
+            "conversation": conversation["id"],
+            "id": body.id,
+            "ordinal": len(turns) + 1,
+            "query": body.query,
+            "format": body.format,
+            "context": _context_json(body.context),
+            "hash": digest,
+            "lease": clock + ATTEMPT_LEASE,
+        },
+    )
+    conn.execute(ADVANCE_CONVERSATION, (preview(body.query, TITLE_CHARS), conversation["id"]))
+    return 1
+
+
+def _context_json(context: TurnContext | None) -> Jsonb | None:
+    return None if context is None else Jsonb(context.model_dump(mode="json"))
+
+
+ABANDON_TURN = """
+    UPDATE conversation_turns SET status = 'failed', lease_expires_at = NULL,
+        error = 'abandoned'
+    WHERE conversation_id = %s AND id = %s
+"""
+
+
+def _abandon(conn: Conn, conversation_id: UUID, turn_id: UUID) -> None:
+    """Mark a crashed attempt's turn failed once a newer turn replaces it."""
+    conn.execute(ABANDON_TURN, (conversation_id, turn_id))
+
+
+def _check_scope(conn: Conn, principal: Principal, conversation: dict[str, Any]) -> None:
+    """The conversation's notebook must still be there (it may have been deleted)."""
+    if conversation["all_scopes"] or conversation["project_id"] is None:
+        return
+    try:
+        check_project(conn, principal, conversation["project_id"])
+    except NotFound as ex:
+        raise ContextUnavailable("this conversation's notebook is no longer available") from ex
+
+
+#: The selected notes that are live and granted.
+SELECTED_NOTES = f"""
+    SELECT {MEMORY_COLUMNS} FROM memories m
+    WHERE m.id = ANY(%(ids)s::uuid[]) AND m.archived_at IS NULL AND {VISIBLE}
+"""
+#: Direct members of the selected notebooks not selected themselves (a ``WHERE`` part,
+#: also handed to ``lexical_candidates``).
+NOTEBOOK_MEMBERS = "m.project_id = ANY(%(notebooks)s::uuid[]) AND NOT m.id = ANY(%(ids)s::uuid[])"
+COUNT_MEMBERS = f"""
+    SELECT count(*) AS n FROM memories m
+    WHERE {NOTEBOOK_MEMBERS} AND m.archived_at IS NULL AND {VISIBLE}
+"""
+SELECT_MEMBERS = f"""
+    SELECT {MEMORY_COLUMNS} FROM memories m
+    WHERE {NOTEBOOK_MEMBERS} AND m.archived_at IS NULL AND {VISIBLE}
+    ORDER BY m.updated_at DESC, m.id
+"""
+
+
+def _context(
+    conn: Conn, principal: Principal, query: str, context: TurnContext
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The selected notes, then direct members of the selected notebooks, at most
+    ``MAX_CONTEXT_NOTES`` in all (by keyword retrieval when more are available)."""
+    notes = conn.execute(SELECTED_NOTES, params(principal, ids=context.notes)).fetchall()
+    if len(notes) != len(context.notes):
+        missing = len(context.notes) - len(notes)
+        raise ContextUnavailable(f"{missing} selected note(s) are deleted, archived or unknown")
+    order = {note_id: index for index, note_id in enumerate(context.notes)}
+    notes.sort(key=lambda row: order[row["id"]])
+    if not context.notebooks:
+        return notes, {"considered": len(notes), "available": len(notes)}
+    _check_notebooks(conn, principal, context.notebooks)
+    values: dict[str, Any] = {"notebooks": context.notebooks, "ids": context.notes}
+    counted = conn.execute(COUNT_MEMBERS, params(principal, **values)).fetchone()
+    available = int(counted["n"]) if counted else 0
+    room = MAX_CONTEXT_NOTES - len(notes)
+    if available <= room:
+        members = conn.execute(SELECT_MEMBERS, params(principal, **values)).fetchall()
+    else:
+        members = lexical_candidates(
+            conn, principal, query, NOTEBOOK_MEMBERS, {**values, "limit": room}
+        )
+    chosen = notes + members[:room]
+    return chosen, {"considered": len(chosen), "available": len(notes) + available}
+
+
+#: Which of the selected notebooks are live (whether each is granted is checked after).
+LIVE_NOTEBOOKS = """
+    SELECT id FROM projects WHERE id = ANY(%s::uuid[])
+      AND deleted_at IS NULL AND archived_at IS NULL
+"""
+
+
+def _check_notebooks(conn: Conn, principal: Principal, notebooks: list[UUID]) -> None:
+    rows = conn.execute(LIVE_NOTEBOOKS, (notebooks,)).fetchall()
+    found = {row["id"] for row in rows if principal.may_see_project(row["id"])}
+    if len(found) != len(notebooks):
+        missing = len(notebooks) - len(found)
+        raise ContextUnavailable(f"{missing} selected notebook(s) are deleted, archived or unknown")
+
+
+def _generate(
+    store: Store,
+    answerer: ask.Answerer,
+    principal: Principal,
+    claim: Claim,
+    body: TurnRequest,
+    timeout: float,
+) -> Outcome:
+    """Step 2, outside any transaction: gather evidence, call ``Answer``, verify."""
+    sources = [_context_source(row) for row in claim.context]
+    evidence = [EvidenceText(str(r["id"]), r["version"], r["content"]) for r in claim.context]
+    if body.context is None or not body.context.only:
+        seen = {e.note_id for e in evidence}
+        for found in _retrieve(store, principal, claim, body.query):
+            if found["noteId"] not in seen:
+                sources.append({k: v for k, v in found.items() if k != "content"})
+                evidence.append(EvidenceText(found["noteId"], found["version"], found["content"]))
+    if not evidence:
+        return Outcome("no_evidence", sources=sources)
+    previous = claim.previous[-HISTORY_TURNS:]
+    markdown = body.format == "markdown"
+    generated = ask.generate(answerer, body.query, previous, evidence, markdown, timeout)
+    if generated is None:
+        return Outcome("disabled", sources=sources)
+    citations = ask.verify_citations(generated.citations, evidence)
+    if not generated.text or not citations:
+        return Outcome("no_evidence", sources=sources)
+    return Outcome("answered", generated, citations, sources)
+
+
+def _retrieve(store: Store, principal: Principal, claim: Claim, query: str) -> list[dict[str, Any]]:
+    """Scoped evidence retrieved afresh by ``grove_memory.ask``.
+
+    A short question ("and the second one?") is searched with the latest earlier
+    question, so its references find the notes they point at.
+    """
+    if len(query.split()) < SHORT_QUESTION_WORDS and claim.previous:
+        query = f"{claim.previous[-1]} {query}"[:MAX_ASK_QUERY_CHARS]
+    conversation = claim.conversation
+    scope: dict[str, Any] = {"includePersonal": conversation["include_personal"]}
+    if not conversation["all_scopes"]:
+        scope["projectId"] = conversation["project_id"]
+    return ask.find_sources(store, principal, AskRequest(query=query, mode="search", **scope))
+
+
+#: The turn's attempt, locked: only the attempt that still holds the turn completes it.
+LOCK_TURN = """
+    SELECT status, attempts FROM conversation_turns
+    WHERE conversation_id = %s AND id = %s FOR UPDATE
+"""
+COMPLETE_TURN = """
+    UPDATE conversation_turns SET status = 'completed', lease_expires_at = NULL,
+        outcome = %(outcome)s, answer_text = %(text)s, answer_format = %(answer_format)s,
+        generator = %(generator)s, citations = %(citations)s, sources = %(sources)s,
+        context_coverage = %(coverage)s, error = NULL, completed_at = statement_timestamp()
+    WHERE conversation_id = %(conversation)s AND id = %(id)s
+"""
+TOUCH_CONVERSATION = "UPDATE conversations SET updated_at = statement_timestamp() WHERE id = %s"
+
+
+def _complete(
+    store: Store, principal: Principal, claim: Claim, produced: Outcome
+) -> dict[str, Any]:
+    """Step 3: re-check the account and the session, drop citations of notes deleted
+    meanwhile, store the answer."""
+    conversation_id = claim.conversation["id"]
+    with transaction(store.pool, principal.account_id) as conn:
+        hold_account(conn, principal)
+        _hold_session(conn, principal)
+        turn = conn.execute(LOCK_TURN, (conversation_id, claim.turn_id)).fetchone()
+        if turn is None or turn["status"] != "in_progress" or turn["attempts"] != claim.attempt:
+            raise TurnInProgress("this attempt's lease expired and another attempt took the turn")
+        live = _live_notes(conn, principal, [s["noteId"] for s in produced.sources])
+        citations = [c for c in produced.citations if c["noteId"] in live]
+        outcome, generated = produced.outcome, produced.generated
+        if outcome == "answered" and not citations:
+            outcome, generated = "no_evidence", None
+        conn.execute(
+            COMPLETE_TURN,
+            {
+                "conversation": conversation_id,
+                "id": claim.turn_id,
+                "outcome": outcome,
+                "text": generated.text if generated else None,
+                "answer_format": _format(generated),
+                "generator": generated.generator if generated else None,
+                "citations": Jsonb(citations if generated else []),
+                "sources": Jsonb([s for s in produced.sources if s["noteId"] in live]),
+                "coverage": None if claim.coverage is None else Jsonb(claim.coverage),
+            },
+        )
+        conn.execute(TOUCH_CONVERSATION, (conversation_id,))
+        return _turn_reply(conn, conversation_id, claim.turn_id)
+
+
+def _format(generated: Generated | None) -> str | None:
+    if generated is None:
+        return None
+    return "markdown" if generated.markdown else "plain"
+
+
+LIVE_NOTES = f"""
+    SELECT m.id FROM memories m
+    WHERE m.id = ANY(%(ids)s::uuid[]) AND m.archived_at IS NULL AND {VISIBLE}
+"""
+
+
+def _live_notes(conn: Conn, principal: Principal, note_ids: list[str]) -> set[str]:
+    """Which of these notes still exist (not deleted, archived or expired)."""
+    rows = conn.execute(LIVE_NOTES, params(principal, ids=note_ids)).fetchall()
+    return {str(row["id"]) for row in rows}
+
+
+#: Fails the turn only while this attempt still holds it.
+FAIL_TURN = """
+    UPDATE conversation_turns SET status = 'failed', lease_expires_at = NULL, error = %s
+    WHERE conversation_id = %s AND id = %s AND status = 'in_progress' AND attempts = %s
+"""
+
+
+def _fail(store: Store, principal: Principal, claim: Claim, code: str) -> None:
+    """Mark this attempt's turn failed (unless another attempt took it meanwhile)."""
+    with transaction(store.pool, principal.account_id) as conn:
+        conn.execute(FAIL_TURN, (code, claim.conversation["id"], claim.turn_id, claim.attempt))
+
+
+OWNS_ACCOUNT = "SELECT 1 FROM account_owners WHERE issuer = %s AND subject = %s AND account_id = %s"
+
+
+def _hold_session(conn: Conn, principal: Principal) -> None:
+    """The owner session is still good: its identity still owns the account, and its
+    token (whose expiry is the provider's wall-clock time) has not expired while the
+    answer was being written."""
+    if principal.owner_identity is not None:
+        issuer, subject = principal.owner_identity
+        owns = conn.execute(OWNS_ACCOUNT, (issuer, subject, principal.account_id)).fetchone()
+        if owns is None:
+            raise AuthError("this identity no longer owns the account")
+    expires = principal.session_expires_at
+    if expires is not None and datetime.now(UTC) >= expires:
+        raise AuthError("the session expired while the answer was written; sign in and retry")
+
+
+DATABASE_CLOCK = "SELECT statement_timestamp() AS now"
+
+
+def _clock(conn: Conn, now: datetime | None) -> datetime:
+    if now is not None:
+        return now
+    row = conn.execute(DATABASE_CLOCK).fetchone()
+    assert row is not None
+    return row["now"]  # type: ignore[no-any-return]
+
+
+SELECT_TURN = f"""
+    SELECT {TURN_COLUMNS} FROM conversation_turns t
+    WHERE t.conversation_id = %s AND t.id = %s
+"""
+
+
+def _turn_reply(conn: Conn, conversation_id: UUID, turn_id: UUID) -> dict[str, Any]:
+    conversation = conversation_row(conn, conversation_id, deleted=True)
+    turn = conn.execute(SELECT_TURN, (conversation_id, turn_id)).fetchone()
+    assert conversation is not None and turn is not None
+    return {"conversation": conversation_json(conversation), "turn": turn_json(turn)}
+
+
+def _context_source(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "noteId": str(row["id"]),
+        "version": row["version"],
+        "kind": row["kind"],
+        "projectId": None if row["project_id"] is None else str(row["project_id"]),
+        "score": None,
+    }

@@ -6,6 +6,7 @@ Each test makes fresh accounts (``tenant``), so tests never see each other's dat
 from __future__ import annotations
 
 import hashlib
+import hmac
 import http.server
 import json
 import os
@@ -29,12 +30,22 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from grove_auth.keys import share_token_secret
+from grove_auth.keys import derive_secret, hash_key, share_token_secret
 from grove_cli import admin
 from grove_db import embedded
 from grove_db.migrate import migrate
 
 SECRET = "test-server-secret-" + secrets.token_hex(16)
+
+
+def assert_stored_as_keyed_hash(key: str, stored: bytes) -> None:
+    """Check ``stored`` is the key's HMAC-SHA-256 under the API-key secret derived from the
+    server secret (as grove-api, grove-mcp and ``grove keys`` store keys), not a plain hash.
+    """
+    key_secret = derive_secret(SECRET, "api-key")
+    keyed = hmac.new(key_secret, key.encode(), hashlib.sha256).digest()
+    assert stored == keyed == hash_key(key_secret, key)
+    assert stored != hashlib.sha256(key.encode()).digest()
 
 
 @pytest.fixture(scope="session")
@@ -229,14 +240,15 @@ def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
     running.stop()
 
 
-def require_tool(name: str) -> str:
-    """The path of a program a test runs: skipped without it, but failed under ``CI``
-    (CI must install it: ``.ci/run``)."""
+def require_tool(name: str, purpose: str = "") -> str:
+    """The path of a program a test runs: skipped without it, but failed under CI
+    (``CI=true``), which must install it (``.ci/run``); ``purpose`` says what it does."""
     found = shutil.which(name)
     if found is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed; CI must install it (.ci/run)")
-        pytest.skip(f"{name} is not installed")
+        why = f"{name} is not installed" + (f" (it {purpose})" if purpose else "")
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{why}; CI=true, and CI must install it (.ci/run)", pytrace=False)
+        pytest.skip(f"{why} (under CI=true this fails)")
     return found
 
 

@@ -33,9 +33,9 @@ HIDDEN = re.compile(r'<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^
 
 def install() -> str:
     """``npm install`` the provider's pinned packages once; the node binary to run it."""
-    node = require_tool("node")
+    node = require_tool("node", "runs the test OpenID provider (oidc-provider)")
     if not (HERE / "node_modules" / "oidc-provider").is_dir():
-        npm = require_tool("npm")
+        npm = require_tool("npm", "installs the test OpenID provider")
         subprocess.run(
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
             cwd=HERE,

@@ -10,7 +10,7 @@ from pathlib import Path
 import requests
 
 from grove_db import embedded
-from tests.integration.conftest import SECRET
+from tests.integration.conftest import SECRET, assert_stored_as_keyed_hash
 
 
 def grove(database: embedded.EmbeddedDatabase, *args: str) -> subprocess.CompletedProcess[str]:
@@ -60,6 +60,9 @@ def test_created_key_works_until_revoked_for_good(
         timeout=60,
     )
     assert again.returncode != 0
+    # Refused because the key is already revoked (not, say, a crash or a missing setting).
+    assert again.returncode == 1 and again.stdout == ""
+    assert again.stderr.strip() == "grove: no live key with that ID in that account"
 
 
 def test_read_only_key_reads_but_cannot_write(
@@ -91,3 +94,4 @@ def test_keys_are_stored_only_as_keyed_hashes(database: embedded.EmbeddedDatabas
     prefix, digest = rows[0]
     assert key.startswith(prefix) and len(prefix) < 16
     assert key.encode() not in bytes(digest) and len(bytes(digest)) == 32
+    assert_stored_as_keyed_hash(key, bytes(digest))

@@ -155,7 +155,7 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    chromium = require_tool("chromium")
+    chromium = require_tool("chromium", "drives the owner website in a browser")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield launched
@@ -857,7 +857,7 @@ def test_mcp_remote_signs_in_in_the_browser_and_waits_for_approval(
     site: Site, context: BrowserContext, tmp_path: Path
 ) -> None:
     # What desktop clients run for a remote server: mcp-remote, stdio on our side.
-    npx = require_tool("npx")
+    npx = require_tool("npx", "runs mcp-remote as desktop clients do")
     person = login()
     site.owner_api(person).save("quasar observation log")
     errors = (tmp_path / "mcp-remote.log").open("w+")

@@ -275,7 +275,7 @@ def test_rates_apply_to_counters_and_deltas_to_gauges() -> None:
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
     """Run Debian's promtool (package prometheus; .ci/run installs it): skipped without it
     outside CI, a failure under CI."""
-    promtool = require_tool("promtool")
+    promtool = require_tool("promtool", "checks the alert rules and dashboard queries")
     return subprocess.run([promtool, *args], capture_output=True, text=True, timeout=120)
 
 

@@ -12,7 +12,6 @@ keep ask private, the public share service confined to PostgreSQL and the owner 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -24,6 +23,8 @@ from urllib.parse import urlsplit
 import kubernetes_validate
 import pytest
 import yaml
+
+from tests.integration.conftest import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -98,9 +99,7 @@ def console_scripts() -> frozenset[str]:
 @cache
 def render(name: str) -> tuple[Manifest, ...]:
     """Every object of one kustomization, as ``kubectl kustomize`` renders it."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed: cannot render deploy/k8s with kustomize")
+    kubectl = require_tool("kubectl", "renders deploy/k8s with kustomize")
     result = subprocess.run(
         [kubectl, "kustomize", str(KUSTOMIZATIONS[name])],
         capture_output=True,

@@ -156,6 +156,10 @@ def test_the_website_signs_in_with_the_development_issuer(
         api.stop()
 
 
+#: How grove-api and grove-console refuse the development identity in production.
+REFUSED = "invalid configuration: GROVE_DEV_AUTH must not be enabled when GROVE_ENV=production"
+
+
 def test_dev_auth_is_refused_in_production(
     database: embedded.EmbeddedDatabase, tmp_path: Path
 ) -> None:
@@ -174,14 +178,33 @@ def test_dev_auth_is_refused_in_production(
     )
     assert result.returncode != 0
     assert "GROVE_DEV_AUTH" in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    token = subprocess.run(
-        [str(Path(sys.executable).with_name("grove")), "dev-token", "--account", "x"],
-        env={**os.environ, **dev_env(tmp_path, 1), "GROVE_ENV": "production"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    assert result.returncode == 1 and result.stderr.strip() == f"grove-api: {REFUSED}"
+    # A real account and everything dev-token needs: in development the same command
+    # prints a token, so in production only the production guard can refuse it.
+    account = str(admin.create_account(database.migration_url, "dev-token in production"))
+
+    def dev_token(env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(Path(sys.executable).with_name("grove")), "dev-token", "--account", account],
+            env={
+                **os.environ,
+                **dev_env(tmp_path, 1),
+                "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
+                "GROVE_ENV": env,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    allowed = dev_token("development")
+    assert allowed.returncode == 0 and allowed.stdout.count(".") == 2, allowed.stderr
+    token = dev_token("production")
     assert token.returncode != 0
+    assert token.returncode == 1 and token.stdout == ""
+    assert token.stderr.strip() == (
+        "grove: dev-token needs GROVE_DEV_AUTH=1 (source .grove/dev.env) outside production"
+    )
     console = subprocess.run(
         [str(Path(sys.executable).with_name("grove-console"))],
         env={
@@ -198,6 +221,7 @@ def test_dev_auth_is_refused_in_production(
     )
     assert console.returncode != 0
     assert "GROVE_DEV_AUTH" in console.stderr and len(console.stderr.strip().splitlines()) == 1
+    assert console.returncode == 1 and console.stderr.strip() == f"grove-console: {REFUSED}"
 
 
 def test_a_malformed_apps_challenge_stops_the_api_at_start(

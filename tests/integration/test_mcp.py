@@ -440,7 +440,7 @@ NETWORK_ERRORS = re.compile(r"ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMED
 
 def inspector(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the Inspector CLI once; the npm cache stays in the user's so reruns are fast."""
-    npx = require_tool("npx")
+    npx = require_tool("npx", "runs the MCP Inspector CLI")
     env = {
         **os.environ,
         "HOME": str(home),
@@ -466,7 +466,7 @@ def inspector(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[s
 
 
 def test_mcp_inspector_cli(mcp_url: str, tenant: Tenant, tmp_path: Path) -> None:
-    require_tool("npx")
+    require_tool("npx", "runs the MCP Inspector CLI")
     auth = ("--header", f"Authorization: Bearer {tenant.client.key}")
     listed = inspector(tmp_path, mcp_url, "--method", "tools/list", *auth)
     assert listed.returncode == 0, listed.stdout + listed.stderr

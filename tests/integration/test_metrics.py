@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psycopg
 import requests
 
 from grove_db import embedded
@@ -187,7 +188,24 @@ def test_worker_gauges_count_failed_jobs_and_the_oldest_wait(
         return failed >= 1 and finished >= 1
 
     wait_until(counted)
-    samples = scrape(worker)
-    assert samples["grove_jobs_oldest_queued_age_seconds"][0][1] >= 0
+    # Jobs queued an hour and a minute ago for a profile no worker runs stay queued: the
+    # gauge must show the older wait (not the newer job's, nor zero).
+    with psycopg.connect(stack.tenant.database.grove_superuser_url) as conn:
+        conn.execute(
+            "INSERT INTO jobs (account_id, kind, profile, run_after, created_at)"
+            " SELECT %s, 'embed_revision', 'no-such-profile', now() - age, now() - age"
+            " FROM unnest(ARRAY[interval '1 hour', interval '1 minute']) AS age",
+            (stack.tenant.account_id,),
+        )
+    try:
+        wait_until(lambda: value(scrape(worker), "grove_jobs_oldest_queued_age_seconds") >= 3600)
+        samples = scrape(worker)
+        assert samples["grove_jobs_oldest_queued_age_seconds"][0][1] >= 3600
+    finally:
+        with psycopg.connect(stack.tenant.database.grove_superuser_url) as conn:
+            conn.execute(
+                "DELETE FROM jobs WHERE account_id = %s AND profile = 'no-such-profile'",
+                (stack.tenant.account_id,),
+            )
     health = metrics_url(worker).removesuffix("/metrics")
     assert requests.get(f"{health}/readyz", timeout=10).status_code == 200

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
+from psycopg import sql
 
 from grove_db import embedded, schema
-from grove_db.migrate import available_migrations, migrate
+from grove_db.migrate import MIGRATION_LOCK_KEY, available_migrations, migrate
+from tests.integration.conftest import wait_until
 
 TENANT_TABLES = {
     "accounts",
@@ -60,19 +65,76 @@ def test_migrations_are_recorded_and_rerunning_applies_nothing(
     assert recorded == [version for version, _, _ in available_migrations()]
 
 
+@contextmanager
+def empty_database(database: embedded.EmbeddedDatabase) -> Iterator[str]:
+    """A new database on ``database``'s server, prepared as ``embedded.bootstrap`` prepares
+    Grove's but never migrated; the migration role's URL while the block runs, dropped after."""
+    name = f"grove_empty_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database.superuser_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(name), sql.Identifier(embedded.MIGRATION_ROLE)
+            )
+        )
+    try:
+        url = database.superuser_url.replace("/postgres?", f"/{name}?", 1)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+            conn.execute(
+                sql.SQL("ALTER SCHEMA public OWNER TO {}").format(
+                    sql.Identifier(embedded.MIGRATION_ROLE)
+                )
+            )
+        yield embedded.role_url(url, embedded.MIGRATION_ROLE)
+    finally:
+        with psycopg.connect(database.superuser_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def waiting_for_the_migration_lock(url: str) -> int:
+    """How many sessions of ``url``'s database wait for the migration advisory lock."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND ((classid::bigint << 32) | objid::bigint) = %s",
+            (MIGRATION_LOCK_KEY,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def test_concurrent_runners_serialize_on_the_advisory_lock(
     database: embedded.EmbeddedDatabase,
 ) -> None:
-    results: list[list[int]] = []
-    threads = [
-        threading.Thread(target=lambda: results.append(migrate(database.migration_url)))
-        for _ in range(3)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert results == [[], [], []]
+    # On a database no runner has migrated yet, three runners queue on the lock (held
+    # here until all three wait for it); released, exactly one applies every migration
+    # and the others find nothing left to do.
+    everything = [version for version, _, _ in available_migrations()]
+    with empty_database(database) as url:
+        results: list[list[int] | BaseException] = []
+
+        def run() -> None:
+            try:
+                results.append(migrate(url))
+            except BaseException as ex:  # reported by the assertion below
+                results.append(ex)
+
+        threads = [threading.Thread(target=run) for _ in range(3)]
+        with psycopg.connect(url, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+            for thread in threads:
+                thread.start()
+            wait_until(lambda: waiting_for_the_migration_lock(url) == 3)
+            holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+        for thread in threads:
+            thread.join(timeout=120)
+        assert len(results) == 3 and results.count([]) == 2 and everything in results, results
+        with psycopg.connect(url) as conn:
+            recorded = [
+                row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")
+            ]
+        assert recorded == everything
 
 
 def test_every_tenant_table_forces_row_level_security(database: embedded.EmbeddedDatabase) -> None:

@@ -34,6 +34,7 @@ from tests.integration.conftest import (
     Client,
     Running,
     Tenant,
+    data_of,
     error_of,
     new_tenant,
     scrape,
@@ -542,11 +543,25 @@ def test_owner_creates_lists_and_revokes_keys(setup: Setup) -> None:
 
 
 def test_grants_naming_a_foreign_notebook_are_refused(setup: Setup, make_tenant: Any) -> None:
-    foreign_notebook = make_tenant().notebook("theirs")
-    created = setup.owner().post(
-        "/v1/keys", {"name": "x", "grants": {"projectIds": [foreign_notebook]}}
-    )
+    victim = make_tenant()
+    foreign_notebook = victim.notebook("theirs")
+    victim.client.save("in their notebook", projectId=foreign_notebook)
+    owner = setup.owner()
+
+    def state() -> tuple[Any, Any, Any]:
+        """The victim's notebooks and notes, and the owner's connections."""
+        return (
+            data_of(victim.client.get("/v1/notebooks"))["items"],
+            data_of(victim.client.get(f"/v1/memories?projectId={foreign_notebook}"))["items"],
+            data_of(owner.get("/v1/connections"))["items"],
+        )
+
+    before = state()
+    created = owner.post("/v1/keys", {"name": "x", "grants": {"projectIds": [foreign_notebook]}})
     assert created.status_code == 400
+    # No key was made (with or without the grant), and nothing of theirs changed.
+    assert state() == before
+    assert [n["id"] for n in before[0]] == [foreign_notebook] and len(before[1]) == 1
 
 
 def test_openai_apps_challenge_is_served_verbatim(owner_api: Running) -> None:
@@ -1080,13 +1095,17 @@ def test_an_owner_cannot_touch_another_accounts_connections(
     other_subject = f"user-{uuid.uuid4().hex[:8]}"
     admin.add_owner(database.migration_url, other.account_id, ISSUER, other_subject)
     theirs = Client(owner_api.url, setup.provider.token(other_subject))
-    their_connection = theirs.get("/v1/connections").json()["data"]["items"][0]["id"]
+    before = theirs.get("/v1/connections").json()["data"]["items"]
+    their_connection = before[0]["id"]
     mine = setup.owner()
     assert mine.patch(f"/v1/connections/{their_connection}", {"grants": {}}).status_code == 404
     deleted = mine.session.delete(
         f"{mine.base}/v1/connections/{their_connection}", headers=mine.headers(), timeout=10
     )
     assert deleted.status_code == 404
+    # Their connections, grants and state fingerprints included, are exactly as they were.
+    assert theirs.get("/v1/connections").json()["data"]["items"] == before
+    assert before[0]["status"] == "active" and before[0]["grants"] is not None
     assert other.client.get("/v1/memories").status_code == 200  # untouched
 
 
@@ -1136,8 +1155,16 @@ def make_due(database: embedded.EmbeddedDatabase, note_id: str) -> None:
 
 @pytest.fixture
 def sweepers(database: embedded.EmbeddedDatabase) -> Iterator[list[Running]]:
+    # Polling every 50 ms, these two claim due sweep jobs before any other test's worker
+    # (polling every second) can take them all, so their counters have sweeps to count.
     workers = [
-        start_worker(database, "127.0.0.1:1", GROVE_EMBEDDING_PROFILE="disabled") for _ in range(2)
+        start_worker(
+            database,
+            "127.0.0.1:1",
+            GROVE_EMBEDDING_PROFILE="disabled",
+            GROVE_WORKER_POLL_SECONDS="0.05",
+        )
+        for _ in range(2)
     ]
     yield workers
     for worker in workers:
@@ -1171,6 +1198,7 @@ def test_expired_notes_enter_the_window_and_the_owner_can_restore_them(
     # The counters agree with what these sweepers logged (another test's worker, also a
     # sweeper, may have taken some of the jobs).
     wait_until(lambda: counted_as_logged(sweepers, "grove_sweep_notes_expired_total", "expired"))
+    assert logged_sweeps(sweepers, "expired") > 0
     assert setup.tenant.client.get(f"/v1/memories/{notes[0]['id']}").status_code == 404
 
     refused = setup.tenant.client.post(f"/v1/memories/{notes[0]['id']}/restore", {})
@@ -1250,16 +1278,22 @@ def test_the_window_ends_in_soft_deletion_unless_restored(
     wait_until(
         lambda: counted_as_logged(sweepers, "grove_sweep_notes_soft_deleted_total", "deleted")
     )
+    assert logged_sweeps(sweepers, "deleted") > 0
 
 
-def counted_as_logged(sweepers: list[Running], metric: str, field: str) -> bool:
-    """The sweepers' counter, summed over their metrics ports, equals their logged sum."""
-    logged = sum(
-        event.get(field, 0)
+def logged_sweeps(sweepers: list[Running], field: str) -> int:
+    """The sum of ``field`` over the sweepers' logged sweeps."""
+    return sum(
+        int(event.get(field, 0))
         for worker in sweepers
         for line in list(worker.lines)
         if '"event": "sweep"' in line and (event := json.loads(line))
     )
+
+
+def counted_as_logged(sweepers: list[Running], metric: str, field: str) -> bool:
+    """The sweepers' counter, summed over their metrics ports, equals their logged sum."""
+    logged = logged_sweeps(sweepers, field)
     counted = sum(value for worker in sweepers for _, value in scrape(worker).get(metric, []))
     return bool(counted == logged)
 
@@ -1384,18 +1418,22 @@ def test_saves_racing_an_account_deletion_never_survive_it(setup: Setup) -> None
     savers = [threading.Thread(target=save_until_stopped) for _ in range(4)]
     for saver in savers:
         saver.start()
-    time.sleep(0.3)
-    owner = setup.owner()
-    deleted = owner.session.delete(
-        f"{owner.base}/v1/account",
-        json={"confirmation": "delete my Grove account"},
-        headers=owner.headers(),
-        timeout=30,
-    )
-    time.sleep(0.3)
-    stop.set()
-    for saver in savers:
-        saver.join(timeout=30)
+    # The deletion starts while saves are succeeding, and the savers go on until they
+    # are refused: the race is run, not hoped for.
+    try:
+        wait_until(lambda: outcomes.count(201) >= 4)
+        owner = setup.owner()
+        deleted = owner.session.delete(
+            f"{owner.base}/v1/account",
+            json={"confirmation": "delete my Grove account"},
+            headers=owner.headers(),
+            timeout=30,
+        )
+        wait_until(lambda: 401 in outcomes)
+    finally:
+        stop.set()
+        for saver in savers:
+            saver.join(timeout=30)
     assert deleted.status_code == 200
     assert 201 in outcomes and 401 in outcomes  # saves both before and after
     live = superuser_sql(

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from grove_db import embedded
 from tests.integration.conftest import (
     Client,
     Running,
+    assert_stored_as_keyed_hash,
     data_of,
     error_of,
     race,
@@ -279,6 +279,7 @@ def test_project_keys_are_shown_once_and_revoked_at_once(stack: Stack, team: Tea
             "SELECT key_hash FROM project_keys WHERE id = %s", (made["id"],)
         ).fetchone()
     assert stored is not None and made["key"].encode() not in bytes(stored[0])
+    assert_stored_as_keyed_hash(made["key"], bytes(stored[0]))
     key = Client(stack.api.url, made["key"])
     assert key.get(team.memory + "/status").status_code == 200
     revoked = team.alice.session.delete(f"{team.base}/keys/{made['id']}")
@@ -427,18 +428,25 @@ def test_row_level_security_enforces_live_membership_in_postgresql(
     stranger = person(stack)
     assert visible(stranger.id, team.org, team.project) == 0
     assert visible(team.carol.id, str(uuid.uuid4()), team.project) == 0
-    # A viewer's transaction cannot insert, whatever the code asked.
-    with psycopg.connect(database.runtime_url) as conn:
+    # A viewer's transaction can neither change nor insert, whatever the code asked: the
+    # update finds no row it may write (the row, as a privileged reader sees it, stays as
+    # it was), and the insert is refused.
+    pooled = "SELECT * FROM project_memories WHERE org_id = %s AND project_id = %s"
+    with superuser(stack) as conn:
+        before = conn.execute(pooled, (team.org, team.project)).fetchall()
+    assert len(before) == 1
+    with psycopg.connect(database.runtime_url, autocommit=True) as conn:
         for name, value in (
             ("account_id", team.carol.id),
             ("org_id", team.org),
             ("project_id", team.project),
         ):
             conn.execute(f"SELECT set_config('grove.{name}', %s, false)", (value,))
+        updated = conn.execute("UPDATE project_memories SET title = 'x' WHERE true RETURNING key")
+        assert updated.rowcount == 0 and updated.fetchall() == []
+        with superuser(stack) as check:
+            assert check.execute(pooled, (team.org, team.project)).fetchall() == before
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(
-                "UPDATE project_memories SET title = 'x' WHERE true RETURNING key"
-            ).fetchall()
             conn.execute(
                 "INSERT INTO project_memories (org_id, project_id, key, title, body,"
                 " body_sha256, kind, authority, prov_source, prov_ref, prov_verification,"
@@ -812,11 +820,18 @@ def test_expiry_is_filtered_at_statement_time_without_cleanup(stack: Stack, team
         ).status_code
         == 400
     )
-    soon = (now + timedelta(seconds=2)).isoformat()
+    soon = (now + timedelta(hours=1)).isoformat()
     put(team.writer, team, record("soon", kind="state", expiresAt=soon, body="deploy freeze"))
     put(team.writer, team, record("stays", body="deploy freeze forever"))
     assert trusted(entry(team.writer, team, "soon"))["record"]["kind"] == "state"
-    time.sleep(2.2)
+    # The clock, injected: the record's expiry moves a second into the past.
+    with superuser(stack) as conn:
+        moved = conn.execute(
+            "UPDATE project_memories SET expires_at = now() - interval '1 second'"
+            " WHERE org_id = %s AND project_id = %s AND key = 'soon'",
+            (team.org, team.project),
+        )
+    assert moved.rowcount == 1
     assert entry(team.writer, team, "soon").status_code == 404
     assert [r["key"] for r in trusted(team.writer.get(team.memory))["records"]] == ["stays"]
     found = trusted(team.writer.post(team.memory + "/retrieve", {"query": "deploy freeze"}))

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -224,7 +224,15 @@ def test_heartbeats_keep_a_slow_job_leased_to_its_worker(
     note = stack.tenant.client.save(text)
     try:
         first = held_in_provider(stack, note, text)
-        time.sleep(4.5)  # over two lease lengths: only heartbeats keep it
+        # Wait until heartbeats have carried the lease two lengths past its first expiry:
+        # only a heartbeat sent over two lease lengths after the claim can put it there.
+        lease = timedelta(seconds=2)
+        wait_until(
+            lambda: (
+                the_job(stack, note)["lease_expires_at"] > first["lease_expires_at"] + 2 * lease
+            ),
+            timeout=WAIT,
+        )
         held = the_job(stack, note)
         assert (held["status"], held["attempts"]) == ("running", 1)
         assert held["lease_owner"] == first["lease_owner"]
@@ -464,8 +472,14 @@ def test_sigterm_lets_the_worker_finish_its_batch_then_exit_cleanly(
 def test_a_notification_wakes_an_idle_worker_long_before_its_poll(
     openai_stack: Callable[..., OpenAIStack],
 ) -> None:
-    stack = openai_stack(worker_env={"GROVE_WORKER_POLL_SECONDS": "30"})
-    time.sleep(1.5)  # the worker has found nothing and sleeps on LISTEN
+    # A first note is waiting when the worker starts: its first claim takes it. Once that
+    # note is ready the worker has nothing claimed and sleeps on LISTEN (it claims the
+    # next batch before settling the last), so only a notification can wake it sooner
+    # than its 30-second poll.
+    stack = openai_stack(workers=0)
+    first = stack.tenant.client.save(unique("already waiting"))
+    stack.add_worker(GROVE_WORKER_POLL_SECONDS="30")
+    wait_until(lambda: current(stack, first)["indexing"] == "ready", timeout=WAIT)
     text = unique("wake up")
     started = time.monotonic()
     note = stack.tenant.client.save(text)
@@ -520,7 +534,10 @@ def test_a_grove_ask_outage_spends_no_attempts_and_the_job_runs_once_it_is_back(
         return bool(job["status"] == "queued" and job["last_error"] == "inference_unavailable")
 
     wait_until(waiting, timeout=WAIT, interval=0.05)
-    time.sleep(1.5)  # several more tries against the dead address
+    # Several more tries against the dead address (each one a settled batch).
+    worker = stack.workers[-1]
+    tried = len(batches(worker.lines))
+    wait_until(lambda: len(batches(worker.lines)) >= tried + 3, timeout=WAIT)
     job = the_job(stack, note)
     assert (job["status"], job["attempts"]) == ("queued", 0), job
     assert current(stack, note)["indexing"] == "pending"

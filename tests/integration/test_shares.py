@@ -8,7 +8,6 @@ import hmac
 import re
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from tests.integration.conftest import (
     scrape,
     start_api,
     start_share,
+    wait_until,
 )
 from tests.integration.test_dev_auth import run_readme_walkthrough
 from tests.integration.test_limits import fresh_window
@@ -696,27 +696,63 @@ def test_start_up_refuses_a_role_with_wider_rights(stack: Stack) -> None:
     assert "tables" in grove_share_refuses(probe_url)
 
 
+#: The functions a share page calls, in the order it calls them.
+SHARE_FUNCTIONS = ("grove_public_share", "grove_public_share_notes")
+
+
+def share_function_calls(database: embedded.EmbeddedDatabase) -> tuple[int, ...]:
+    """How often each of ``SHARE_FUNCTIONS`` has been called, as PostgreSQL counts it."""
+    with psycopg.connect(database.grove_superuser_url, autocommit=True) as conn:
+        rows: dict[str, int] = dict(
+            conn.execute(
+                "SELECT funcname, calls FROM pg_stat_user_functions"
+                " WHERE schemaname = 'public' AND funcname = ANY(%s)",
+                (list(SHARE_FUNCTIONS),),
+            ).fetchall()
+        )
+    return tuple(int(rows.get(name, 0)) for name in SHARE_FUNCTIONS)
+
+
 def test_time_to_answer_does_not_depend_on_the_token_being_known(
     owner: Owner, stack: Stack
 ) -> None:
-    """Both answers take the same path through the database (two function calls): the
-    medians of unknown and revoked links stay close. A loose bound: this catches a path
-    that skips the database for unknown tokens, not microsecond differences."""
+    """Both answers take the same path through the database (the same two function
+    calls): counted by PostgreSQL itself, not timed, for unknown and revoked links alike.
+    A path that skipped the database for unknown tokens would make fewer calls."""
     note = owner.key.save("timing")
     revoked = owner.share("note", note["id"])
     owner.session.session.delete(
         f"{stack.api.url}/v1/shares/{revoked['id']}", headers=owner.session.headers(), timeout=10
     )
+    database = stack.database
+    # grove-share sessions count their function calls while this test runs.
+    with psycopg.connect(database.superuser_url, autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE {embedded.SHARE_ROLE} SET track_functions = 'pl'")
     session = requests.Session()
-    urls = {"unknown": f"{stack.share.url}/public/shares/{'B' * 43}", "dead": revoked["url"]}
-    times: dict[str, list[float]] = {"unknown": [], "dead": []}
-    for _ in range(40):  # interleaved, so a busy machine slows both alike
-        for name, url in urls.items():
-            start = time.perf_counter()
-            assert session.get(url, timeout=10).status_code == 404
-            times[name].append(time.perf_counter() - start)
-    unknown, dead = (sorted(t)[len(t) // 2] for t in times.values())
-    assert abs(unknown - dead) < max(unknown, dead) * 0.5 + 0.003
+    requests_each = 5
+
+    def calls_to_answer(path: str) -> tuple[int, ...]:
+        """The function calls of ``requests_each`` requests for ``path``, all 404, on a
+        grove-share of its own: stopped, its sessions end, and a session's counts reach
+        PostgreSQL's statistics as it ends (not only once idle for ten seconds)."""
+        before = share_function_calls(database)
+        share = start_share(database)
+        try:
+            for _ in range(requests_each):
+                assert session.get(f"{share.url}{path}", timeout=10).status_code == 404
+        finally:
+            share.stop()
+        wait_until(lambda: share_function_calls(database)[0] - before[0] >= requests_each)
+        after = share_function_calls(database)
+        return tuple(a - b for a, b in zip(after, before, strict=True))
+
+    try:
+        unknown = calls_to_answer(f"/public/shares/{'B' * 43}")
+        dead = calls_to_answer(revoked["url"].removeprefix(stack.share.url))
+        assert unknown == dead == (requests_each, requests_each)
+    finally:
+        with psycopg.connect(database.superuser_url, autocommit=True) as conn:
+            conn.execute(f"ALTER ROLE {embedded.SHARE_ROLE} RESET track_functions")
 
 
 def test_private_notes_in_a_share_tenant_context_stay_private(stack: Stack) -> None:

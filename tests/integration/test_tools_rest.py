@@ -135,7 +135,17 @@ def test_unknown_tool_is_404_unknown_tool(tenant: Tenant) -> None:
 
 
 def test_grants_apply_to_tool_endpoints(tenant: Tenant, make_tenant: Callable[[], Tenant]) -> None:
-    foreign = make_tenant().client.save("someone else's")["id"]
+    victim = make_tenant()
+    foreign = victim.client.save("someone else's")["id"]
+
+    def theirs() -> tuple[Any, Any]:
+        """The victim's note and its revisions, as the victim reads them."""
+        return (
+            data_of(victim.client.get(f"/v1/memories/{foreign}")),
+            data_of(victim.client.get(f"/v1/memories/{foreign}/revisions"))["items"],
+        )
+
+    before = theirs()
     for name, arguments in [
         ("get_memory", {"id": foreign}),
         ("update_memory", {"id": foreign, "content": "mine now"}),
@@ -143,6 +153,8 @@ def test_grants_apply_to_tool_endpoints(tenant: Tenant, make_tenant: Callable[[]
         response = tool(tenant.client, name, arguments)
         assert response.status_code == 404, response.text
         assert error_of(response)["code"] == "not_found"
+    assert theirs() == before
+    assert (before[0]["version"], before[0]["content"]) == (1, "someone else's")
 
     read_only = tenant.key("ro", personal=True, all_projects=True, read_only=True)
     refused = tool(read_only, "remember", {"content": "nope", "kind": "fact"})

@@ -1,4 +1,4 @@
-"""The README's configuration table names every setting every service reads."""
+"""The configuration table (docs/configuration.md) names every setting every service reads."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from grove_mcp.settings import McpSettings
 from grove_share.settings import ShareSettings
 from grove_worker.settings import WorkerSettings
 
-README = (Path(__file__).parents[2] / "README.md").read_text()
+CONFIGURATION = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -27,5 +27,5 @@ def test_every_setting_is_documented(settings: type[BaseSettings]) -> None:
         str(field.validation_alias or f"{prefix}{name}").upper()
         for name, field in settings.model_fields.items()
     ]
-    missing = [name for name in names if f"`{name}`" not in README]
-    assert not missing, f"{settings.__name__}: not in the README's table: {missing}"
+    missing = [name for name in names if f"`{name}`" not in CONFIGURATION]
+    assert not missing, f"{settings.__name__}: not in docs/configuration.md: {missing}"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 
+import mcp_types as types
 import pytest
 from pydantic import ValidationError
 
 from grove_contracts.tools import TOOLS, TOOLS_BY_NAME, Tool
-from grove_mcp.results import failure, mcp_tool, success, tool_list
+from grove_mcp.results import failure, success, tool_list
 
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
@@ -70,7 +71,22 @@ def test_mcp_listing_is_the_registry() -> None:
     listed = tool_list().tools
     assert [t.name for t in listed] == [t.name for t in TOOLS]
     for published, tool in zip(listed, TOOLS, strict=True):
-        assert published == mcp_tool(tool)
+        # Built here from the registry's own fields, not by mcp_tool: the listing is
+        # exactly these, with nothing added.
+        assert published == types.Tool(
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            input_schema=tool.input_model.model_json_schema(),
+            output_schema=tool.output_model.model_json_schema(),
+            annotations=types.ToolAnnotations(
+                title=tool.title,
+                read_only_hint=tool.read_only,
+                destructive_hint=tool.destructive,
+                idempotent_hint=tool.idempotent,
+                open_world_hint=False,
+            ),
+        )
         dumped = published.model_dump(by_alias=True, exclude_none=True, mode="json")
         assert {k: dumped[k] for k in tool.describe()} == tool.describe()
 
@@ -90,14 +106,17 @@ def test_tool_errors_do_not_break_the_output_schema() -> None:
     The spec says so without an exception for errors, and the MCP Inspector (2.12)
     enforces it on ``isError`` results too; the error JSON always travels as text.
     """
-    bad = failure("not_found", "note not found", "req-1")
+    bad = failure("not_found", "note not found", "req-1", [{"field": "id"}], {"retry": "no"})
     assert json.loads(bad.content[0].text)["error"]["code"] == "not_found"  # type: ignore[union-attr]
-    if bad.structured_content is None:
-        return
+    # As a client sees the result: no structuredContent at all, or one each tool accepts.
+    structured = bad.model_dump(by_alias=True, exclude_none=True, mode="json").get(
+        "structuredContent"
+    )
     broken = []
     for tool in TOOLS:
         try:
-            tool.output_model.model_validate(bad.structured_content)
+            if structured is not None:
+                tool.output_model.model_validate(structured)
         except ValidationError:
             broken.append(tool.name)
     assert broken == [], f"isError structuredContent breaks the outputSchema of {broken}"

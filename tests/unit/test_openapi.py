@@ -1,13 +1,17 @@
 """The OpenAPI table and the app agree, and the document is complete and consistent.
 
-``test_every_served_route_is_in_the_openapi_table`` is the guard for new routes: register
-a route in ``create_app`` and this fails until ``grove_api.openapi.OPERATIONS`` has it.
+``create_app`` registers the routes of ``grove_api.openapi.ROUTES``, the table the
+document is built from; ``test_every_served_route_is_in_the_openapi_table`` still guards
+against a route added some other way, and
+``test_each_responder_reads_the_body_and_query_its_operation_documents`` against a table
+entry that says one model while its resource reads another.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import uuid
 from typing import Any
 
 import falcon
@@ -15,19 +19,31 @@ import falcon.testing
 import pytest
 import schemathesis
 from psycopg_pool import ConnectionPool
+from pydantic import ValidationError
 
-from grove_api.app import Deps, create_app
-from grove_api.openapi import OPERATIONS, Operation, document, served
+from grove_api.app import Deps, create_app, wire
+from grove_api.openapi import (
+    OPERATIONS,
+    PUBLIC_PATHS,
+    ROUTES,
+    Operation,
+    Route,
+    document,
+    served,
+)
 from grove_api.settings import ApiSettings
+from grove_api.wiring import Wiring
 
 SECRET = "unit-test-secret-unit-test-secret-0123"
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+#: A body field and a query parameter no request model has (every one refuses them).
+PROBE = "probeNoModelHas"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> falcon.App:
-    """The api with every optional route switched on; the pool is never opened."""
-    settings = ApiSettings(
+def settings(tmp_path_factory: pytest.TempPathFactory) -> ApiSettings:
+    """Every optional route switched on."""
+    return ApiSettings(
         database_url="postgresql://unused/grove",
         secret_key=SECRET,  # type: ignore[arg-type]
         dev_auth=True,
@@ -37,9 +53,25 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> falcon.App:
         website_origin="http://127.0.0.1:8083",
         embedding_profile="disabled",
     )
+
+
+@pytest.fixture(scope="module")
+def deps() -> Deps:
+    """Collaborators of the api; the pool is never opened."""
     pool = ConnectionPool("postgresql://unused/grove", open=False)
-    deps = Deps(pool=pool, key_secret=b"k", cursor_secret=b"c", share_secret=b"s", embedder=None)
+    return Deps(pool=pool, key_secret=b"k", cursor_secret=b"c", share_secret=b"s", embedder=None)
+
+
+@pytest.fixture(scope="module")
+def app(settings: ApiSettings, deps: Deps) -> falcon.App:
+    """The api with every optional route switched on."""
     return create_app(settings, deps)
+
+
+@pytest.fixture(scope="module")
+def wiring(settings: ApiSettings, deps: Deps) -> Wiring:
+    """What ``create_app`` builds the resources from."""
+    return wire(settings, deps)
 
 
 def test_every_served_route_is_in_the_openapi_table(app: falcon.App) -> None:
@@ -52,6 +84,56 @@ def test_every_served_route_is_in_the_openapi_table(app: falcon.App) -> None:
     )
     stale = sorted(table - routes)
     assert not stale, f"OPERATIONS lists routes that create_app does not serve: {stale}"
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda route: route.path)
+def test_each_responder_reads_the_body_and_query_its_operation_documents(
+    route: Route, wiring: Wiring
+) -> None:
+    resource = route.resource(wiring)
+    for op in route.operations:
+        documented = {model.__name__ for model in _models(op.body) + _models(op.query)}
+        read = _model_read(resource, op)
+        where = f"{op.method} {op.path}"
+        if documented:
+            assert read in documented, f"{where} reads {read}, documents {sorted(documented)}"
+        else:
+            assert read is None, f"{where} reads {read}, documents neither body nor query"
+
+
+def _models(models: Any) -> tuple[type, ...]:
+    """A body or query of the table as a tuple of models (a tool body is several)."""
+    if models is None:
+        return ()
+    return models if isinstance(models, tuple) else (models,)
+
+
+def _model_read(resource: object, op: Operation) -> str | None:
+    """The model that refuses the probe in the responder of ``op`` (None: none does).
+
+    The request carries the probe as a JSON body field and as a query parameter, so
+    whichever of the two the responder reads first refuses it; responders read before
+    they do anything else. One that reads neither goes on to fail on the fake principal
+    or the closed pool, or answers; either way nothing refused the probe.
+    """
+    params: dict[str, Any] = {
+        name: uuid.uuid4() if converter == "uuid" else op.path_values[name][0]
+        for name, converter in re.findall(r"{(\w+)(?::(\w+))?}", op.path)
+    }
+    req = falcon.testing.create_req(
+        method=op.method,
+        query_string=f"{PROBE}=1",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({PROBE: 1}),
+    )
+    req.context.principal = object()
+    try:
+        getattr(resource, f"on_{op.method.lower()}")(req, falcon.Response(), **params)
+    except ValidationError as ex:
+        return ex.title
+    except Exception:  # past reading: the fake principal or the closed pool
+        return None
+    return None
 
 
 def test_the_document_is_valid_openapi_3_1() -> None:
@@ -118,6 +200,14 @@ def test_the_document_is_served_without_credentials(app: falcon.App) -> None:
     served_doc: dict[str, Any] = response.json
     assert served_doc["openapi"].startswith("3.1")
     assert set(served_doc["paths"]) == set(document()["paths"])
+
+
+def test_public_routes_need_no_credentials_and_the_others_do(app: falcon.App) -> None:
+    assert all("{" not in path for path in PUBLIC_PATHS)  # compared with request paths
+    client = falcon.testing.TestClient(app)
+    assert client.simulate_get("/healthz").status_code == 200
+    assert client.simulate_get("/.well-known/oauth-protected-resource/mcp").status_code == 200
+    assert client.simulate_get("/v1/tools").status_code == 401
 
 
 def test_links_lead_from_created_resources_to_operations_on_them() -> None:

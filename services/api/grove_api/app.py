@@ -8,11 +8,10 @@ from typing import Any
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_api import ask, conversations, errors, openapi, owner, projects, resources, shares
-from grove_api.health import Health, Ready
+from grove_api import ask, errors, openapi
 from grove_api.middleware import BearerAuth, RateLimiter
 from grove_api.settings import ApiSettings
-from grove_auth import devissuer
+from grove_api.wiring import Wiring
 from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import SHARE_TOKEN_PURPOSE, derive_secret
 from grove_db.pool import open_pool
@@ -43,11 +42,15 @@ class Deps:
 
 
 def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
-    """Build the Falcon app: middleware, error envelopes and every /v1 route."""
+    """Build the Falcon app: middleware, error envelopes and every route of the table.
+
+    Each route of ``grove_api.openapi.ROUTES`` is registered where its condition holds,
+    with its resource built from one ``Wiring``, so a new route is one table entry.
+    """
     middleware: list[Any] = [
         RequestId(),
         FalconTelemetry(),
-        BearerAuth(deps.pool, deps.key_secret, deps.tokens),
+        BearerAuth(deps.pool, deps.key_secret, openapi.PUBLIC_PATHS, deps.tokens),
         RateLimiter(
             deps.pool,
             RateLimit(settings.api_rate_limit_per_minute),
@@ -63,6 +66,15 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, 
     app = falcon.App(middleware=middleware)
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
+    wiring = wire(settings, deps)
+    for route in openapi.ROUTES:
+        if route.when(settings):
+            app.add_route(route.path, route.resource(wiring))
+    return app
+
+
+def wire(settings: ApiSettings, deps: Deps) -> Wiring:
+    """What the resources are built from: one store and one project pool per app."""
     store = Store(
         pool=deps.pool,
         cursor_secret=deps.cursor_secret,
@@ -73,72 +85,18 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, 
         query_embed_seconds=settings.query_embed_timeout_ms / 1000,
         automatic_capture_paused=settings.automatic_capture == "paused",
     )
-    limit = settings.max_body_bytes
-    app.add_route("/healthz", Health())
-    app.add_route("/readyz", Ready(deps.pool))
-    app.add_route("/v1/openapi.json", openapi.OpenApi(app))
-    app.add_route("/v1/memories", resources.Memories(store, limit))
-    app.add_route("/v1/memories/search", resources.Search(store, limit))
-    app.add_route("/v1/memories/forget", resources.Forget(store, limit))
-    app.add_route("/v1/memories/{memory_id:uuid}", resources.Memory(store, limit))
-    app.add_route("/v1/memories/{memory_id:uuid}/revisions", resources.Revisions(store, limit))
-    app.add_route("/v1/memories/{memory_id:uuid}/restore", resources.RestoreExpired(store, limit))
-    app.add_route("/v1/recall", resources.Recall(store, limit))
-    answerer = deps.answerer or deps.embedder
-    app.add_route("/v1/ask", ask.Ask(store, answerer, settings.answer_timeout_ms / 1000, limit))
-    app.add_route("/v1/export", resources.Export(store, limit, settings))
-    talk = (store, answerer, settings.answer_timeout_ms / 1000, limit)
-    app.add_route("/v1/conversations", conversations.Conversations(*talk))
-    app.add_route("/v1/conversations/search", conversations.Search(*talk))
-    app.add_route("/v1/conversations/{conversation_id:uuid}", conversations.Conversation(*talk))
-    app.add_route("/v1/conversations/{conversation_id:uuid}/turns", conversations.Turns(*talk))
-    app.add_route("/v1/notebooks", resources.Notebooks(store, limit))
-    app.add_route("/v1/notebooks/archived", resources.ArchivedNotebooks(store, limit))
-    app.add_route(
-        "/v1/notebooks/{notebook_id:uuid}/subtree", resources.SubtreePreview(store, limit)
+    return Wiring(
+        settings=settings,
+        pool=deps.pool,
+        key_secret=deps.key_secret,
+        cursor_secret=deps.cursor_secret,
+        share_secret=deps.share_secret,
+        store=store,
+        project_pool=ProjectPool(
+            deps.pool, settings.project_memory_enabled, settings.quota_project_records
+        ),
+        answerer=deps.answerer or deps.embedder,
     )
-    app.add_route(
-        "/v1/notebooks/{notebook_id:uuid}/{action}", resources.SubtreeAction(store, limit)
-    )
-    owner_args = (deps.pool, deps.key_secret, limit, settings.max_connections_per_account)
-    app.add_route("/v1/connections", owner.Connections(*owner_args))
-    app.add_route("/v1/connections/{connection_id:uuid}", owner.Connection(*owner_args))
-    app.add_route(
-        "/v1/connections/requests/{request_id:uuid}", owner.ConnectionRequestResource(*owner_args)
-    )
-    app.add_route(
-        "/v1/connections/requests/{request_id:uuid}/approve", owner.ApproveRequest(*owner_args)
-    )
-    app.add_route("/v1/connections/requests/{request_id:uuid}/deny", owner.DenyRequest(*owner_args))
-    app.add_route("/v1/keys", owner.Keys(*owner_args))
-    app.add_route("/v1/account", owner.Account(*owner_args))
-    app.add_route("/v1/keys/{key_id:uuid}", owner.Key(*owner_args))
-    share_args = (
-        deps.pool,
-        deps.share_secret,
-        deps.cursor_secret,
-        settings.share_public_url,
-        limit,
-    )
-    app.add_route("/v1/shares", shares.Shares(*share_args))
-    app.add_route("/v1/shares/{share_id:uuid}", shares.Share(*share_args))
-    project_pool = ProjectPool(
-        deps.pool, settings.project_memory_enabled, settings.quota_project_records
-    )
-    projects.add_routes(app, project_pool, deps.key_secret, limit)
-    app.add_route(
-        "/.well-known/openai-apps-challenge", owner.AppsChallenge(settings.openai_apps_challenge)
-    )
-    app.add_route(
-        "/.well-known/oauth-protected-resource/mcp",
-        owner.ResourceMetadata(settings.mcp_public_url, settings.oidc_issuer),
-    )
-    if settings.dev_auth and settings.oidc_issuer:
-        app.add_route(devissuer.JWKS_PATH, owner.DevIssuerKeys(settings.dev_issuer_key))
-        app.add_route(devissuer.DISCOVERY_PATH, owner.DevIssuerDiscovery(settings.oidc_issuer))
-    app.add_route("/v1/tools", resources.Tools())
-    app.add_route("/v1/tools/{tool}", resources.ToolCall(store, limit))
-    return app
 
 
 def deps_from(settings: ApiSettings) -> Deps:

@@ -19,30 +19,32 @@ from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
 from grove_api.middleware import AccountSlots
+from grove_api.wiring import Wiring
 from grove_contracts.ask import AskRequest, AskResponse
 from grove_contracts.errors import success_envelope
 from grove_db.ratelimit import RateLimit
 from grove_memory import ask
 from grove_memory.inference import CLIENT_GONE
-from grove_memory.store import Store
 from grove_telemetry import metrics
 
 #: What a caller refused for concurrency is told to wait (the asks in progress end soon).
 CONCURRENCY_RETRY_SECONDS = 1
 
 
-class Ask:
+class Answering:
+    """Base of the routes that answer: the store, ``Answer``, its deadline, the body limit."""
+
+    def __init__(self, wiring: Wiring) -> None:
+        self.store = wiring.store
+        self.answerer: ask.Answerer | None = wiring.answerer
+        self.timeout = wiring.answer_timeout
+        self.max_body = wiring.max_body
+
+
+class Ask(Answering):
     """Retrieve evidence, call the ask service's ``Answer``, verify, reply (never stored)."""
 
     ask_limited = True
-
-    def __init__(
-        self, store: Store, answerer: ask.Answerer | None, timeout_seconds: float, max_body: int
-    ) -> None:
-        self.store = store
-        self.answerer = answerer
-        self.timeout = timeout_seconds
-        self.max_body = max_body
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, AskRequest, self.max_body)

@@ -6,7 +6,7 @@ from uuid import UUID
 
 import falcon
 
-from grove_api.ask import watching
+from grove_api.ask import Answering, watching
 from grove_api.body import read_json, read_query
 from grove_contracts.conversations import (
     Conversation as ConversationSummary,
@@ -23,22 +23,9 @@ from grove_contracts.conversations import (
 )
 from grove_contracts.errors import success_envelope
 from grove_memory import ask, conversations, turns
-from grove_memory.store import Store
 
 
-class ConversationResource:
-    """Base of the conversation routes: the store, ``Answer``, its deadline, the body limit."""
-
-    def __init__(
-        self, store: Store, answerer: ask.Answerer | None, timeout_seconds: float, max_body: int
-    ) -> None:
-        self.store = store
-        self.answerer = answerer
-        self.timeout = timeout_seconds
-        self.max_body = max_body
-
-
-class Conversations(ConversationResource):
+class Conversations(Answering):
     """``POST /v1/conversations`` (201, or 200 for a retry) and ``GET`` (30 a page)."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -55,7 +42,7 @@ class Conversations(ConversationResource):
         resp.media = success_envelope(ConversationList.model_validate(page).model_dump(mode="json"))
 
 
-class Search(ConversationResource):
+class Search(Answering):
     """``POST /v1/conversations/search``: titles and questions, the query in the body."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -66,7 +53,7 @@ class Search(ConversationResource):
         )
 
 
-class Conversation(ConversationResource):
+class Conversation(Answering):
     """``GET /v1/conversations/{id}`` (with its turns) and ``DELETE`` (hidden, retained)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
@@ -82,7 +69,7 @@ class Conversation(ConversationResource):
         resp.media = success_envelope(deleted)
 
 
-class Turns(ConversationResource):
+class Turns(Answering):
     """``POST /v1/conversations/{id}/turns``: 201 when answered now, 200 for a replay.
 
     Turns count against the account's ask limits (``grove_api.ask.AskLimiter``).

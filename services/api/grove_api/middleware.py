@@ -9,7 +9,6 @@ from uuid import UUID
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_auth import devissuer
 from grove_auth.errors import AuthError
 from grove_auth.identity import ProviderTokens
 from grove_auth.keys import KEY_PREFIX, authenticate
@@ -18,30 +17,31 @@ from grove_db.ratelimit import RateLimit, hit_all, request_buckets
 from grove_memory.project_memory import CredentialNotAllowed
 from grove_telemetry import metrics
 
-PUBLIC_PATHS = frozenset(
-    {"/healthz", "/readyz", "/v1/openapi.json", devissuer.DISCOVERY_PATH, devissuer.JWKS_PATH}
-)
-PUBLIC_PREFIX = "/.well-known/"
-
 
 class BearerAuth:
     """Resolve ``Authorization: Bearer <credential>`` to a principal on every request.
 
     Grove's own keys by their prefix; anything else is a token of the provider, an
-    owner session or an agent's, told apart by its audience.
+    owner session or an agent's, told apart by its audience. Requests to the ``public``
+    paths (``grove_api.openapi.PUBLIC_PATHS``) and to no route at all need none.
     """
 
     def __init__(
-        self, pool: ConnectionPool, key_secret: bytes, tokens: ProviderTokens | None = None
+        self,
+        pool: ConnectionPool,
+        key_secret: bytes,
+        public: frozenset[str],
+        tokens: ProviderTokens | None = None,
     ) -> None:
         self._pool = pool
         self._secret = key_secret
+        self._public = public
         self._tokens = tokens
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict[str, Any]
     ) -> None:
-        if req.path in PUBLIC_PATHS or req.path.startswith(PUBLIC_PREFIX) or resource is None:
+        if req.path in self._public or resource is None:
             return
         scheme, _, token = (req.get_header("Authorization") or "").partition(" ")
         token = token.strip()

@@ -1,14 +1,16 @@
 """``GET /v1/openapi.json``: an OpenAPI 3.1 document of every REST route, from the contracts.
 
-``OPERATIONS`` is the one table of what the api serves; ``document`` turns it into
-OpenAPI with the JSON Schemas of the ``grove_contracts`` models, so a field added to a
-contract shows up here without further edits. A test fails when a route registered in
-``create_app`` is missing from the table, or the table names a route that is not served.
+``ROUTES`` is the one table of what the api serves: ``create_app`` registers each route's
+resource from it and ``document`` turns its ``OPERATIONS`` into OpenAPI with the JSON
+Schemas of the ``grove_contracts`` models, so a field added to a contract shows up here
+without further edits. Tests fail when the app serves anything else than the table, or
+a responder reads another body or query model than its operation documents.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import metadata
@@ -19,6 +21,9 @@ import falcon.inspect
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
+from grove_api import ask, conversations, health, owner, projects, resources, shares
+from grove_api.settings import ApiSettings
+from grove_api.wiring import Wiring
 from grove_auth import devissuer
 from grove_contracts.ask import AskRequest, AskResponse
 from grove_contracts.connections import (
@@ -158,6 +163,60 @@ class Operation:
     creates: dict[str, str] = field(default_factory=dict)
 
 
+def always(settings: ApiSettings) -> bool:
+    """Every api serves the route."""
+    return True
+
+
+def dev_issuer(settings: ApiSettings) -> bool:
+    """Only an api with ``GROVE_DEV_AUTH`` and an issuer serves the dev issuer's routes."""
+    return settings.dev_auth and bool(settings.oidc_issuer)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One URI template: the resource serving it and its operations, one per responder.
+
+    ``resource`` builds the resource from the app's ``Wiring`` (a resource class, or a
+    one-line factory for one that needs less); ``create_app`` registers it only where
+    ``when`` holds for the settings, and only such operations are documented.
+    """
+
+    resource: Callable[[Wiring], object]
+    operations: tuple[Operation, ...]
+    when: Callable[[ApiSettings], bool] = always
+
+    def __post_init__(self) -> None:
+        if len({op.path for op in self.operations}) != 1:
+            raise ValueError("the operations of a route share one URI template")
+
+    @property
+    def path(self) -> str:
+        """The Falcon URI template, as passed to ``add_route``."""
+        return self.operations[0].path
+
+
+class OpenApi:
+    """``GET /v1/openapi.json``: the document of the operations this api serves (public).
+
+    A route registered only under some settings (the dev issuer's keys) is documented
+    only where served. Built on the first request, so starting a worker stays cheap.
+    """
+
+    def __init__(self, wiring: Wiring) -> None:
+        self._settings = wiring.settings
+
+    @cached_property
+    def document(self) -> dict[str, Any]:
+        """The document, restricted to the served operations."""
+        return document(
+            tuple(op for route in ROUTES if route.when(self._settings) for op in route.operations)
+        )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self.document
+
+
 TEXT: dict[str, Any] = {"type": "string"}
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
 TOOL_NAMES = tuple(tool.name for tool in TOOLS)
@@ -171,478 +230,740 @@ EXPORT_LINES = (
     " all of its revisions."
 )
 
-#: Every REST operation of the api.
+#: Every REST route of the api, in the order ``create_app`` registers them.
 #:
-#: To add a route: register it in ``create_app`` (``app.add_route``) and add one
-#: ``Operation`` here per responder method (``on_get`` -> ``"GET"``, ...), with the same
-#: URI template, the contract models of its query string (``query``), body (``body``) and
+#: To add a route: add one ``Route`` here naming its resource, with one ``Operation`` per
+#: responder method (``on_get`` -> ``"GET"``, ...), each with the route's URI template,
+#: the contract models of its query string (``query``), body (``body``) and
 #: ``data`` (``response``; add a model to ``grove_contracts`` if the route answers
 #: something no model describes yet, and keep it exactly what the route returns), its
 #: success status, the route-specific error statuses and who may call it (``auth``:
-#: ``none`` for public paths, ``owner`` when API keys get 403 owner_session_required).
-#: ``tests/unit/test_openapi.py`` fails until table and app agree, and
-#: ``tests/integration/test_openapi.py`` fuzzes every operation against the real server.
-OPERATIONS: tuple[Operation, ...] = (
-    Operation("GET", "/healthz", "Liveness: the process answers", Health, auth="none"),
-    Operation(
-        "GET", "/readyz", "Readiness: the database answers", Readiness, auth="none", errors=(503,)
+#: ``none`` for public paths, which then need no credentials, ``owner`` when API keys get
+#: 403 owner_session_required); ``when`` if only some settings serve it.
+#: ``tests/unit/test_openapi.py`` fails until each responder reads the documented body or
+#: query model, and ``tests/integration/test_openapi.py`` fuzzes every operation against
+#: the real server.
+ROUTES: tuple[Route, ...] = (
+    Route(
+        lambda _: health.Health(),
+        (Operation("GET", "/healthz", "Liveness: the process answers", Health, auth="none"),),
     ),
-    Operation(
-        "GET", "/v1/openapi.json", "This OpenAPI document", ANY_OBJECT, auth="none", envelope=False
+    Route(
+        lambda wiring: health.Ready(wiring.pool),
+        (
+            Operation(
+                "GET",
+                "/readyz",
+                "Readiness: the database answers",
+                Readiness,
+                auth="none",
+                errors=(503,),
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/memories",
-        "Remember a note (or replace one wholesale by `id`)",
-        Memory,
-        body=RememberRequest,
-        status=201,
-        also=(200,),
-        errors=(404, 409, 410),
-        creates={"memory_id": "/id"},
+    Route(
+        OpenApi,
+        (
+            Operation(
+                "GET",
+                "/v1/openapi.json",
+                "This OpenAPI document",
+                ANY_OBJECT,
+                auth="none",
+                envelope=False,
+            ),
+        ),
     ),
-    Operation("GET", "/v1/memories", "List notes, a page at a time", MemoryPage, query=ListQuery),
-    Operation(
-        "POST",
-        "/v1/memories/search",
-        "Search notes by words and meaning",
-        SearchPage,
-        body=SearchRequest,
-        errors=(404,),
+    Route(
+        resources.Memories,
+        (
+            Operation(
+                "POST",
+                "/v1/memories",
+                "Remember a note (or replace one wholesale by `id`)",
+                Memory,
+                body=RememberRequest,
+                status=201,
+                also=(200,),
+                errors=(404, 409, 410),
+                creates={"memory_id": "/id"},
+            ),
+            Operation(
+                "GET", "/v1/memories", "List notes, a page at a time", MemoryPage, query=ListQuery
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/memories/forget",
-        "Forget (soft-delete) up to 100 notes",
-        ForgetResponse,
-        body=ForgetRequest,
-        errors=(409,),
+    Route(
+        resources.Search,
+        (
+            Operation(
+                "POST",
+                "/v1/memories/search",
+                "Search notes by words and meaning",
+                SearchPage,
+                body=SearchRequest,
+                errors=(404,),
+            ),
+        ),
     ),
-    Operation("GET", "/v1/memories/{memory_id:uuid}", "Read one note", Memory),
-    Operation(
-        "PATCH",
-        "/v1/memories/{memory_id:uuid}",
-        "Correct part of a note",
-        Memory,
-        body=UpdateRequest,
-        errors=(409, 410),
+    Route(
+        resources.Forget,
+        (
+            Operation(
+                "POST",
+                "/v1/memories/forget",
+                "Forget (soft-delete) up to 100 notes",
+                ForgetResponse,
+                body=ForgetRequest,
+                errors=(409,),
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/memories/{memory_id:uuid}/revisions",
-        "A note's revisions, oldest first",
-        RevisionPage,
-        query=RevisionsQuery,
+    Route(
+        resources.Memory,
+        (
+            Operation("GET", "/v1/memories/{memory_id:uuid}", "Read one note", Memory),
+            Operation(
+                "PATCH",
+                "/v1/memories/{memory_id:uuid}",
+                "Correct part of a note",
+                Memory,
+                body=UpdateRequest,
+                errors=(409, 410),
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/memories/{memory_id:uuid}/restore",
-        "Restore a note that expired, within its restoration window",
-        Memory,
-        auth="owner",
+    Route(
+        resources.Revisions,
+        (
+            Operation(
+                "GET",
+                "/v1/memories/{memory_id:uuid}/revisions",
+                "A note's revisions, oldest first",
+                RevisionPage,
+                query=RevisionsQuery,
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/recall",
-        "Recall the notes most relevant to a query, within a budget",
-        RecallResult,
-        body=RecallRequest,
-        errors=(404,),
+    Route(
+        resources.RestoreExpired,
+        (
+            Operation(
+                "POST",
+                "/v1/memories/{memory_id:uuid}/restore",
+                "Restore a note that expired, within its restoration window",
+                Memory,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/ask",
-        "Answer a question from the caller's notes, with exact citations",
-        AskResponse,
-        body=AskRequest,
-        errors=(404, 499, 504),
+    Route(
+        resources.Recall,
+        (
+            Operation(
+                "POST",
+                "/v1/recall",
+                "Recall the notes most relevant to a query, within a budget",
+                RecallResult,
+                body=RecallRequest,
+                errors=(404,),
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/export",
-        "Export everything the caller may read",
-        TEXT,
-        query=Strict,
-        media_type="application/x-ndjson",
-        envelope=False,
-        description=EXPORT_LINES,
+    Route(
+        ask.Ask,
+        (
+            Operation(
+                "POST",
+                "/v1/ask",
+                "Answer a question from the caller's notes, with exact citations",
+                AskResponse,
+                body=AskRequest,
+                errors=(404, 499, 504),
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/conversations",
-        "Start a conversation (a retry with the same body returns it)",
-        Conversation,
-        body=CreateConversationRequest,
-        status=201,
-        also=(200,),
-        errors=(404, 409, 410),
-        creates={"conversation_id": "/id"},
-        auth="owner",
+    Route(
+        resources.Export,
+        (
+            Operation(
+                "GET",
+                "/v1/export",
+                "Export everything the caller may read",
+                TEXT,
+                query=Strict,
+                media_type="application/x-ndjson",
+                envelope=False,
+                description=EXPORT_LINES,
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/conversations",
-        "List conversations, newest first",
-        ConversationList,
-        query=ConversationListQuery,
-        auth="owner",
+    Route(
+        conversations.Conversations,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations",
+                "Start a conversation (a retry with the same body returns it)",
+                Conversation,
+                body=CreateConversationRequest,
+                status=201,
+                also=(200,),
+                errors=(404, 409, 410),
+                creates={"conversation_id": "/id"},
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/conversations",
+                "List conversations, newest first",
+                ConversationList,
+                query=ConversationListQuery,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/conversations/search",
-        "Search conversation titles and questions",
-        ConversationSearchPage,
-        body=ConversationSearchRequest,
-        auth="owner",
+    Route(
+        conversations.Search,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations/search",
+                "Search conversation titles and questions",
+                ConversationSearchPage,
+                body=ConversationSearchRequest,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/conversations/{conversation_id:uuid}",
-        "A conversation with all of its turns",
-        ConversationDetail,
-        auth="owner",
+    Route(
+        conversations.Conversation,
+        (
+            Operation(
+                "GET",
+                "/v1/conversations/{conversation_id:uuid}",
+                "A conversation with all of its turns",
+                ConversationDetail,
+                auth="owner",
+            ),
+            Operation(
+                "DELETE",
+                "/v1/conversations/{conversation_id:uuid}",
+                "Delete (hide) a conversation",
+                DeletedConversation,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "DELETE",
-        "/v1/conversations/{conversation_id:uuid}",
-        "Delete (hide) a conversation",
-        DeletedConversation,
-        auth="owner",
+    Route(
+        conversations.Turns,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations/{conversation_id:uuid}/turns",
+                "Ask the next question of a conversation",
+                TurnReply,
+                body=TurnRequest,
+                status=201,
+                also=(200,),
+                errors=(409, 499, 504),
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/conversations/{conversation_id:uuid}/turns",
-        "Ask the next question of a conversation",
-        TurnReply,
-        body=TurnRequest,
-        status=201,
-        also=(200,),
-        errors=(409, 499, 504),
-        auth="owner",
+    Route(
+        resources.Notebooks,
+        (
+            Operation(
+                "POST",
+                "/v1/notebooks",
+                "Create a notebook",
+                Notebook,
+                body=CreateNotebookRequest,
+                status=201,
+                also=(200,),
+                errors=(404, 409),
+                creates={"notebook_id": "/id"},
+            ),
+            Operation(
+                "GET",
+                "/v1/notebooks",
+                "List the notebooks this credential may use",
+                NotebookList,
+                query=NotebookListQuery,
+                errors=(404,),
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/notebooks",
-        "Create a notebook",
-        Notebook,
-        body=CreateNotebookRequest,
-        status=201,
-        also=(200,),
-        errors=(404, 409),
-        creates={"notebook_id": "/id"},
+    Route(
+        resources.ArchivedNotebooks,
+        (
+            Operation(
+                "GET",
+                "/v1/notebooks/archived",
+                "List archived notebooks",
+                ArchivedNotebookList,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/notebooks",
-        "List the notebooks this credential may use",
-        NotebookList,
-        query=NotebookListQuery,
-        errors=(404,),
+    Route(
+        resources.SubtreePreview,
+        (
+            Operation(
+                "GET",
+                "/v1/notebooks/{notebook_id:uuid}/subtree",
+                "Preview archiving, restoring or deleting a notebook's subtree",
+                SubtreePreview,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/notebooks/archived",
-        "List archived notebooks",
-        ArchivedNotebookList,
-        auth="owner",
+    Route(
+        resources.SubtreeAction,
+        (
+            Operation(
+                "POST",
+                "/v1/notebooks/{notebook_id:uuid}/{action}",
+                "Archive, restore or delete a notebook's subtree as previewed",
+                SubtreeResult,
+                body=SubtreeConfirmation,
+                errors=(409,),
+                auth="owner",
+                path_values={"action": tuple(APPLY)},
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/notebooks/{notebook_id:uuid}/subtree",
-        "Preview archiving, restoring or deleting a notebook's subtree",
-        SubtreePreview,
-        auth="owner",
+    Route(
+        owner.Connections,
+        (
+            Operation(
+                "GET",
+                "/v1/connections",
+                "List the account's connections",
+                ConnectionList,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/notebooks/{notebook_id:uuid}/{action}",
-        "Archive, restore or delete a notebook's subtree as previewed",
-        SubtreeResult,
-        body=SubtreeConfirmation,
-        errors=(409,),
-        auth="owner",
-        path_values={"action": tuple(APPLY)},
+    Route(
+        owner.Connection,
+        (
+            Operation(
+                "PATCH",
+                "/v1/connections/{connection_id:uuid}",
+                "Change a connection's grants",
+                Connection,
+                body=UpdateConnectionRequest,
+                errors=(409,),
+                auth="owner",
+            ),
+            Operation(
+                "DELETE",
+                "/v1/connections/{connection_id:uuid}",
+                "Revoke a connection and its keys",
+                Connection,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "GET", "/v1/connections", "List the account's connections", ConnectionList, auth="owner"
+    Route(
+        owner.ConnectionRequestResource,
+        (
+            Operation(
+                "GET",
+                "/v1/connections/requests/{request_id:uuid}",
+                "Read an OAuth client's approval request (what the approval page shows)",
+                ConnectionRequest,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "PATCH",
-        "/v1/connections/{connection_id:uuid}",
-        "Change a connection's grants",
-        Connection,
-        body=UpdateConnectionRequest,
-        errors=(409,),
-        auth="owner",
+    Route(
+        owner.ApproveRequest,
+        (
+            Operation(
+                "POST",
+                "/v1/connections/requests/{request_id:uuid}/approve",
+                "Approve a pending OAuth client with grants",
+                Connection,
+                body=Approval,
+                errors=(409,),
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "DELETE",
-        "/v1/connections/{connection_id:uuid}",
-        "Revoke a connection and its keys",
-        Connection,
-        auth="owner",
+    Route(
+        owner.DenyRequest,
+        (
+            Operation(
+                "POST",
+                "/v1/connections/requests/{request_id:uuid}/deny",
+                "Refuse a pending OAuth client",
+                Connection,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/connections/requests/{request_id:uuid}",
-        "Read an OAuth client's approval request (what the approval page shows)",
-        ConnectionRequest,
-        auth="owner",
+    Route(
+        owner.Keys,
+        (
+            Operation(
+                "POST",
+                "/v1/keys",
+                "Create an API key (the secret is in this answer only)",
+                CreatedKey,
+                body=CreateKeyRequest,
+                status=201,
+                creates={"key_id": "/id", "connection_id": "/connection/id"},
+                auth="owner",
+            ),
+            Operation("GET", "/v1/keys", "List the account's API keys", ApiKeyList, auth="owner"),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/connections/requests/{request_id:uuid}/approve",
-        "Approve a pending OAuth client with grants",
-        Connection,
-        body=Approval,
-        errors=(409,),
-        auth="owner",
+    Route(
+        owner.Key,
+        (
+            Operation(
+                "DELETE", "/v1/keys/{key_id:uuid}", "Revoke an API key", Connection, auth="owner"
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/connections/requests/{request_id:uuid}/deny",
-        "Refuse a pending OAuth client",
-        Connection,
-        auth="owner",
+    Route(
+        owner.Account,
+        (
+            Operation(
+                "DELETE",
+                "/v1/account",
+                "Delete the account (type the confirmation phrase)",
+                DeletedAccount,
+                body=DeleteAccountRequest,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/keys",
-        "Create an API key (the secret is in this answer only)",
-        CreatedKey,
-        body=CreateKeyRequest,
-        status=201,
-        creates={"key_id": "/id", "connection_id": "/connection/id"},
-        auth="owner",
+    Route(
+        shares.Shares,
+        (
+            Operation(
+                "POST",
+                "/v1/shares",
+                "Publish a read-only share link (the token is in this answer only)",
+                CreatedShare,
+                body=CreateShareRequest,
+                status=201,
+                creates={"share_id": "/id"},
+                errors=(404, 409),
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/shares",
+                "List the account's share links, newest first",
+                ShareList,
+                query=ShareListQuery,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation("GET", "/v1/keys", "List the account's API keys", ApiKeyList, auth="owner"),
-    Operation("DELETE", "/v1/keys/{key_id:uuid}", "Revoke an API key", Connection, auth="owner"),
-    Operation(
-        "DELETE",
-        "/v1/account",
-        "Delete the account (type the confirmation phrase)",
-        DeletedAccount,
-        body=DeleteAccountRequest,
-        auth="owner",
+    Route(
+        shares.Share,
+        (
+            Operation(
+                "DELETE", "/v1/shares/{share_id:uuid}", "Revoke a share link", Share, auth="owner"
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/shares",
-        "Publish a read-only share link (the token is in this answer only)",
-        CreatedShare,
-        body=CreateShareRequest,
-        status=201,
-        creates={"share_id": "/id"},
-        errors=(404, 409),
-        auth="owner",
+    Route(
+        projects.Orgs,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs",
+                "Create an org (you become its owner)",
+                Org,
+                body=CreateOrgRequest,
+                status=201,
+                creates={"org_id": "/id"},
+                auth="owner",
+            ),
+            Operation("GET", "/v1/orgs", "List the orgs you belong to", OrgList, auth="owner"),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/shares",
-        "List the account's share links, newest first",
-        ShareList,
-        query=ShareListQuery,
-        auth="owner",
+    Route(
+        projects.Org,
+        (
+            Operation("GET", "/v1/orgs/{org_id:uuid}", "Read one of your orgs", Org, auth="owner"),
+            Operation(
+                "PATCH",
+                "/v1/orgs/{org_id:uuid}",
+                "Set the org's entitlements (org owners)",
+                Org,
+                body=UpdateOrgRequest,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation("DELETE", "/v1/shares/{share_id:uuid}", "Revoke a share link", Share, auth="owner"),
-    Operation(
-        "POST",
-        "/v1/orgs",
-        "Create an org (you become its owner)",
-        Org,
-        body=CreateOrgRequest,
-        status=201,
-        creates={"org_id": "/id"},
-        auth="owner",
+    Route(
+        projects.Projects,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects",
+                "Create a project (org owners; you become its admin)",
+                Project,
+                body=CreateProjectRequest,
+                status=201,
+                creates={"project_id": "/id"},
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects",
+                "List the org's projects you are in (an org owner: all)",
+                ProjectList,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation("GET", "/v1/orgs", "List the orgs you belong to", OrgList, auth="owner"),
-    Operation("GET", "/v1/orgs/{org_id:uuid}", "Read one of your orgs", Org, auth="owner"),
-    Operation(
-        "PATCH",
-        "/v1/orgs/{org_id:uuid}",
-        "Set the org's entitlements (org owners)",
-        Org,
-        body=UpdateOrgRequest,
-        auth="owner",
+    Route(
+        projects.Members,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members",
+                "List the project's members",
+                MemberList,
+                auth="owner",
+            ),
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members",
+                "Add a person with a role, or change their role (admins)",
+                Member,
+                body=AddMemberRequest,
+                status=201,
+                also=(200,),
+                errors=(409,),
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/orgs/{org_id:uuid}/projects",
-        "Create a project (org owners; you become its admin)",
-        Project,
-        body=CreateProjectRequest,
-        status=201,
-        creates={"project_id": "/id"},
-        auth="owner",
+    Route(
+        projects.Member,
+        (
+            Operation(
+                "PUT",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members/{account_id:uuid}",
+                "Change a member's role (admins)",
+                Member,
+                body=UpdateMemberRequest,
+                errors=(409,),
+                auth="owner",
+            ),
+            Operation(
+                "DELETE",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members/{account_id:uuid}",
+                "Remove a member (admins)",
+                RemovedMember,
+                errors=(409,),
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/orgs/{org_id:uuid}/projects",
-        "List the org's projects you are in (an org owner: all)",
-        ProjectList,
-        auth="owner",
+    Route(
+        projects.ProjectKeys,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys",
+                "Create a project key (admins; the key is in this answer only)",
+                CreatedProjectKey,
+                body=CreateProjectKeyRequest,
+                status=201,
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys",
+                "List the project's keys (admins)",
+                ProjectKeyList,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members",
-        "List the project's members",
-        MemberList,
-        auth="owner",
+    Route(
+        projects.ProjectKey,
+        (
+            Operation(
+                "DELETE",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys/{key_id:uuid}",
+                "Revoke a project key (admins)",
+                RevokedProjectKey,
+                auth="owner",
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members",
-        "Add a person with a role, or change their role (admins)",
-        Member,
-        body=AddMemberRequest,
-        status=201,
-        also=(200,),
-        errors=(409,),
-        auth="owner",
+    Route(
+        projects.MemoryStatus,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/status",
+                "Project memory: enabled, the org and project, what you may do",
+                StatusReply,
+                description=POOL,
+            ),
+        ),
     ),
-    Operation(
-        "PUT",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members/{account_id:uuid}",
-        "Change a member's role (admins)",
-        Member,
-        body=UpdateMemberRequest,
-        errors=(409,),
-        auth="owner",
+    Route(
+        projects.MemoryRecords,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory",
+                "Project memory: records in key order",
+                RecordPage,
+                query=ListRecordsQuery,
+                description=POOL,
+            ),
+        ),
     ),
-    Operation(
-        "DELETE",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members/{account_id:uuid}",
-        "Remove a member (admins)",
-        RemovedMember,
-        errors=(409,),
-        auth="owner",
+    Route(
+        projects.MemoryEntry,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
+                "Project memory: one record by key (missing or expired: 404)",
+                RecordReply,
+                query=KeyQuery,
+                description=POOL,
+            ),
+            Operation(
+                "PUT",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
+                "Project memory: write a record, or replace the one with the same key",
+                RecordReply,
+                body=WriteRecordRequest,
+                description=POOL,
+            ),
+            Operation(
+                "DELETE",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
+                "Project memory: delete a record by key",
+                DeletedReply,
+                query=KeyQuery,
+                description=POOL,
+            ),
+        ),
     ),
-    Operation(
-        "POST",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys",
-        "Create a project key (admins; the key is in this answer only)",
-        CreatedProjectKey,
-        body=CreateProjectKeyRequest,
-        status=201,
-        auth="owner",
+    Route(
+        projects.MemoryRetrieve,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/retrieve",
+                "Project memory: ranked records (full text, plus your vectors by RRF)",
+                RetrieveReply,
+                body=RetrieveRequest,
+                description=POOL,
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys",
-        "List the project's keys (admins)",
-        ProjectKeyList,
-        auth="owner",
+    Route(
+        resources.Tools,
+        (Operation("GET", "/v1/tools", "The agent tool registry", ToolList),),
     ),
-    Operation(
-        "DELETE",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys/{key_id:uuid}",
-        "Revoke a project key (admins)",
-        RevokedProjectKey,
-        auth="owner",
+    Route(
+        resources.ToolCall,
+        (
+            Operation(
+                "POST",
+                "/v1/tools/{tool}",
+                "Run one registry tool; the body is its arguments",
+                tuple(tool.output_model for tool in TOOLS),
+                body=tuple(tool.input_model for tool in TOOLS),
+                errors=(404, 409, 410),
+                path_values={"tool": TOOL_NAMES},
+                description="The body is the tool's arguments, validated by its input model;"
+                " `data` is its output model (both as `GET /v1/tools` lists them).",
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/status",
-        "Project memory: enabled, the org and project, what you may do",
-        StatusReply,
-        description=POOL,
+    Route(
+        owner.AppsChallenge,
+        (
+            Operation(
+                "GET",
+                "/.well-known/openai-apps-challenge",
+                "The configured OpenAI Apps domain challenge",
+                TEXT,
+                auth="none",
+                media_type="text/plain",
+                envelope=False,
+                errors=(404,),
+            ),
+            Operation(
+                "HEAD",
+                "/.well-known/openai-apps-challenge",
+                "Whether an OpenAI Apps domain challenge is configured",
+                TEXT,
+                auth="none",
+                media_type="text/plain",
+                envelope=False,
+                errors=(404,),
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory",
-        "Project memory: records in key order",
-        RecordPage,
-        query=ListRecordsQuery,
-        description=POOL,
+    Route(
+        owner.ResourceMetadata,
+        (
+            Operation(
+                "GET",
+                "/.well-known/oauth-protected-resource/mcp",
+                "OAuth protected-resource metadata of the MCP endpoint (RFC 9728)",
+                ProtectedResourceMetadata,
+                auth="none",
+                envelope=False,
+            ),
+        ),
     ),
-    Operation(
-        "GET",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
-        "Project memory: one record by key (missing or expired: 404)",
-        RecordReply,
-        query=KeyQuery,
-        description=POOL,
+    Route(
+        owner.DevIssuerKeys,
+        (
+            Operation(
+                "GET",
+                devissuer.JWKS_PATH,
+                "The development issuer's public keys (only with GROVE_DEV_AUTH)",
+                JwkSet,
+                auth="none",
+                envelope=False,
+            ),
+        ),
+        when=dev_issuer,
     ),
-    Operation(
-        "PUT",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
-        "Project memory: write a record, or replace the one with the same key",
-        RecordReply,
-        body=WriteRecordRequest,
-        description=POOL,
+    Route(
+        owner.DevIssuerDiscovery,
+        (
+            Operation(
+                "GET",
+                devissuer.DISCOVERY_PATH,
+                "The development issuer's discovery document (only with GROVE_DEV_AUTH)",
+                DiscoveryDocument,
+                auth="none",
+                envelope=False,
+            ),
+        ),
+        when=dev_issuer,
     ),
-    Operation(
-        "DELETE",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
-        "Project memory: delete a record by key",
-        DeletedReply,
-        query=KeyQuery,
-        description=POOL,
-    ),
-    Operation(
-        "POST",
-        "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/retrieve",
-        "Project memory: ranked records (full text, plus your vectors by RRF)",
-        RetrieveReply,
-        body=RetrieveRequest,
-        description=POOL,
-    ),
-    Operation("GET", "/v1/tools", "The agent tool registry", ToolList),
-    Operation(
-        "POST",
-        "/v1/tools/{tool}",
-        "Run one registry tool; the body is its arguments",
-        tuple(tool.output_model for tool in TOOLS),
-        body=tuple(tool.input_model for tool in TOOLS),
-        errors=(404, 409, 410),
-        path_values={"tool": TOOL_NAMES},
-        description="The body is the tool's arguments, validated by its input model;"
-        " `data` is its output model (both as `GET /v1/tools` lists them).",
-    ),
-    Operation(
-        "GET",
-        "/.well-known/openai-apps-challenge",
-        "The configured OpenAI Apps domain challenge",
-        TEXT,
-        auth="none",
-        media_type="text/plain",
-        envelope=False,
-        errors=(404,),
-    ),
-    Operation(
-        "HEAD",
-        "/.well-known/openai-apps-challenge",
-        "Whether an OpenAI Apps domain challenge is configured",
-        TEXT,
-        auth="none",
-        media_type="text/plain",
-        envelope=False,
-        errors=(404,),
-    ),
-    Operation(
-        "GET",
-        "/.well-known/oauth-protected-resource/mcp",
-        "OAuth protected-resource metadata of the MCP endpoint (RFC 9728)",
-        ProtectedResourceMetadata,
-        auth="none",
-        envelope=False,
-    ),
-    Operation(
-        "GET",
-        devissuer.JWKS_PATH,
-        "The development issuer's public keys (only with GROVE_DEV_AUTH)",
-        JwkSet,
-        auth="none",
-        envelope=False,
-    ),
-    Operation(
-        "GET",
-        devissuer.DISCOVERY_PATH,
-        "The development issuer's discovery document (only with GROVE_DEV_AUTH)",
-        DiscoveryDocument,
-        auth="none",
-        envelope=False,
-    ),
+)
+#: Every REST operation of the api, route by route.
+OPERATIONS: tuple[Operation, ...] = tuple(op for route in ROUTES for op in route.operations)
+#: The routes anyone may call (every operation ``auth="none"``): ``BearerAuth`` asks for
+#: no credentials there. None of them has a path parameter, so each is its request path.
+PUBLIC_PATHS = frozenset(
+    route.path for route in ROUTES if all(op.auth == "none" for op in route.operations)
 )
 
 ERROR_TEXT = {
@@ -868,23 +1189,3 @@ def _error_statuses(op: Operation) -> set[int]:
     if CONVERTER.search(op.path):
         statuses.add(404)
     return statuses
-
-
-class OpenApi:
-    """``GET /v1/openapi.json``: the document of the operations ``app`` serves (public).
-
-    Built on the first request, when every route is registered, so a route registered
-    only under some settings (the dev issuer's keys) is documented only where served.
-    """
-
-    def __init__(self, app: falcon.App[falcon.Request, falcon.Response]) -> None:
-        self._app = app
-
-    @cached_property
-    def document(self) -> dict[str, Any]:
-        """The document, restricted to the served operations."""
-        routes = served(self._app)
-        return document(tuple(op for op in OPERATIONS if (op.method, op.path) in routes))
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self.document

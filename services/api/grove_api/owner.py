@@ -6,9 +6,9 @@ from pathlib import Path
 from uuid import UUID
 
 import falcon
-from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
+from grove_api.wiring import Wiring
 from grove_auth import accounts, connections, devissuer
 from grove_contracts.connections import (
     Approval,
@@ -23,13 +23,11 @@ class OwnerResource:
     """Base for the owner's routes: the pool, the key secret, the body limit and the most
     live connections an account may hold."""
 
-    def __init__(
-        self, pool: ConnectionPool, key_secret: bytes, max_body: int, max_connections: int
-    ) -> None:
-        self.pool = pool
-        self.key_secret = key_secret
-        self.max_body = max_body
-        self.max_connections = max_connections
+    def __init__(self, wiring: Wiring) -> None:
+        self.pool = wiring.pool
+        self.key_secret = wiring.key_secret
+        self.max_body = wiring.max_body
+        self.max_connections = wiring.settings.max_connections_per_account
 
 
 class Connections(OwnerResource):
@@ -82,8 +80,8 @@ class Key(OwnerResource):
 class AppsChallenge:
     """``GET /.well-known/openai-apps-challenge``: the configured value, verbatim."""
 
-    def __init__(self, value: str | None) -> None:
-        self.value = value
+    def __init__(self, wiring: Wiring) -> None:
+        self.value = wiring.settings.openai_apps_challenge
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if self.value is None:
@@ -99,9 +97,10 @@ class AppsChallenge:
 class ResourceMetadata:
     """``GET /.well-known/oauth-protected-resource/mcp`` (RFC 9728), as grove-mcp serves it."""
 
-    def __init__(self, resource: str, issuer: str | None) -> None:
+    def __init__(self, wiring: Wiring) -> None:
+        issuer = wiring.settings.oidc_issuer
         self.document = {
-            "resource": resource,
+            "resource": wiring.settings.mcp_public_url,
             "authorization_servers": [issuer] if issuer else [],
             "scopes_supported": [],
             "bearer_methods_supported": ["header"],
@@ -141,8 +140,8 @@ class DenyRequest(OwnerResource):
 class DevIssuerKeys:
     """``GET /dev-issuer/jwks``: the development issuer's public keys."""
 
-    def __init__(self, key_path: str) -> None:
-        self.document = devissuer.jwks(Path(key_path))
+    def __init__(self, wiring: Wiring) -> None:
+        self.document = devissuer.jwks(Path(wiring.settings.dev_issuer_key))
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = self.document
@@ -151,8 +150,9 @@ class DevIssuerKeys:
 class DevIssuerDiscovery:
     """``GET /dev-issuer/.well-known/openid-configuration``: the dev issuer's discovery."""
 
-    def __init__(self, issuer: str) -> None:
-        self.document = devissuer.discovery(issuer)
+    def __init__(self, wiring: Wiring) -> None:
+        # Served only with an issuer configured (``dev_issuer`` in the route table).
+        self.document = devissuer.discovery(wiring.settings.oidc_issuer or "")
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = self.document

@@ -7,9 +7,9 @@ from __future__ import annotations
 from uuid import UUID
 
 import falcon
-from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json, read_query
+from grove_api.wiring import Wiring
 from grove_contracts.errors import success_envelope
 from grove_contracts.project_memory import (
     POOL_MAX_REQUEST_BYTES,
@@ -26,7 +26,7 @@ from grove_contracts.project_memory import (
 )
 from grove_memory import orgs
 from grove_memory import project_memory as pm
-from grove_memory.project_memory import ProjectPool, ProjectScope
+from grove_memory.project_memory import ProjectScope
 
 
 def _ok(resp: falcon.Response, data: object, status: int = 200) -> None:
@@ -37,10 +37,10 @@ def _ok(resp: falcon.Response, data: object, status: int = 200) -> None:
 class OrgResource:
     """Base of the owner routes: the pool, the project-key secret, the body limit."""
 
-    def __init__(self, pool: ConnectionPool, key_secret: bytes, max_body: int) -> None:
-        self.pool = pool
-        self.key_secret = key_secret
-        self.max_body = max_body
+    def __init__(self, wiring: Wiring) -> None:
+        self.pool = wiring.pool
+        self.key_secret = wiring.key_secret
+        self.max_body = wiring.max_body
 
 
 class Orgs(OrgResource):
@@ -159,9 +159,9 @@ class PoolResource:
 
     accepts_project_keys = True
 
-    def __init__(self, store: ProjectPool, max_body: int) -> None:
-        self.store = store
-        self.max_body = max(max_body, POOL_MAX_REQUEST_BYTES)
+    def __init__(self, wiring: Wiring) -> None:
+        self.store = wiring.project_pool
+        self.max_body = max(wiring.max_body, POOL_MAX_REQUEST_BYTES)
 
 
 class MemoryStatus(PoolResource):
@@ -218,26 +218,3 @@ class MemoryRetrieve(PoolResource):
         body = read_json(req, RetrieveRequest, self.max_body)
         scope = ProjectScope(org_id, project_id)
         _ok(resp, pm.retrieve(self.store, req.context.principal, scope, body))
-
-
-def add_routes(
-    app: falcon.App[falcon.Request, falcon.Response],
-    store: ProjectPool,
-    key_secret: bytes,
-    max_body: int,
-) -> None:
-    """Register every ``/v1/orgs`` route."""
-    owner = (store.pool, key_secret, max_body)
-    org = "/v1/orgs/{org_id:uuid}"
-    project = org + "/projects/{project_id:uuid}"
-    app.add_route("/v1/orgs", Orgs(*owner))
-    app.add_route(org, Org(*owner))
-    app.add_route(org + "/projects", Projects(*owner))
-    app.add_route(project + "/members", Members(*owner))
-    app.add_route(project + "/members/{account_id:uuid}", Member(*owner))
-    app.add_route(project + "/keys", ProjectKeys(*owner))
-    app.add_route(project + "/keys/{key_id:uuid}", ProjectKey(*owner))
-    app.add_route(project + "/memory", MemoryRecords(store, max_body))
-    app.add_route(project + "/memory/status", MemoryStatus(store, max_body))
-    app.add_route(project + "/memory/entry", MemoryEntry(store, max_body))
-    app.add_route(project + "/memory/retrieve", MemoryRetrieve(store, max_body))

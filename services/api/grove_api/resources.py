@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from grove_api.body import operation_id, read_json, read_query
 from grove_api.middleware import AccountSlots
-from grove_api.settings import ApiSettings
+from grove_api.wiring import Wiring
 from grove_contracts.errors import success_envelope
 from grove_contracts.notebooks import (
     CreateNotebookRequest,
@@ -32,7 +32,6 @@ from grove_contracts.notes import (
 )
 from grove_contracts.tools import TOOLS
 from grove_memory import export, lifecycle, listing, notebooks, notes, recall, subtrees, tools
-from grove_memory.store import Store
 from grove_telemetry import metrics
 
 log = logging.getLogger("grove.api")
@@ -52,9 +51,9 @@ def _ok(resp: falcon.Response, data: object, status: int = 200) -> None:
 class Resource:
     """Base for the routes: the memory store and the body limit."""
 
-    def __init__(self, store: Store, max_body_bytes: int) -> None:
-        self.store = store
-        self.max_body = max_body_bytes
+    def __init__(self, wiring: Wiring) -> None:
+        self.store = wiring.store
+        self.max_body = wiring.max_body
 
 
 class Memories(Resource):
@@ -131,8 +130,9 @@ class Export(Resource):
     incomplete response, and ends the export's transaction at once.
     """
 
-    def __init__(self, store: Store, max_body_bytes: int, settings: ApiSettings) -> None:
-        super().__init__(store, max_body_bytes)
+    def __init__(self, wiring: Wiring) -> None:
+        super().__init__(wiring)
+        settings = wiring.settings
         self.slots = AccountSlots(settings.export_max_concurrent_per_account)
         self.send_timeout = settings.export_send_timeout_seconds
         self.max_seconds = settings.export_max_seconds
@@ -210,7 +210,7 @@ class Notebooks(Resource):
         _ok(resp, notebooks.list_notebooks(self.store, req.context.principal, query))
 
 
-class Tools:
+class Tools(Resource):
     """``GET /v1/tools``: the registry as published to agents."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:

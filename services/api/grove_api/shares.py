@@ -5,9 +5,9 @@ from __future__ import annotations
 from uuid import UUID
 
 import falcon
-from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json, read_query
+from grove_api.wiring import Wiring
 from grove_contracts.errors import success_envelope
 from grove_contracts.shares import CreateShareRequest, ShareListQuery
 from grove_memory import shares
@@ -16,19 +16,12 @@ from grove_memory import shares
 class ShareResource:
     """Base of the share routes: the pool, the secrets, the public base URL, the body limit."""
 
-    def __init__(
-        self,
-        pool: ConnectionPool,
-        token_secret: bytes,
-        cursor_secret: bytes,
-        public_url: str,
-        max_body: int,
-    ) -> None:
-        self.pool = pool
-        self.token_secret = token_secret
-        self.cursor_secret = cursor_secret
-        self.public_url = public_url
-        self.max_body = max_body
+    def __init__(self, wiring: Wiring) -> None:
+        self.pool = wiring.pool
+        self.token_secret = wiring.share_secret
+        self.cursor_secret = wiring.cursor_secret
+        self.public_url = wiring.settings.share_public_url
+        self.max_body = wiring.max_body
 
 
 class Shares(ShareResource):

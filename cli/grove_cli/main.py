@@ -95,16 +95,16 @@ def _limit(value: str) -> str:
 
 
 def cmd_keys_create(args: argparse.Namespace) -> None:
-    projects = _uuid_list(args.projects) if args.projects else []
-    scoped = bool(projects) or args.all_projects
+    notebooks = _uuid_list(args.projects) if args.projects else []
+    scoped = bool(notebooks) or args.all_projects
     issued = admin.create_key(
         _env("GROVE_MIGRATION_DATABASE_URL"),
         _env("GROVE_SECRET_KEY"),
         UUID(args.account),
         args.name,
         personal=args.personal or not scoped,
-        all_projects=args.all_projects,
-        project_ids=projects,
+        all_notebooks=args.all_projects,
+        notebook_ids=notebooks,
         read_only=args.read_only,
     )
     print(f"key id: {issued.id}", file=sys.stderr)
@@ -174,8 +174,12 @@ def cmd_secrets_share_token(args: argparse.Namespace) -> None:
 
 def cmd_dev(args: argparse.Namespace) -> None:
     from grove_cli.dev import run
+    from grove_db.embedded import NotInstalled
 
-    sys.exit(run())
+    try:
+        sys.exit(run())
+    except NotInstalled as ex:
+        sys.exit(f"grove: {ex}")
 
 
 def parser() -> argparse.ArgumentParser:

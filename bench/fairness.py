@@ -61,7 +61,7 @@ def run(running: Stack, texts: list[str], probes: int, interval: float) -> dict[
     """A saves ``texts``; B probes ``probes`` times. Figures: B's waits, A's backlog."""
     other = admin.create_account(running.db.migration_url, "bench-b")
     secret = running.env["GROVE_SECRET_KEY"]
-    b_key = admin.create_key(running.db.migration_url, secret, other, "b", all_projects=True).key
+    b_key = admin.create_key(running.db.migration_url, secret, other, "b", all_notebooks=True).key
     running.start_worker()
     failed: list[BaseException] = []
 

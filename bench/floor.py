@@ -40,7 +40,7 @@ def statements(
     """The search's statements with their parameters, as the service builds them: the
     words' counts (read once on ``conn`` as well, to build the BM25 statement), BM25 and
     the semantic statement."""
-    principal = Principal(uuid.UUID(account_id), uuid.uuid4(), personal=True, all_projects=True)
+    principal = Principal(uuid.UUID(account_id), uuid.uuid4(), personal=True, all_notebooks=True)
     scope = "true AND m.created_at <= statement_timestamp()"
     values = {"limit": recall.SEARCH_CANDIDATES}
     with conn.transaction():

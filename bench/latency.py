@@ -22,6 +22,8 @@ from grove_memory.inference import InferenceClient
 
 SIZES = (1000, 10000)
 DEFAULT_QUERIES = 200
+#: The service's p95 over HTTP may be at most this many times the engine's best plan's.
+BEST_PLAN_RATIO = 1.5
 #: ef_search values at which the semantic candidates' recall@10 against exact is measured.
 ANN_EF_SEARCH = (40, 100, 200)
 
@@ -155,6 +157,13 @@ def run(
     search_p50 = figures["hybrid", "/v1/memories/search"][0]
     for label, values in raw_floor(running, size, queries, search_p50, results).items():
         figures["hybrid", label] = (*values, "")
+    best_p95 = figures["hybrid", "best plan"][1]
+    for path in ("/v1/recall", "/v1/memories/search"):
+        ratio = figures["hybrid", path][1] / best_p95
+        print(
+            f"{size:>6} notes  {path:<20} hybrid   p95 / best plan's p95 {ratio:.2f}"
+            f" (target <= {BEST_PLAN_RATIO}: {'met' if ratio <= BEST_PLAN_RATIO else 'NOT met'})"
+        )
     return figures
 
 

@@ -127,7 +127,11 @@ def measure(
             recall_ann: list[float] = []
             for account, _ in members:
                 key = admin.create_key(
-                    running.db.migration_url, secret, uuid.UUID(account), "bench", all_projects=True
+                    running.db.migration_url,
+                    secret,
+                    uuid.UUID(account),
+                    "bench",
+                    all_notebooks=True,
                 ).key
                 for path, times in taken.items():
                     times += latency.timings(running.api_url, key, queries, path, warm_up=3)[0]

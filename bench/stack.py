@@ -174,7 +174,7 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
         )
         processes.append(api)
         account = admin.create_account(db.migration_url, "bench")
-        issued = admin.create_key(db.migration_url, SECRET, account, "bench", all_projects=True)
+        issued = admin.create_key(db.migration_url, SECRET, account, "bench", all_notebooks=True)
         yield Stack(db, f"http://127.0.0.1:{port}", issued.key, str(account), env, processes)
     finally:
         for process in processes:

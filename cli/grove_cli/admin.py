@@ -31,8 +31,8 @@ def create_key(
     name: str,
     *,
     personal: bool = True,
-    all_projects: bool = False,
-    project_ids: list[UUID] | None = None,
+    all_notebooks: bool = False,
+    notebook_ids: list[UUID] | None = None,
     read_only: bool = False,
 ) -> IssuedKey:
     """Create a connection with the given grants and an API key for it."""
@@ -46,8 +46,8 @@ def create_key(
             account_id=account_id,
             name=name,
             personal=personal,
-            all_projects=all_projects,
-            project_ids=project_ids or [],
+            all_notebooks=all_notebooks,
+            notebook_ids=notebook_ids or [],
             can_write=not read_only,
             can_delete=not read_only,
         )

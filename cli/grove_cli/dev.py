@@ -198,7 +198,7 @@ def _demo_key(migration_url: str, secret: str) -> str:
     api_url = f"http://127.0.0.1:{os.environ.get('GROVE_API_PORT', DEFAULT_API_PORT)}"
     admin.add_owner(migration_url, account_id, f"{api_url}{devissuer.ISSUER_PATH}", DEV_OWNER)
     issued = admin.create_key(
-        migration_url, secret, account_id, "demo", personal=True, all_projects=True
+        migration_url, secret, account_id, "demo", personal=True, all_notebooks=True
     )
     demo = {"accountId": str(account_id), "keyId": str(issued.id), "key": issued.key}
     write_private(path, json.dumps(demo).encode())

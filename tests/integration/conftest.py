@@ -406,7 +406,7 @@ def new_tenant(database: embedded.EmbeddedDatabase, base_url: str) -> Tenant:
     """A fresh account with a full-access key, talking to the API at ``base_url``."""
     account_id = admin.create_account(database.migration_url, "Test account")
     issued = admin.create_key(
-        database.migration_url, SECRET, account_id, "full", personal=True, all_projects=True
+        database.migration_url, SECRET, account_id, "full", personal=True, all_notebooks=True
     )
     return Tenant(account_id, issued.id, Client(base_url, issued.key), database)
 

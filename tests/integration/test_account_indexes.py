@@ -59,7 +59,7 @@ def semantic(superuser: str, account: uuid.UUID, query: list[float]) -> tuple[An
     """The service's semantic statement for ``account`` as the runtime role on a
     connection that prepares every statement, with an exact sort priced out (at these sizes
     it wins): the HNSW indexes the plan reads, and the rows."""
-    principal = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
+    principal = Principal(account, uuid.uuid4(), personal=True, all_notebooks=True)
     statement = recall.SEMANTIC.format(
         columns=MEMORY_COLUMNS, visible=VISIBLE, scope="true", dims=384
     )

@@ -174,7 +174,7 @@ def test_an_ungranted_or_foreign_notebook_is_not_found_and_other_accounts_never_
 ) -> None:
     ids = corpus.ids
     narrow = corpus.tenant.key(
-        "first only", personal=False, all_projects=False, project_ids=[UUID(ids["first"])]
+        "first only", personal=False, all_notebooks=False, notebook_ids=[UUID(ids["first"])]
     )
     refused = ask(narrow, {"query": "refunds", "projectId": ids["second"]}, status=404)
     assert refused["error"]["code"] == "not_found"
@@ -206,7 +206,7 @@ def test_limits_at_their_boundaries(corpus: Corpus) -> None:
 
 
 def test_a_read_only_key_may_ask(corpus: Corpus) -> None:
-    reader = corpus.tenant.key("reader", personal=True, all_projects=True, read_only=True)
+    reader = corpus.tenant.key("reader", personal=True, all_notebooks=True, read_only=True)
     assert ask(reader, {"query": "When do we deploy?"})["data"]["status"] == "answered"
 
 

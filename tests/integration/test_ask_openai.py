@@ -429,7 +429,7 @@ def test_the_ask_rate_limit_is_per_account_at_its_boundary(stack: Stack) -> None
     assert f"at most {ASK_RATE} requests per minute for this account" in error["message"]
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
     # Counted per account: another key of the account is refused too, another account not.
-    other_key = tenant.key("second", personal=True, all_projects=True)
+    other_key = tenant.key("second", personal=True, all_notebooks=True)
     assert error_of(ask(other_key, search, status=429))["code"] == "rate_limited"
     ask(stack.tenant(limited=True).client, search)
 

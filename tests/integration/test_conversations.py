@@ -100,7 +100,7 @@ class Owner(OwnedAccount):
             account_id=self.tenant.account_id,
             connection_id=uuid.uuid4(),
             personal=True,
-            all_projects=True,
+            all_notebooks=True,
             can_read=True,
             can_write=True,
             can_delete=True,

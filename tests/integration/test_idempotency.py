@@ -355,7 +355,7 @@ def test_operation_ids_are_bound_to_the_credential(tenant: Tenant) -> None:
     operation = op()
     body = {"content": "mine", "kind": "fact", "operationId": operation}
     assert tenant.client.post("/v1/memories", body).status_code == 201
-    other_key = tenant.key("second", personal=True, all_projects=True)
+    other_key = tenant.key("second", personal=True, all_notebooks=True)
     try:
         response = other_key.post("/v1/memories", body)
         assert response.status_code == 409, response.text

@@ -69,7 +69,7 @@ def world(make_tenant: Callable[[], Tenant]) -> World:
     handoff = owner.client.save(f"{WORD} owner handoff", "handoff", taskId="task-1")
     # Rows in connection_projects (a key limited to the notebook) and in jobs (the
     # test deployment has no embedding profile, so no save queues a job by itself).
-    owner.key("notebook only", personal=False, all_projects=False, project_ids=[UUID(notebook)])
+    owner.key("notebook only", personal=False, all_notebooks=False, notebook_ids=[UUID(notebook)])
     with psycopg.connect(owner.database.migration_url) as conn, conn.transaction():
         set_tenant(conn, owner.account_id)
         conn.execute(
@@ -311,7 +311,7 @@ def grants(tenant: Tenant) -> Grants:
 
 def test_personal_only_key_sees_personal_notes_but_not_notebook_notes(grants: Grants) -> None:
     tenant, first, _second, personal, in_first, in_second = grants
-    key = tenant.key("personal only", personal=True, all_projects=False)
+    key = tenant.key("personal only", personal=True, all_notebooks=False)
     assert key.get(f"/v1/memories/{personal['id']}").status_code == 200
     for note in (in_first, in_second):
         assert_error(key.get(f"/v1/memories/{note['id']}"), 404, "not_found")
@@ -338,7 +338,7 @@ def test_personal_only_key_sees_personal_notes_but_not_notebook_notes(grants: Gr
 
 def test_single_notebook_key_sees_only_its_notebook(grants: Grants) -> None:
     tenant, first, second, personal, in_first, in_second = grants
-    key = tenant.key("first only", personal=False, all_projects=False, project_ids=[UUID(first)])
+    key = tenant.key("first only", personal=False, all_notebooks=False, notebook_ids=[UUID(first)])
     assert key.get(f"/v1/memories/{in_first['id']}").status_code == 200
     assert key.get(f"/v1/memories/{in_first['id']}/revisions").status_code == 200
     for note in (personal, in_second):
@@ -373,7 +373,7 @@ def test_single_notebook_key_sees_only_its_notebook(grants: Grants) -> None:
 
 def test_read_only_key_cannot_write_but_can_read(grants: Grants) -> None:
     tenant, first, second, personal, in_first, in_second = grants
-    key = tenant.key("reader", personal=True, all_projects=True, read_only=True)
+    key = tenant.key("reader", personal=True, all_notebooks=True, read_only=True)
     assert_error(key.post("/v1/memories", {"content": "no", "kind": "fact"}), 403, "forbidden")
     correction = {"id": personal["id"], "content": "no", "kind": "fact"}
     assert_error(key.post("/v1/memories", correction), 403, "forbidden")
@@ -405,12 +405,12 @@ def test_a_notebook_key_reads_no_revision_saved_outside_its_grants(tenant: Tenan
     reader = tenant.key(
         "banking reader",
         personal=False,
-        all_projects=False,
-        project_ids=[UUID(notebook)],
+        all_notebooks=False,
+        notebook_ids=[UUID(notebook)],
         read_only=True,
     )
     writer = tenant.key(
-        "banking writer", personal=False, all_projects=False, project_ids=[UUID(notebook)]
+        "banking writer", personal=False, all_notebooks=False, notebook_ids=[UUID(notebook)]
     )
 
     def versions(items: list[dict[str, Any]]) -> list[int]:
@@ -468,13 +468,13 @@ def test_runtime_role_sees_no_foreign_rows_in_any_tenant_table(world: World) -> 
             revision_ids = {
                 str(r[0]) for r in conn.execute("SELECT memory_id FROM memory_revisions")
             }
-            project_ids = {str(r[0]) for r in conn.execute("SELECT id FROM projects")}
+            notebook_ids = {str(r[0]) for r in conn.execute("SELECT id FROM projects")}
             linked = {str(r[0]) for r in conn.execute("SELECT project_id FROM connection_projects")}
             jobs = {str(r[0]) for r in conn.execute("SELECT memory_id FROM jobs")}
             operations = {str(r[0]) for r in conn.execute("SELECT id FROM operations")}
             keys = {r[0] for r in conn.execute("SELECT id FROM api_keys")}
             assert not (memory_ids | revision_ids | jobs) & world.note_ids
-            assert world.notebook not in project_ids | linked
+            assert world.notebook not in notebook_ids | linked
             assert world.operation_id not in operations
             assert world.owner.key_id not in keys
             assert world.intruder.key_id in keys

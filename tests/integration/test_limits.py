@@ -118,7 +118,7 @@ def test_the_request_over_the_api_limit_is_refused_and_nothing_is_lost(
     api = limited_apis[0]
     tenant = new_tenant(database, api.url)
     client = tenant.client
-    second_key = tenant.key("second", personal=True, all_projects=True)
+    second_key = tenant.key("second", personal=True, all_notebooks=True)
     stranger = new_tenant(database, api.url).client
     before = refusals(api, "api")
     fresh_window()

@@ -412,8 +412,8 @@ def test_grants_apply_over_mcp(mcp_url: str, tenant: Tenant) -> None:
     notebook = tenant.notebook("work")
     in_notebook = tenant.client.save("notebook only", projectId=notebook)["id"]
     personal = tenant.client.save("personal note")["id"]
-    read_only = tenant.key("ro", personal=True, all_projects=True, read_only=True).key or ""
-    personal_only = tenant.key("mine", personal=True, all_projects=False).key or ""
+    read_only = tenant.key("ro", personal=True, all_notebooks=True, read_only=True).key or ""
+    personal_only = tenant.key("mine", personal=True, all_notebooks=False).key or ""
 
     async def scenario() -> None:
         async with connect(mcp_url, read_only) as client:

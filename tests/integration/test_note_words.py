@@ -93,7 +93,7 @@ def test_postings_follow_the_note_and_stay_in_their_tenant(fresh: Any) -> None:
 def test_postings_carry_each_words_frequency_and_bm25_ranks_by_it(fresh: Any) -> None:
     url, pool = fresh
     account = _account(url)
-    everything = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
+    everything = Principal(account, uuid.uuid4(), personal=True, all_notebooks=True)
     with transaction(pool, account) as conn:
         often = _save(conn, account, "Deploys, deploys and one more deploy on Friday")
         once = _save(conn, account, "A deploy on Friday")
@@ -150,7 +150,7 @@ def _split(pool: Any, principal: Principal, query: str, budget: int) -> dict[str
 def test_common_words_rank_but_do_not_find_for_a_caller_who_sees_everything(
     fresh: Any, corpus: uuid.UUID
 ) -> None:
-    everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
+    everything = Principal(corpus, uuid.uuid4(), personal=True, all_notebooks=True)
     words = _split(fresh[1], everything, "zeppelin weather", BUDGET)
     assert words["finding"] == ["zeppelin"]
     assert words["words"] == ["zeppelin", "weather"]
@@ -167,14 +167,14 @@ def test_common_words_rank_but_do_not_find_for_a_caller_who_sees_everything(
 def test_a_narrower_caller_gets_exact_counts_over_what_it_may_see(
     fresh: Any, corpus: uuid.UUID
 ) -> None:
-    personal = Principal(corpus, uuid.uuid4(), personal=True, all_projects=False)
+    personal = Principal(corpus, uuid.uuid4(), personal=True, all_notebooks=False)
     words = _split(fresh[1], personal, "zeppelin weather", BUDGET)
     assert sorted(words["finding"]) == ["weather", "zeppelin"]
     assert words["counted"] == [] and words["df"] == []  # counted by the statement
 
 
 def test_bm25_with_common_words_ranks_the_rare_word_first(fresh: Any, corpus: uuid.UUID) -> None:
-    everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
+    everything = Principal(corpus, uuid.uuid4(), personal=True, all_notebooks=True)
     with _budget(BUDGET), transaction(fresh[1], corpus) as conn:
         rows = recall.lexical_candidates(
             conn, everything, "zeppelin weather", "true", {"limit": 10}
@@ -192,7 +192,7 @@ def _lexical(pool: Any, principal: Principal, query: str, budget: int) -> list[d
 def test_when_every_word_is_common_the_two_rarest_find_together(fresh: Any) -> None:
     url, pool = fresh
     account = _account(url)
-    everything = Principal(account, uuid.uuid4(), personal=True, all_projects=True)
+    everything = Principal(account, uuid.uuid4(), personal=True, all_notebooks=True)
     with transaction(pool, account) as conn:
         for n in range(6):
             _save(conn, account, f"alpha beta {n}")
@@ -226,8 +226,8 @@ def test_the_accounts_note_count_stands_in_for_counting_the_corpus(
     # A caller who sees everything takes the corpus size from the usage counter, one who
     # does not counts it; with every note personal the two are the same BM25.
     pool = fresh[1]
-    everything = Principal(corpus, uuid.uuid4(), personal=True, all_projects=True)
-    personal = Principal(corpus, uuid.uuid4(), personal=True, all_projects=False)
+    everything = Principal(corpus, uuid.uuid4(), personal=True, all_notebooks=True)
+    personal = Principal(corpus, uuid.uuid4(), personal=True, all_notebooks=False)
     assert _split(pool, everything, "zeppelin weather", COMMON + 10)["corpus"] == COMMON
     assert _split(pool, personal, "zeppelin weather", COMMON + 10)["corpus"] is None
     scores = [

@@ -101,7 +101,7 @@ def project_with(
         account_id=account,
         connection_id=uuid.uuid4(),
         personal=True,
-        all_projects=True,
+        all_notebooks=True,
         can_write=True,
         can_delete=True,
         kind="owner",

@@ -32,7 +32,7 @@ from grove_memory.recall import (
     walk_for_this_tenant,
 )
 from grove_memory.rows import MEMORY_COLUMNS
-from grove_memory.scope import VISIBLE, in_project, params
+from grove_memory.scope import VISIBLE, in_notebook, params
 from grove_memory.store import Store
 
 NOTES = 300
@@ -115,12 +115,12 @@ def _check_plan(unanalyzed: Any, scope: str) -> None:
     superuser, account, notebook, query = unanalyzed
     url = embedded.role_url(superuser, embedded.RUNTIME_ROLE)
     principal = Principal(
-        account_id=account, connection_id=uuid.uuid4(), personal=True, all_projects=True
+        account_id=account, connection_id=uuid.uuid4(), personal=True, all_notebooks=True
     )
     condition, values = "true", {}
     if scope != "every scope":
-        project_id = notebook if scope == "one notebook" else None
-        condition, values = in_project(project_id), {"project_id": project_id}
+        notebook_id = notebook if scope == "one notebook" else None
+        condition, values = in_notebook(notebook_id), {"project_id": notebook_id}
     statement = SEMANTIC.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=condition, dims=384)
     with psycopg.connect(url) as conn:
         conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(account),))
@@ -147,7 +147,7 @@ def test_retrieval_statements_are_planned_per_tenant_on_a_pooled_connection(
     # plan for whichever tenant comes next on the connection. Every run gets a custom plan.
     superuser, account, _, query = unanalyzed
     principal = Principal(
-        account_id=account, connection_id=uuid.uuid4(), personal=True, all_projects=True
+        account_id=account, connection_id=uuid.uuid4(), personal=True, all_notebooks=True
     )
     pool = open_pool(embedded.role_url(superuser, embedded.RUNTIME_ROLE), max_size=1)
     store = Store(pool=pool, cursor_secret=b"x" * 32, profile="minilm", max_distance=2.0)

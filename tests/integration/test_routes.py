@@ -191,7 +191,7 @@ def test_notebooks_page_with_a_cursor(tenant: Tenant) -> None:
 def test_a_hidden_parent_stays_hidden(tenant: Tenant) -> None:
     parent = tenant.notebook("secret parent")
     child = tenant.notebook("shared child", parent=parent)
-    only_child = tenant.key("child only", personal=False, project_ids=[uuid.UUID(child)])
+    only_child = tenant.key("child only", personal=False, notebook_ids=[uuid.UUID(child)])
     listed = only_child.get("/v1/notebooks").json()["data"]["items"]
     assert [(b["id"], b["parentId"]) for b in listed] == [(child, None)]
     roots = only_child.get("/v1/notebooks?root=true").json()["data"]["items"]

@@ -211,7 +211,7 @@ def test_nothing_private_is_ever_rendered(owner: Owner, stack: Stack) -> None:
     notebook = private.tenant.notebook("Private Parent Notebook")
     shared_book = private.tenant.notebook("Shared Book", parent=notebook)
     private.tenant.notebook("Sibling Secret Notebook")
-    agent_key = private.tenant.key("Secret Connection Name", personal=True, all_projects=True)
+    agent_key = private.tenant.key("Secret Connection Name", personal=True, all_notebooks=True)
     note = agent_key.save(
         "Original revision text zebra",
         projectId=shared_book,

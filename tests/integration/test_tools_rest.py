@@ -156,7 +156,7 @@ def test_grants_apply_to_tool_endpoints(tenant: Tenant, make_tenant: Callable[[]
     assert theirs() == before
     assert (before[0]["version"], before[0]["content"]) == (1, "someone else's")
 
-    read_only = tenant.key("ro", personal=True, all_projects=True, read_only=True)
+    read_only = tenant.key("ro", personal=True, all_notebooks=True, read_only=True)
     refused = tool(read_only, "remember", {"content": "nope", "kind": "fact"})
     assert refused.status_code == 403, refused.text
     assert error_of(refused)["code"] == "forbidden"

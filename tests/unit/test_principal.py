@@ -9,18 +9,18 @@ from grove_auth.principal import Principal
 
 def test_scopes_follow_the_grants() -> None:
     chosen, other = uuid.uuid4(), uuid.uuid4()
-    personal_only = Principal(uuid.uuid4(), uuid.uuid4(), personal=True, all_projects=False)
-    assert personal_only.may_see_project(None)
-    assert not personal_only.may_see_project(chosen)
+    personal_only = Principal(uuid.uuid4(), uuid.uuid4(), personal=True, all_notebooks=False)
+    assert personal_only.may_see_notebook(None)
+    assert not personal_only.may_see_notebook(chosen)
     selected = Principal(
         uuid.uuid4(),
         uuid.uuid4(),
         personal=False,
-        all_projects=False,
-        project_ids=frozenset({chosen}),
+        all_notebooks=False,
+        notebook_ids=frozenset({chosen}),
     )
-    assert selected.may_see_project(chosen)
-    assert not selected.may_see_project(other)
-    assert not selected.may_see_project(None)
-    everything = Principal(uuid.uuid4(), uuid.uuid4(), personal=True, all_projects=True)
-    assert everything.may_see_project(other)
+    assert selected.may_see_notebook(chosen)
+    assert not selected.may_see_notebook(other)
+    assert not selected.may_see_notebook(None)
+    everything = Principal(uuid.uuid4(), uuid.uuid4(), personal=True, all_notebooks=True)
+    assert everything.may_see_notebook(other)

@@ -44,7 +44,7 @@ SELECT_CONNECTIONS = """
            c.request,
            (SELECT k.prefix FROM api_keys k WHERE k.connection_id = c.id LIMIT 1) AS key_prefix,
            coalesce(array_agg(cp.project_id ORDER BY cp.project_id)
-                    FILTER (WHERE cp.project_id IS NOT NULL), '{}') AS project_ids
+                    FILTER (WHERE cp.project_id IS NOT NULL), '{}') AS notebook_ids
     FROM connections c
     LEFT JOIN connection_projects cp ON cp.account_id = c.account_id AND cp.connection_id = c.id
 """
@@ -281,8 +281,8 @@ def create_key(
             account_id=principal.account_id,
             name=req.name,
             personal=grants.personal,
-            all_projects=grants.allProjects,
-            project_ids=[],
+            all_notebooks=grants.allProjects,
+            notebook_ids=[],
             can_write=True,
             can_delete=True,
         )
@@ -380,7 +380,7 @@ def _grants(row: dict[str, Any]) -> Grants:
     return Grants(
         personal=row["personal"],
         allProjects=row["all_projects"],
-        projectIds=list(row["project_ids"]),
+        projectIds=list(row["notebook_ids"]),
         capabilities=capabilities or ["memory:read"],
     )
 
@@ -390,8 +390,8 @@ WRITE_GRANTS = """
         can_write = %s, can_delete = %s
     WHERE id = %s
 """
-CLEAR_PROJECTS = "DELETE FROM connection_projects WHERE connection_id = %s"
-ADD_PROJECT = """
+CLEAR_NOTEBOOKS = "DELETE FROM connection_projects WHERE connection_id = %s"
+ADD_NOTEBOOK = """
     INSERT INTO connection_projects (account_id, connection_id, project_id)
     VALUES (%s, %s, %s)
 """
@@ -410,10 +410,10 @@ def _write_grants(conn: Conn, account_id: UUID, connection_id: UUID, grants: Gra
             connection_id,
         ),
     )
-    conn.execute(CLEAR_PROJECTS, (connection_id,))
+    conn.execute(CLEAR_NOTEBOOKS, (connection_id,))
     try:
         with conn.transaction():
-            for project_id in dict.fromkeys(grants.projectIds):
-                conn.execute(ADD_PROJECT, (account_id, connection_id, project_id))
+            for notebook_id in dict.fromkeys(grants.projectIds):
+                conn.execute(ADD_NOTEBOOK, (account_id, connection_id, notebook_id))
     except psycopg.errors.ForeignKeyViolation as ex:
         raise InvalidGrant("projectIds: unknown notebook") from ex

@@ -31,7 +31,7 @@ FIND_KEY = """
 FIND_CONNECTION = """
     SELECT c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
            coalesce(array_agg(cp.project_id) FILTER (WHERE cp.project_id IS NOT NULL), '{}')
-               AS project_ids
+               AS notebook_ids
     FROM connections c
     LEFT JOIN connection_projects cp
            ON cp.account_id = c.account_id AND cp.connection_id = c.id
@@ -86,8 +86,8 @@ def _principal(account_id: UUID, connection_id: UUID, grant: dict[str, Any]) -> 
         account_id=account_id,
         connection_id=connection_id,
         personal=grant["personal"],
-        all_projects=grant["all_projects"],
-        project_ids=frozenset(grant["project_ids"]),
+        all_notebooks=grant["all_projects"],
+        notebook_ids=frozenset(grant["notebook_ids"]),
         can_read=grant["can_read"],
         can_write=grant["can_write"],
         can_delete=grant["can_delete"],
@@ -111,8 +111,8 @@ def issue_key(
     account_id: UUID,
     name: str,
     personal: bool,
-    all_projects: bool,
-    project_ids: list[UUID],
+    all_notebooks: bool,
+    notebook_ids: list[UUID],
     can_write: bool,
     can_delete: bool,
 ) -> IssuedKey:
@@ -121,13 +121,13 @@ def issue_key(
     conn.execute(
         "INSERT INTO connections (account_id, id, name, personal, all_projects,"
         " can_read, can_write, can_delete) VALUES (%s, %s, %s, %s, %s, true, %s, %s)",
-        (account_id, connection_id, name, personal, all_projects, can_write, can_delete),
+        (account_id, connection_id, name, personal, all_notebooks, can_write, can_delete),
     )
-    for project_id in project_ids:
+    for notebook_id in notebook_ids:
         conn.execute(
             "INSERT INTO connection_projects (account_id, connection_id, project_id)"
             " VALUES (%s, %s, %s)",
-            (account_id, connection_id, project_id),
+            (account_id, connection_id, notebook_id),
         )
     conn.execute(
         "INSERT INTO api_keys (account_id, id, connection_id, prefix, key_hash)"

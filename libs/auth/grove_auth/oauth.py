@@ -35,7 +35,7 @@ LOCK_CLIENT = """
            c.approved_at, c.revoked_at, c.authorized_after, c.request_id, c.request_expires_at,
            coalesce((SELECT array_agg(cp.project_id) FROM connection_projects cp
                      WHERE cp.account_id = c.account_id AND cp.connection_id = c.id), '{}')
-               AS project_ids
+               AS notebook_ids
     FROM connections c WHERE c.oauth_client_id = %s FOR UPDATE OF c
 """
 
@@ -111,7 +111,7 @@ def agent_principal(
         account_id=account_id,
         connection_id=row["id"],
         personal=False,
-        all_projects=False,
+        all_notebooks=False,
         can_read=False,
         kind="oauth",
         client_id=client_id,
@@ -190,8 +190,8 @@ def _granted(account_id: Any, row: dict[str, Any], client_id: str) -> Principal:
         account_id=account_id,
         connection_id=row["id"],
         personal=row["personal"],
-        all_projects=row["all_projects"],
-        project_ids=frozenset(row["project_ids"]),
+        all_notebooks=row["all_projects"],
+        notebook_ids=frozenset(row["notebook_ids"]),
         can_read=row["can_read"],
         can_write=row["can_write"],
         can_delete=row["can_delete"],

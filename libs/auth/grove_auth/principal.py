@@ -28,15 +28,15 @@ class Principal:
     """One connection's standing access to one account.
 
     ``personal`` grants the account's personal notes (``projectId: null``);
-    ``all_projects`` grants every current and future notebook; otherwise only the
-    notebooks in ``project_ids``. Capabilities are read, write and delete.
+    ``all_notebooks`` grants every current and future notebook; otherwise only the
+    notebooks in ``notebook_ids``. Capabilities are read, write and delete.
     """
 
     account_id: UUID
     connection_id: UUID
     personal: bool
-    all_projects: bool
-    project_ids: frozenset[UUID] = field(default_factory=frozenset)
+    all_notebooks: bool
+    notebook_ids: frozenset[UUID] = field(default_factory=frozenset)
     can_read: bool = True
     can_write: bool = False
     can_delete: bool = False
@@ -59,16 +59,16 @@ class Principal:
         """An owner session: the account's person, not one of its connections."""
         return self.kind == "owner"
 
-    def may_see_project(self, project_id: UUID | None) -> bool:
+    def may_see_notebook(self, notebook_id: UUID | None) -> bool:
         """Whether notes in this scope (``None`` is personal) are granted."""
-        if project_id is None:
+        if notebook_id is None:
             return self.personal
-        return self.all_projects or project_id in self.project_ids
+        return self.all_notebooks or notebook_id in self.notebook_ids
 
     def scope_params(self) -> dict[str, Any]:
         """Parameters for the SQL scope predicate in ``grove_memory.scope``."""
         return {
             "personal": self.personal,
-            "all_projects": self.all_projects,
-            "project_ids": sorted(self.project_ids),
+            "all_notebooks": self.all_notebooks,
+            "notebook_ids": sorted(self.notebook_ids),
         }

@@ -48,7 +48,7 @@ def authenticate_project_key(pool: ConnectionPool, secret: bytes, token: str) ->
         account_id=row["created_by"],
         connection_id=row["id"],
         personal=False,
-        all_projects=False,
+        all_notebooks=False,
         can_read=False,
         kind="project_key",
         project_key=ProjectKeyGrant(

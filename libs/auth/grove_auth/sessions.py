@@ -113,7 +113,7 @@ def owner_principal(pool: ConnectionPool, config: OidcConfig, claims: dict[str, 
         # Stable per owner identity: cursors and idempotency records bind to it.
         connection_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{config.issuer}#{subject}"),
         personal=True,
-        all_projects=True,
+        all_notebooks=True,
         can_read=True,
         can_write=True,
         can_delete=True,

@@ -38,7 +38,7 @@ from grove_memory.recall import (
     query_vector,
     semantic_candidates,
 )
-from grove_memory.scope import check_project, in_project
+from grove_memory.scope import check_notebook, in_notebook
 from grove_memory.store import Store, require
 from grove_telemetry import metrics
 
@@ -196,7 +196,7 @@ def find_sources(store: Store, principal: Principal, req: AskRequest) -> list[di
     vector = query_vector(store, req.query)  # before the transaction: no connection waits
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
-            check_project(conn, principal, req.projectId)
+            check_notebook(conn, principal, req.projectId)
         found = _ranked(conn, store, principal, req.query, vector, scope, values)
     return [_source(candidate) for candidate in found]
 
@@ -224,7 +224,7 @@ def _scope(req: AskRequest) -> tuple[str, dict[str, Any]]:
     values["project_id"] = req.projectId
     if req.projectId is not None and req.includePersonal:
         return "(m.project_id = %(project_id)s OR m.project_id IS NULL)", values
-    return in_project(req.projectId), values
+    return in_notebook(req.projectId), values
 
 
 def _source(candidate: Candidate) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from grove_db.pool import Conn, transaction
 from grove_memory import cursors
 from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict, InvalidRequest, NotFound
 from grove_memory.idempotency import request_hash
-from grove_memory.scope import check_project
+from grove_memory.scope import check_notebook
 from grove_memory.store import Store
 
 PREVIEW_CHARS = 160
@@ -76,7 +76,7 @@ def create_conversation(
     with transaction(store.pool, principal.account_id) as conn:
         hold_account(conn, principal)
         if not all_scopes:
-            check_project(conn, principal, body.projectId)
+            check_notebook(conn, principal, body.projectId)
         created = conn.execute(
             INSERT_CONVERSATION,
             {"account": principal.account_id, "id": body.id, "hash": digest, **values},

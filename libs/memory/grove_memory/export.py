@@ -59,8 +59,8 @@ def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
         for row in _stream(
             conn,
             f"SELECT {NOTEBOOK_COLUMNS} FROM projects p"
-            " WHERE p.deleted_at IS NULL AND (%(all_projects)s"
-            " OR p.id = ANY(%(project_ids)s::uuid[])) ORDER BY p.created_at, p.id",
+            " WHERE p.deleted_at IS NULL AND (%(all_notebooks)s"
+            " OR p.id = ANY(%(notebook_ids)s::uuid[])) ORDER BY p.created_at, p.id",
             params(principal),
         ):
             yield _line({"type": "notebook", "notebook": notebook_json(row)})

@@ -25,7 +25,7 @@ from grove_memory.notes import (
     write_correction,
 )
 from grove_memory.rows import MEMORY_COLUMNS, memory_json
-from grove_memory.scope import check_project, granted, params
+from grove_memory.scope import check_notebook, granted, params
 from grove_memory.store import Store, require
 
 RESTORED_FIELDS = ("content", "kind", "task_id", "capture", "source_agent", "source_ref")
@@ -120,7 +120,7 @@ def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]
         replay = idempotency.begin(conn, principal, req.operationId, "move_memories", arguments)
         if replay is not None:
             return replay.response
-        check_project(conn, principal, req.projectId)
+        check_notebook(conn, principal, req.projectId)
         items, refused = [], []
         for index, memory_id in enumerate(dict.fromkeys(req.ids)):
             try:

@@ -17,7 +17,7 @@ from grove_contracts.notebooks import (
 from grove_db.pool import Conn, transaction
 from grove_memory import cursors, idempotency
 from grove_memory.errors import Forbidden, NotebookCycle, NotebookNameTaken
-from grove_memory.scope import check_project
+from grove_memory.scope import check_notebook
 from grove_memory.store import Store, require
 
 NOTEBOOK_COLUMNS = "p.id, p.name, p.parent_id, p.archived_at, p.created_at, p.updated_at"
@@ -44,7 +44,7 @@ def create_notebook(
     credential limited to chosen notebooks could not see what it made.
     """
     require(principal, "write")
-    if not principal.all_projects:
+    if not principal.all_notebooks:
         raise Forbidden("only a credential granted all notebooks may create notebooks")
     arguments = req.model_dump(mode="json", exclude={"operationId"})
     with transaction(store.pool, principal.account_id) as conn:
@@ -52,7 +52,7 @@ def create_notebook(
         if replay is not None:
             return replay.response, False
         if req.parentId is not None:
-            check_project(conn, principal, req.parentId)
+            check_notebook(conn, principal, req.parentId)
         row = _write(
             conn,
             "INSERT INTO projects AS p (account_id, id, name, parent_id)"
@@ -79,8 +79,8 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
         "f": query.model_dump(mode="json", exclude={"cursor", "limit"}),
     }
     values: dict[str, Any] = {
-        "all": principal.all_projects,
-        "ids": sorted(principal.project_ids),
+        "all": principal.all_notebooks,
+        "ids": sorted(principal.notebook_ids),
         "parent": query.parentId,
         "limit": query.limit + 1,
     }
@@ -90,7 +90,7 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
         values.update(after_name=payload["name"], after_id=UUID(payload["id"]))
     with transaction(store.pool, principal.account_id) as conn:
         if query.parentId is not None:
-            check_project(conn, principal, query.parentId)
+            check_notebook(conn, principal, query.parentId)
         rows = conn.execute(
             f"SELECT {NOTEBOOK_COLUMNS} FROM projects p WHERE {' AND '.join(where)}"
             " ORDER BY p.name, p.id LIMIT %(limit)s",
@@ -99,7 +99,7 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
     page = rows[: query.limit]
     items = []
     for row in page:
-        if row["parent_id"] is not None and not principal.may_see_project(row["parent_id"]):
+        if row["parent_id"] is not None and not principal.may_see_notebook(row["parent_id"]):
             row = {**row, "parent_id": None}
         items.append(notebook_json(row))
     next_cursor = None
@@ -136,9 +136,9 @@ def update_notebook(
         replay = idempotency.begin(conn, principal, req.operationId, "update_notebook", arguments)
         if replay is not None:
             return replay.response
-        check_project(conn, principal, req.id)
+        check_notebook(conn, principal, req.id)
         if "parentId" in supplied and req.parentId is not None:
-            check_project(conn, principal, req.parentId)
+            check_notebook(conn, principal, req.parentId)
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
             if conn.execute(CYCLE, {"parent": req.parentId, "id": req.id}).fetchone():
                 raise NotebookCycle()

@@ -26,7 +26,7 @@ from grove_memory.errors import (
     VersionConflict,
 )
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
-from grove_memory.scope import VISIBLE, check_project, granted, params
+from grove_memory.scope import VISIBLE, check_notebook, granted, params
 from grove_memory.store import Store, require
 
 HANDOFF_DEFAULT_RETENTION_DAYS = 30
@@ -128,7 +128,7 @@ def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveRe
         replay = idempotency.begin(conn, principal, req.operationId, "remember", arguments)
         if replay is not None:
             return SaveResult(replay.response, created=False)
-        check_project(conn, principal, req.projectId)
+        check_notebook(conn, principal, req.projectId)
         if req.capture == "automatic":
             _check_capture(conn, store)
         values = _values_from_request(req)
@@ -157,7 +157,7 @@ def update_memory(
             _check_capture(conn, store)
         values = _merge(current, req)
         if "projectId" in req.model_fields_set:
-            check_project(conn, principal, req.projectId)
+            check_notebook(conn, principal, req.projectId)
         if values["kind"] == "handoff" and values["task_id"] is None:
             raise InvalidRequest("taskId", "a handoff requires a taskId")
         row = write_correction(

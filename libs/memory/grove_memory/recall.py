@@ -41,7 +41,7 @@ from grove_db.pool import Conn, transaction
 from grove_memory import cursors
 from grove_memory.inference import InferenceError, vector_literal
 from grove_memory.rows import MEMORY_COLUMNS, memory_json
-from grove_memory.scope import VISIBLE, check_project, in_project, params
+from grove_memory.scope import VISIBLE, check_notebook, in_notebook, params
 from grove_memory.store import Store, require
 
 #: Recall drops lexical matches scoring under this share of the best one's score.
@@ -349,7 +349,7 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
     try:
         with transaction(store.pool, principal.account_id) as conn:
             if "projectId" in req.model_fields_set:
-                check_project(conn, principal, req.projectId)
+                check_notebook(conn, principal, req.projectId)
             if ceiling is None:
                 ceiling = _now(conn)
             values["ceiling"] = ceiling
@@ -385,7 +385,7 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
 def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, Any]:
     """The most relevant notes within the budget, or a profile when there is no query."""
     require(principal, "read")
-    scope = f"({in_project(req.projectId)}"
+    scope = f"({in_notebook(req.projectId)}"
     if req.includePersonal and req.projectId is not None:
         scope += " OR m.project_id IS NULL"
     scope += ")"
@@ -396,7 +396,7 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
     pending = semantic_started(store, principal, query, scope, values, checked) if query else None
     try:
         with transaction(store.pool, principal.account_id) as conn:
-            check_project(conn, principal, req.projectId)
+            check_notebook(conn, principal, req.projectId)
             checked.set_result({})
             handoff = _handoff(conn, principal, req) if req.taskId else None
             if pending is not None:
@@ -458,7 +458,7 @@ def _now(conn: Conn) -> datetime:
 def _search_scope(req: SearchRequest) -> tuple[str, dict[str, Any]]:
     scope, values = "true", dict[str, Any]()
     if "projectId" in req.model_fields_set:
-        scope = in_project(req.projectId)
+        scope = in_notebook(req.projectId)
         values["project_id"] = req.projectId
     if req.kind is not None:
         scope += " AND m.kind = %(kind)s"
@@ -528,7 +528,7 @@ def word_counts_params(principal: Principal, query: str) -> dict[str, Any]:
 
 def sees_whole_account(principal: Principal) -> bool:
     """Whether the caller may see every note of the account (personal and all notebooks)."""
-    return principal.personal and principal.all_projects
+    return principal.personal and principal.all_notebooks
 
 
 def bm25(

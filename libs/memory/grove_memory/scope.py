@@ -19,8 +19,8 @@ def granted(alias: str) -> str:
     was saved in) whose scope the caller's grants cover."""
     return (
         f"(({alias}.project_id IS NULL AND %(personal)s)"
-        f" OR ({alias}.project_id IS NOT NULL AND %(all_projects)s)"
-        f" OR {alias}.project_id = ANY(%(project_ids)s::uuid[]))"
+        f" OR ({alias}.project_id IS NOT NULL AND %(all_notebooks)s)"
+        f" OR {alias}.project_id = ANY(%(notebook_ids)s::uuid[]))"
     )
 
 
@@ -29,28 +29,28 @@ GRANTED = granted("m")
 VISIBLE = f"{LIVE} AND {GRANTED}"
 
 
-def in_project(project_id: UUID | None) -> str:
+def in_notebook(notebook_id: UUID | None) -> str:
     """Notes in one scope: the notebook ``%(project_id)s``, or personal notes for None.
 
     Written as ``IS NULL`` or ``=`` rather than ``IS NOT DISTINCT FROM``, which the
     planner cannot estimate: at 100,000 notes it turned an HNSW search into a 1 s scan.
     """
-    return "m.project_id IS NULL" if project_id is None else "m.project_id = %(project_id)s"
+    return "m.project_id IS NULL" if notebook_id is None else "m.project_id = %(project_id)s"
 
 
-def check_project(conn: Conn, principal: Principal, project_id: UUID | None) -> None:
+def check_notebook(conn: Conn, principal: Principal, notebook_id: UUID | None) -> None:
     """Raise ``NotFound`` unless the notebook exists in the account and is granted.
 
     Unknown, foreign and ungranted notebooks all look the same: not found.
     """
-    if project_id is None:
+    if notebook_id is None:
         if not principal.personal:
             raise NotFound("personal notes are not granted to this credential")
         return
-    if not principal.may_see_project(project_id):
+    if not principal.may_see_notebook(notebook_id):
         raise NotFound("notebook not found")
     row = conn.execute(
-        "SELECT 1 FROM projects WHERE id = %s AND deleted_at IS NULL", (project_id,)
+        "SELECT 1 FROM projects WHERE id = %s AND deleted_at IS NULL", (notebook_id,)
     ).fetchone()
     if row is None:
         raise NotFound("notebook not found")

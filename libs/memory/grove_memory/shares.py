@@ -65,7 +65,7 @@ TARGET_STATE = {
 INSERT_SHARE = """
     INSERT INTO shares (account_id, id, token_hash, target_type, memory_id, project_id,
                         title, indexable, expires_at)
-    VALUES (%(account)s, %(id)s, %(hash)s, %(type)s, %(memory)s, %(project)s,
+    VALUES (%(account)s, %(id)s, %(hash)s, %(type)s, %(memory)s, %(notebook)s,
             %(title)s, %(indexable)s, %(expires)s)
 """
 
@@ -124,7 +124,7 @@ def create_share(
                 "hash": hash_token(token_secret, token),
                 "type": target.type,
                 "memory": target.id if target.type == "note" else None,
-                "project": target.id if target.type == "notebook" else None,
+                "notebook": target.id if target.type == "notebook" else None,
                 "title": body.title,
                 "indexable": body.allowIndexing,
                 "expires": body.expiresAt,

@@ -50,7 +50,7 @@ from grove_memory.idempotency import request_hash
 from grove_memory.inference import EvidenceText, Generated
 from grove_memory.recall import lexical_candidates
 from grove_memory.rows import MEMORY_COLUMNS
-from grove_memory.scope import VISIBLE, check_project, params
+from grove_memory.scope import VISIBLE, check_notebook, params
 from grove_memory.store import Store
 
 #: How long one attempt at a turn holds it; a crashed attempt frees it after this.
@@ -280,7 +280,7 @@ def _check_scope(conn: Conn, principal: Principal, conversation: dict[str, Any])
     if conversation["all_scopes"] or conversation["project_id"] is None:
         return
     try:
-        check_project(conn, principal, conversation["project_id"])
+        check_notebook(conn, principal, conversation["project_id"])
     except NotFound as ex:
         raise ContextUnavailable("this conversation's notebook is no longer available") from ex
 
@@ -341,7 +341,7 @@ LIVE_NOTEBOOKS = """
 
 def _check_notebooks(conn: Conn, principal: Principal, notebooks: list[UUID]) -> None:
     rows = conn.execute(LIVE_NOTEBOOKS, (notebooks,)).fetchall()
-    found = {row["id"] for row in rows if principal.may_see_project(row["id"])}
+    found = {row["id"] for row in rows if principal.may_see_notebook(row["id"])}
     if len(found) != len(notebooks):
         missing = len(notebooks) - len(found)
         raise ContextUnavailable(f"{missing} selected notebook(s) are deleted, archived or unknown")

@@ -119,11 +119,11 @@ class Notes(Page):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         fields = self.posted(req)
-        project = scope(one(fields, "notebook"))
+        notebook = scope(one(fields, "notebook"))
         body = {
             "content": one(fields, "content"),
             "kind": one(fields, "kind"),
-            "projectId": str(project) if project else None,
+            "projectId": str(notebook) if notebook else None,
             "operationId": one(fields, "operationId") or None,
         }
         saved = self.call(req, "POST", "/v1/memories", body)
@@ -180,11 +180,11 @@ class NoteAction(Note):
         path = f"/notes/{memory_id}"
         try:
             if action == "edit":
-                project = scope(one(fields, "notebook"))
+                notebook = scope(one(fields, "notebook"))
                 change = {
                     "content": one(fields, "content"),
                     "kind": one(fields, "kind"),
-                    "projectId": str(project) if project else None,
+                    "projectId": str(notebook) if notebook else None,
                     "expectedVersion": expected,
                 }
                 self.call(req, "PATCH", f"/v1/memories/{memory_id}", change)

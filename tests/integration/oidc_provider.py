@@ -24,7 +24,8 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import requests
 
-from tests.integration.conftest import free_port, require_tool
+from tests.support.processes import free_port
+from tests.support.tools import require_tool
 
 HERE = Path(__file__).resolve().parents[1] / "oidc"
 FORM = re.compile(r'<form[^>]*action="([^"]+)"', re.IGNORECASE)

@@ -12,17 +12,11 @@ import pytest
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
-from tests.integration.conftest import (
-    Client,
-    Running,
-    Tenant,
-    free_port,
-    new_tenant,
-    scrape,
-    start_api,
-    start_ask,
-    wait_until,
-)
+from tests.support.clients import Client
+from tests.support.processes import Running, free_port, start_api, start_ask
+from tests.support.scraping import scrape
+from tests.support.tenants import Tenant, new_tenant
+from tests.support.waiting import wait_until
 
 DEPLOY = "We deploy with Argo CD every Tuesday. The office plant needs water on Fridays."
 REFUNDS = "The billing service stores invoices in PostgreSQL. Refunds are processed nightly."

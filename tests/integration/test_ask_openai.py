@@ -24,18 +24,12 @@ import requests
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
-from tests.integration.conftest import (
-    Client,
-    Running,
-    Tenant,
-    error_of,
-    new_tenant,
-    scrape,
-    start_api,
-    start_ask,
-    wait_until,
-)
-from tests.integration.test_limits import fresh_window
+from tests.support.clients import Client, error_of
+from tests.support.processes import Running, start_api, start_ask
+from tests.support.scraping import scrape
+from tests.support.tenants import Tenant, new_tenant
+from tests.support.waiting import wait_until
+from tests.support.windows import in_one_window
 
 DEPLOY = "We deploy with Argo CD every Tuesday. The office plant needs water on Fridays."
 TEA = "Alice prefers green tea in the morning."
@@ -418,20 +412,22 @@ def test_the_api_deadline_answers_504_and_closes_the_provider_request(stack: Sta
 
 
 def test_the_ask_rate_limit_is_per_account_at_its_boundary(stack: Stack) -> None:
-    fresh_window(needed=10)
-    tenant = stack.tenant(limited=True)
-    search = {**QUESTION, "mode": "search"}
-    for _ in range(ASK_RATE):
-        ask(tenant.client, search)
-    refused = ask(tenant.client, search, status=429)
-    error = error_of(refused)
-    assert error["code"] == "rate_limited"
-    assert f"at most {ASK_RATE} requests per minute for this account" in error["message"]
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
-    # Counted per account: another key of the account is refused too, another account not.
-    other_key = tenant.key("second", personal=True, all_notebooks=True)
-    assert error_of(ask(other_key, search, status=429))["code"] == "rate_limited"
-    ask(stack.tenant(limited=True).client, search)
+    def scenario() -> None:
+        tenant = stack.tenant(limited=True)
+        search = {**QUESTION, "mode": "search"}
+        for _ in range(ASK_RATE):
+            ask(tenant.client, search)
+        refused = ask(tenant.client, search, status=429)
+        error = error_of(refused)
+        assert error["code"] == "rate_limited"
+        assert f"at most {ASK_RATE} requests per minute for this account" in error["message"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        # Counted per account: another key of the account is refused too, another account not.
+        other_key = tenant.key("second", personal=True, all_notebooks=True)
+        assert error_of(ask(other_key, search, status=429))["code"] == "rate_limited"
+        ask(stack.tenant(limited=True).client, search)
+
+    in_one_window(scenario)
 
 
 def test_asks_in_progress_are_limited_per_account_at_the_boundary(stack: Stack) -> None:

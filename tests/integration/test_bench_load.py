@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import load
-from tests.integration.conftest import Tenant
+from tests.support.tenants import Tenant
 
 
 @pytest.mark.parametrize("target", ["api", "mcp"])

@@ -12,7 +12,9 @@ from typing import Any
 
 from bench import crossval, quality
 from grove_db import embedded
-from tests.integration.conftest import data_of, new_tenant, wait_until
+from tests.support.clients import data_of
+from tests.support.tenants import new_tenant
+from tests.support.waiting import wait_until
 
 SAMPLE: dict[str, Any] = {
     "sample_id": "smoke-1",

@@ -20,7 +20,10 @@ import pytest
 from bench import bulk, export, fairness, ingest, latency, scale_tenants
 from bench.stack import Stack
 from grove_db import embedded
-from tests.integration.conftest import SECRET, Tenant, data_of, start_api
+from tests.support.clients import data_of
+from tests.support.keys import SECRET
+from tests.support.processes import start_api
+from tests.support.tenants import Tenant
 
 NAMES = ("Ana", "Ben", "Caro", "Dev", "Eli")
 DEEDS = (

@@ -22,8 +22,9 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 from grove_contracts.tools import TOOLS
-from tests.integration.conftest import Tenant, data_of
 from tests.integration.test_mcp import DESCRIBED, assert_is_registry, connect, error_of, ok
+from tests.support.clients import data_of
+from tests.support.tenants import Tenant
 
 BRIDGE = str(Path(sys.executable).with_name("grove-mcp-stdio"))
 

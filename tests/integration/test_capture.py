@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from grove_cli import admin
 from grove_db import embedded
-from tests.integration.conftest import Client, Tenant, error_of, start_api
+from tests.support.clients import Client, error_of
+from tests.support.processes import start_api
+from tests.support.tenants import Tenant
 
 AUTOMATIC = {"content": "noticed on my own", "kind": "fact", "capture": "automatic"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import requests
 
 from grove_db import embedded
-from tests.integration.conftest import SECRET, assert_stored_as_keyed_hash
+from tests.support.keys import SECRET, assert_stored_as_keyed_hash
 
 
 def grove(database: embedded.EmbeddedDatabase, *args: str) -> subprocess.CompletedProcess[str]:

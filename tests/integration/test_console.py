@@ -46,23 +46,23 @@ from grove_auth.keys import derive_secret
 from grove_console.sessions import SessionStore
 from grove_db import embedded
 from grove_db.pool import open_pool
-from tests.integration.conftest import (
-    SECRET,
-    Client,
+from tests.integration.oidc_provider import OidcProvider
+from tests.integration.test_mcp import error_of as tool_error
+from tests.integration.test_mcp import text_json
+from tests.integration.test_oidc import agent_session
+from tests.support.clients import Client
+from tests.support.keys import SECRET
+from tests.support.processes import (
     Running,
     free_port,
-    require_tool,
     start_api,
     start_ask,
     start_console,
     start_mcp,
     start_share,
-    wait_until,
 )
-from tests.integration.oidc_provider import OidcProvider
-from tests.integration.test_mcp import error_of as tool_error
-from tests.integration.test_mcp import text_json
-from tests.integration.test_oidc import agent_session
+from tests.support.tools import require_tool
+from tests.support.waiting import wait_until
 
 API_RESOURCE = "https://grove.test/api"
 CONSOLE = "grove-console"

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import requests
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
 from grove_contracts.conversations import TurnRequest
 from grove_db import embedded
@@ -25,16 +25,9 @@ from grove_memory.ask import InferenceUnavailable
 from grove_memory.inference import EvidenceText, Generated, InferenceClient, InferenceError
 from grove_memory.store import Store
 from grove_memory.turns import TurnInProgress, add_turn
-from tests.integration.conftest import (
-    Client,
-    Running,
-    data_of,
-    error_of,
-    race,
-    start_api,
-    start_ask,
-)
 from tests.integration.test_owner import ISSUER, OwnedAccount, Provider, owned_tenant
+from tests.support.clients import Client, data_of, error_of, race
+from tests.support.processes import Running, start_api, start_ask
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
 OWNER_NOTE = "Priya maintains the billing service."
@@ -680,12 +673,12 @@ def test_a_turn_does_not_commit_for_a_session_that_ended_while_answering(
         owner_identity=identity,
         session_expires_at=datetime.now().astimezone() - timedelta(seconds=1),
     )
-    with pytest.raises(AuthError, match="session expired"):
+    with pytest.raises(Unauthorized, match="session expired"):
         add_turn(store, answerer, expired, conversation, request, 5)
     (turn,) = data_of(owner.get(str(conversation)))["turns"]
     assert (turn["status"], turn["answer"]) == ("failed", None)
     disowned = replace(owner.principal(), owner_identity=(ISSUER, "someone-else"))
-    with pytest.raises(AuthError, match="no longer owns"):
+    with pytest.raises(Unauthorized, match="no longer owns"):
         add_turn(store, answerer, disowned, conversation, request, 5)
     live = replace(owner.principal(), owner_identity=identity)
     reply, fresh = add_turn(store, answerer, live, conversation, request, 5)

@@ -14,15 +14,10 @@ import requests
 from grove_cli import admin
 from grove_cli.dev import dev_identity
 from grove_db import embedded
-from tests.integration.conftest import (
-    SECRET,
-    Client,
-    Running,
-    free_port,
-    new_tenant,
-    start_api,
-    start_console,
-)
+from tests.support.clients import Client
+from tests.support.keys import SECRET
+from tests.support.processes import Running, free_port, start_api, start_console
+from tests.support.tenants import new_tenant
 
 
 def dev_env(tmp_path: Path, port: int, console_port: int = 1) -> dict[str, str]:

@@ -8,7 +8,8 @@ import uuid
 import pytest
 import requests
 
-from tests.integration.conftest import Client, Tenant, error_of
+from tests.support.clients import Client, error_of
+from tests.support.tenants import Tenant
 
 
 def test_every_response_carries_a_request_id(tenant: Tenant) -> None:

@@ -8,17 +8,10 @@ from typing import Any
 import pytest
 
 from grove_db.embedded import EmbeddedDatabase
-from tests.integration.conftest import (
-    Client,
-    Running,
-    Tenant,
-    data_of,
-    error_of,
-    new_tenant,
-    start_api,
-    start_ask,
-    wait_until,
-)
+from tests.support.clients import Client, data_of, error_of
+from tests.support.processes import Running, start_api, start_ask
+from tests.support.tenants import Tenant, new_tenant
+from tests.support.waiting import wait_until
 
 SEARCH = "/v1/memories/search"
 #: Generous: the worker shares two cores with other test runs.

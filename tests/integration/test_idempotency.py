@@ -12,7 +12,8 @@ from uuid import uuid4
 import pytest
 import requests
 
-from tests.integration.conftest import Client, Tenant, data_of, error_of, race
+from tests.support.clients import Client, data_of, error_of, race
+from tests.support.tenants import Tenant
 
 
 def note_ids(client: Client) -> list[str]:

@@ -17,7 +17,8 @@ import pytest
 import requests
 
 from grove_db.pool import set_tenant
-from tests.integration.conftest import Client, Tenant
+from tests.support.clients import Client
+from tests.support.tenants import Tenant
 
 #: Distinctive words, so that search and recall would match a foreign note if it leaked.
 WORD = "xylophone"

@@ -15,7 +15,8 @@ import pytest
 import requests
 
 from grove_db import embedded
-from tests.integration.conftest import Client, Tenant, data_of, error_of, race
+from tests.support.clients import Client, data_of, error_of, race
+from tests.support.tenants import Tenant
 
 DAY = timedelta(days=1)
 #: Slack between the database's statement time and the note's created/updated time.

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import Client, Tenant, data_of, error_of
+from tests.support.clients import Client, data_of, error_of
+from tests.support.tenants import Tenant
 
 
 def tool(client: Client, name: str, /, **arguments: Any) -> Any:

@@ -2,8 +2,9 @@
 the worker's graceful shutdown.
 
 Rate-limit windows are fixed minutes aligned to the clock, counted in PostgreSQL and
-shared by every replica; each test counts its own fresh credential's requests, after
-making sure the current window has time left for them.
+shared by every replica. Their arithmetic is tested at a window's end with an injected
+clock; the tests through services count a fresh credential's requests, run again if a
+window ended under them (``tests.support.windows.in_one_window``), never waiting for one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -24,24 +26,16 @@ from psycopg.rows import dict_row
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
-from grove_db.pool import set_tenant
-from tests.integration.conftest import (
-    Client,
-    FakeEmbeddings,
-    OpenAIStack,
-    Running,
-    data_of,
-    error_of,
-    metrics_url,
-    new_tenant,
-    scrape,
-    start_api,
-    start_fake_ask,
-    start_mcp,
-    start_worker,
-    wait_until,
-)
+from grove_db.pool import open_pool, set_tenant
+from grove_db.ratelimit import RateLimit, hit_all
 from tests.integration.test_mcp import INITIALIZE, mcp_post
+from tests.support.clients import Client, data_of, error_of
+from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
+from tests.support.processes import Running, start_api, start_mcp, start_worker
+from tests.support.scraping import metrics_url, scrape
+from tests.support.tenants import new_tenant
+from tests.support.waiting import wait_until
+from tests.support.windows import in_one_window, seconds_left_in_window
 
 API_LIMIT = 5
 MCP_LIMIT = 3
@@ -50,21 +44,6 @@ WAIT = 60.0
 
 def unique(text: str) -> str:
     return f"{text} {uuid.uuid4().hex[:12]}"
-
-
-def fresh_window(needed: float = 10.0) -> None:
-    """Make sure ``needed`` seconds remain in the current clock-aligned minute.
-
-    The counters reset when a minute starts; a test that straddled the boundary would
-    see its earlier requests forgotten.
-    """
-    remaining = 60 - time.time() % 60
-    if remaining < needed:
-        time.sleep(remaining + 0.25)
-
-
-def seconds_left_in_minute() -> float:
-    return 60 - time.time() % 60
 
 
 def refusals(running: Running, service: str) -> float:
@@ -112,74 +91,118 @@ def limited_apis(database: embedded.EmbeddedDatabase) -> Iterator[list[Running]]
             api.stop()
 
 
+#: The first instant of a window (every window is a clock-aligned minute).
+WINDOW_START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    """The instant ``seconds`` after WINDOW_START."""
+    return WINDOW_START + timedelta(seconds=seconds)
+
+
+def test_a_window_counts_to_its_last_instant_and_the_next_starts_afresh(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    limit = RateLimit(API_LIMIT)
+    bucket = unique("window")
+    pool = open_pool(database.runtime_url, max_size=1)
+    try:
+        assert [limit.hit(pool, bucket, now=at(50)) for _ in range(API_LIMIT)] == [None] * API_LIMIT
+        # Over the limit, a caller waits until the window ends, in whole seconds (≥ 1).
+        assert limit.hit(pool, bucket, now=at(50.5)) == 10
+        assert limit.hit(pool, bucket, now=at(59.999999)) == 1
+        # The window's end forgets every request of it, refused ones included.
+        assert limit.hit(pool, bucket, now=at(60)) is None
+        counted = as_owner(
+            database, None, "SELECT hits, window_start FROM rate_limits WHERE bucket = %s", bucket
+        )
+        assert counted == [{"hits": 1, "window_start": at(60)}]
+        # hit_all counts by the same clock: four more fill the new window, one over it waits.
+        checks = [(limit, bucket, "this credential")]
+        for _ in range(API_LIMIT - 1):
+            assert hit_all(pool, checks, now=at(61)) is None
+        refused = hit_all(pool, checks, now=at(119))
+        assert refused == (
+            f"at most {API_LIMIT} requests per minute for this credential; retry in 1 s",
+            1,
+        )
+    finally:
+        pool.close()
+
+
 def test_the_request_over_the_api_limit_is_refused_and_nothing_is_lost(
     database: embedded.EmbeddedDatabase, limited_apis: list[Running]
 ) -> None:
     api = limited_apis[0]
-    tenant = new_tenant(database, api.url)
-    client = tenant.client
-    second_key = tenant.key("second", personal=True, all_notebooks=True)
-    stranger = new_tenant(database, api.url).client
-    before = refusals(api, "api")
-    fresh_window()
 
-    kept = [client.save(unique("kept")) for _ in range(3)]
-    assert client.get("/v1/memories").status_code == 200
-    assert client.get(f"/v1/memories/{kept[0]['id']}").status_code == 200  # the 5th
+    def scenario() -> None:
+        tenant = new_tenant(database, api.url)
+        client = tenant.client
+        second_key = tenant.key("second", personal=True, all_notebooks=True)
+        stranger = new_tenant(database, api.url).client
+        before = refusals(api, "api")
 
-    refused_text = unique("refused")
-    refused = client.post(
-        "/v1/memories",
-        {"content": refused_text, "kind": "fact"},
-        headers={"X-Request-Id": "over-the-limit-6"},
-    )
-    left = seconds_left_in_minute()
-    assert refused.status_code == 429, refused.text
-    error = error_of(refused)
-    assert error["code"] == "rate_limited"
-    assert error["requestId"] == "over-the-limit-6"
-    assert error["message"]
-    retry_after = refused.headers["Retry-After"]
-    assert retry_after.isdigit(), retry_after
-    assert 1 <= int(retry_after) <= 60
-    assert abs(int(retry_after) - left) <= 2  # until the window ends
+        kept = [client.save(unique("kept")) for _ in range(3)]
+        assert client.get("/v1/memories").status_code == 200
+        assert client.get(f"/v1/memories/{kept[0]['id']}").status_code == 200  # the 5th
 
-    # Other credentials have their own counters.
-    listed = data_of(second_key.get("/v1/memories"))
-    assert data_of(stranger.get("/v1/memories"))["items"] == []
-    # Nothing stored was lost, and the refused save stored nothing.
-    contents = sorted(item["content"] for item in listed["items"])
-    assert contents == sorted(note["content"] for note in kept)
-    assert refused_text not in contents
-    rows = as_owner(
-        database,
-        tenant.account_id,
-        "SELECT count(*) AS n FROM memories WHERE account_id = %s",
-        tenant.account_id,
-    )
-    assert rows[0]["n"] == 3
+        refused_text = unique("refused")
+        refused = client.post(
+            "/v1/memories",
+            {"content": refused_text, "kind": "fact"},
+            headers={"X-Request-Id": "over-the-limit-6"},
+        )
+        left = seconds_left_in_window()
+        assert refused.status_code == 429, refused.text
+        error = error_of(refused)
+        assert error["code"] == "rate_limited"
+        assert error["requestId"] == "over-the-limit-6"
+        assert error["message"]
+        retry_after = refused.headers["Retry-After"]
+        assert retry_after.isdigit(), retry_after
+        assert 1 <= int(retry_after) <= 60
+        assert abs(int(retry_after) - left) <= 2  # until the window ends
 
-    assert refusals(api, "api") == before + 1
+        # Other credentials have their own counters.
+        listed = data_of(second_key.get("/v1/memories"))
+        assert data_of(stranger.get("/v1/memories"))["items"] == []
+        # Nothing stored was lost, and the refused save stored nothing.
+        contents = sorted(item["content"] for item in listed["items"])
+        assert contents == sorted(note["content"] for note in kept)
+        assert refused_text not in contents
+        rows = as_owner(
+            database,
+            tenant.account_id,
+            "SELECT count(*) AS n FROM memories WHERE account_id = %s",
+            tenant.account_id,
+        )
+        assert rows[0]["n"] == 3
+
+        assert refusals(api, "api") == before + 1
+
+    in_one_window(scenario)
 
 
 def test_the_api_limit_is_shared_by_every_replica(
     database: embedded.EmbeddedDatabase, limited_apis: list[Running]
 ) -> None:
     first, second = limited_apis
-    tenant = new_tenant(database, first.url)
-    via_first = tenant.client
-    via_second = Client(second.url, tenant.client.key)
-    fresh_window()
 
-    for _ in range(3):
-        assert via_first.get("/v1/memories").status_code == 200
-    for _ in range(2):
-        assert via_second.get("/v1/memories").status_code == 200
-    for client in (via_first, via_second):
-        response = client.get("/v1/memories")
-        assert response.status_code == 429, response.text
-        assert error_of(response)["code"] == "rate_limited"
-        assert 1 <= int(response.headers["Retry-After"]) <= 60
+    def scenario() -> None:
+        tenant = new_tenant(database, first.url)
+        via_first = tenant.client
+        via_second = Client(second.url, tenant.client.key)
+        for _ in range(3):
+            assert via_first.get("/v1/memories").status_code == 200
+        for _ in range(2):
+            assert via_second.get("/v1/memories").status_code == 200
+        for client in (via_first, via_second):
+            response = client.get("/v1/memories")
+            assert response.status_code == 429, response.text
+            assert error_of(response)["code"] == "rate_limited"
+            assert 1 <= int(response.headers["Retry-After"]) <= 60
+
+    in_one_window(scenario)
 
 
 def test_an_accounts_credentials_share_one_limit_across_api_and_mcp(
@@ -191,14 +214,13 @@ def test_an_accounts_credentials_share_one_limit_across_api_and_mcp(
         "GROVE_ACCOUNT_RATE_LIMIT_PER_MINUTE": "5",
     }
     api, mcp = start_api(env), start_mcp(env, workers=1)
-    try:
+
+    def initialize(key: str) -> requests.Response:
+        return mcp_post(mcp.url, key, INITIALIZE)
+
+    def scenario() -> None:
         tenant, other = new_tenant(database, api.url), new_tenant(database, api.url)
         keys = [tenant.client, tenant.key("second"), tenant.key("third")]
-
-        def initialize(key: str) -> requests.Response:
-            return mcp_post(mcp.url, key, INITIALIZE)
-
-        fresh_window(20)
         for key in keys[:2]:  # four over REST, with two credentials ...
             for _ in range(2):
                 assert key.get("/v1/memories").status_code == 200
@@ -208,6 +230,9 @@ def test_an_accounts_credentials_share_one_limit_across_api_and_mcp(
             assert "this account" in refused.json()["error"]["message"]
             assert 1 <= int(refused.headers["Retry-After"]) <= 60
         assert other.client.get("/v1/memories").status_code == 200  # other accounts go on
+
+    try:
+        in_one_window(scenario)
     finally:
         mcp.stop()
         api.stop()
@@ -216,33 +241,40 @@ def test_an_accounts_credentials_share_one_limit_across_api_and_mcp(
 def test_failed_sign_ins_to_mcp_are_metered_per_address(
     database: embedded.EmbeddedDatabase,
 ) -> None:
-    mcp = start_mcp(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_MCP_FAILED_AUTH_LIMIT_PER_MINUTE": "3",
-            "GROVE_MCP_WORKERS": "1",  # the block is learnt per process
-        },
-        workers=1,
-    )
-    try:
-        tenant = new_tenant(database, mcp.url)
+    env = {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        "GROVE_MCP_FAILED_AUTH_LIMIT_PER_MINUTE": "3",
+        "GROVE_MCP_WORKERS": "1",  # the block is learnt per process
+    }
 
-        def initialize(key: str) -> requests.Response:
-            return mcp_post(mcp.url, key, INITIALIZE)
+    def scenario() -> None:
+        # Every test signs in from this address: its window starts empty here.
+        as_owner(
+            database,
+            None,
+            "DELETE FROM rate_limits WHERE bucket = 'mcp-failed:127.0.0.1' RETURNING hits",
+        )
+        mcp = start_mcp(env, workers=1)
+        try:
+            tenant = new_tenant(database, mcp.url)
 
-        fresh_window(20)
-        assert initialize(tenant.client.key or "").status_code == 200  # never counted
-        invalid = "grv_" + "B" * 43
-        assert [initialize(invalid).status_code for _ in range(4)] == [401] * 4
-        refused = initialize(invalid)
-        assert refused.status_code == 429, refused.text
-        assert "failed sign-ins from this address" in refused.json()["error"]["message"]
-        assert 1 <= int(refused.headers["Retry-After"]) <= 61
-        # Until the window ends the address waits, whatever it sends.
-        assert initialize(tenant.client.key or "").status_code == 429
-    finally:
-        mcp.stop()
+            def initialize(key: str) -> requests.Response:
+                return mcp_post(mcp.url, key, INITIALIZE)
+
+            assert initialize(tenant.client.key or "").status_code == 200  # never counted
+            invalid = "grv_" + "B" * 43
+            assert [initialize(invalid).status_code for _ in range(4)] == [401] * 4
+            refused = initialize(invalid)
+            assert refused.status_code == 429, refused.text
+            assert "failed sign-ins from this address" in refused.json()["error"]["message"]
+            assert 1 <= int(refused.headers["Retry-After"]) <= 61
+            # Until the window ends the address waits, whatever it sends.
+            assert initialize(tenant.client.key or "").status_code == 429
+        finally:
+            mcp.stop()
+
+    in_one_window(scenario)
 
 
 def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDatabase) -> None:
@@ -253,15 +285,15 @@ def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDa
             "GROVE_MCP_RATE_LIMIT_PER_MINUTE": str(MCP_LIMIT),
         }
     )
-    try:
+
+    def initialize(key: str) -> requests.Response:
+        return mcp_post(mcp.url, key, INITIALIZE)
+
+    def scenario() -> None:
         tenant = new_tenant(database, mcp.url)
         connection = connection_of(database, tenant.account_id, tenant.key_id)
-
-        def initialize(key: str) -> requests.Response:
-            return mcp_post(mcp.url, key, INITIALIZE)
-
+        before = refusals(mcp, "mcp")
         invalid = "grv_" + "A" * 43
-        fresh_window()
         for _ in range(2):
             assert initialize(invalid).status_code == 401  # not counted: no credential
 
@@ -271,7 +303,7 @@ def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDa
             assert accepted.json()["result"]["serverInfo"]["name"] == "grove"
 
         refused = initialize(tenant.client.key or "")
-        left = seconds_left_in_minute()
+        left = seconds_left_in_window()
         assert refused.status_code == 429, refused.text
         body = refused.json()
         assert body["success"] is False
@@ -289,7 +321,10 @@ def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDa
             f"mcp:{connection}",
         )
         assert [row["hits"] for row in buckets] == [MCP_LIMIT + 1]
-        assert refusals(mcp, "mcp") == 1
+        assert refusals(mcp, "mcp") == before + 1
+
+    try:
+        in_one_window(scenario)
     finally:
         mcp.stop()
 

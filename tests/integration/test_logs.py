@@ -17,17 +17,12 @@ from typing import Any
 import requests
 
 from grove_db import embedded
-from tests.integration.conftest import (
-    OpenAIStack,
-    Running,
-    data_of,
-    error_of,
-    new_tenant,
-    start_api,
-    start_mcp,
-    wait_until,
-)
 from tests.integration.test_mcp import LIST_TOOLS, MCP_ACCEPT, call, ok
+from tests.support.clients import data_of, error_of
+from tests.support.fakes import OpenAIStack
+from tests.support.processes import Running, start_api, start_mcp
+from tests.support.tenants import new_tenant
+from tests.support.waiting import wait_until
 
 UUID_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 KEYS = ("ts", "level", "service", "logger", "event", "request_id", "trace_id")

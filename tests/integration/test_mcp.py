@@ -27,7 +27,11 @@ from mcp.client.streamable_http import streamable_http_client
 from grove_cli import admin
 from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
 from grove_db import embedded
-from tests.integration.conftest import SECRET, Tenant, require_tool, start_mcp, wait_until
+from tests.support.keys import SECRET
+from tests.support.processes import start_mcp
+from tests.support.tenants import Tenant
+from tests.support.tools import require_tool
+from tests.support.waiting import wait_until
 
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 INITIALIZE: dict[str, Any] = {

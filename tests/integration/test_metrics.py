@@ -19,19 +19,13 @@ import psycopg
 import requests
 
 from grove_db import embedded
-from tests.integration.conftest import (
-    OpenAIStack,
-    Running,
-    data_of,
-    metrics_url,
-    scrape,
-    start_api,
-    start_mcp,
-    start_share,
-    wait_until,
-)
-from tests.integration.deploy_names import deploy_metric_names
 from tests.integration.test_mcp import connect
+from tests.support.clients import data_of
+from tests.support.deploy_names import deploy_metric_names
+from tests.support.fakes import OpenAIStack
+from tests.support.processes import Running, start_api, start_mcp, start_share
+from tests.support.scraping import metrics_url, scrape
+from tests.support.waiting import wait_until
 
 UUID_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

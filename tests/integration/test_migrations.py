@@ -12,7 +12,7 @@ from psycopg import sql
 
 from grove_db import embedded, schema
 from grove_db.migrate import MIGRATION_LOCK_KEY, available_migrations, migrate
-from tests.integration.conftest import wait_until
+from tests.support.waiting import wait_until
 
 TENANT_TABLES = {
     "accounts",

@@ -30,18 +30,13 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from grove_db import embedded
-from tests.integration.conftest import (
-    SECRET,
-    Client,
-    Running,
-    free_port,
-    start_api,
-    start_mcp,
-    wait_until,
-)
 from tests.integration.oidc_provider import OidcProvider
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
+from tests.support.clients import Client
+from tests.support.keys import SECRET
+from tests.support.processes import Running, free_port, start_api, start_mcp
+from tests.support.waiting import wait_until
 
 WEBSITE = "http://127.0.0.1:9/console"
 #: The owner tokens' audience: the Grove API as the provider knows it (a resource).

@@ -25,8 +25,9 @@ import pytest
 import requests
 
 from grove_db import embedded
-from tests.integration.conftest import Tenant, new_tenant, start_api, start_ask
 from tests.integration.test_owner import Provider, owned_tenant
+from tests.support.processes import start_api, start_ask
+from tests.support.tenants import Tenant, new_tenant
 
 #: Generated requests per operation and phase: bounded, so the run takes under a minute.
 MAX_EXAMPLES = 25

@@ -24,27 +24,19 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from grove_auth.errors import AuthError, ProviderUnavailable
+from grove_auth.errors import ProviderUnavailable, Unauthorized
 from grove_auth.oauth import AgentConfig, agent_principal
 from grove_auth.provider import Jwks
 from grove_cli import admin
 from grove_db import embedded
 from grove_db.pool import open_pool
-from tests.integration.conftest import (
-    Client,
-    Running,
-    Tenant,
-    data_of,
-    error_of,
-    new_tenant,
-    scrape,
-    start_api,
-    start_mcp,
-    start_worker,
-    wait_until,
-)
 from tests.integration.test_mcp import INITIALIZE, LIST_TOOLS, connect, mcp_post
 from tests.integration.test_mcp import error_of as tool_error
+from tests.support.clients import Client, data_of, error_of
+from tests.support.processes import Running, start_api, start_mcp, start_worker
+from tests.support.scraping import scrape
+from tests.support.tenants import Tenant, new_tenant
+from tests.support.waiting import wait_until
 
 ISSUER = "https://issuer.test"
 WEBSITE = "https://app.test"
@@ -594,11 +586,11 @@ def test_jwks_refetches_for_an_unknown_kid_at_most_once_a_minute(provider: Provi
     before = provider.fetches
     assert jwks.key("rsa-1") is not None
     for _ in range(3):
-        with pytest.raises(AuthError):
+        with pytest.raises(Unauthorized):
             jwks.key("rotated-kid")
     assert provider.fetches - before == 1
     now[0] += 61
-    with pytest.raises(AuthError):
+    with pytest.raises(Unauthorized):
         jwks.key("rotated-kid")
     assert provider.fetches - before == 2
 
@@ -620,7 +612,7 @@ def test_jwks_keys_expire_so_a_removed_key_stops_being_trusted(jwks_provider: Pr
     assert jwks.key("rsa-1") is not None  # kept for an hour without a Cache-Control
     assert jwks_provider.fetches == 1
     now[0] += 2
-    with pytest.raises(AuthError):
+    with pytest.raises(Unauthorized):
         jwks.key("rsa-1")
     assert jwks_provider.fetches == 2
 

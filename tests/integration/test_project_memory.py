@@ -25,16 +25,6 @@ import requests
 
 from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS, PROJECT_MEMORY_TOOLS_BY_NAME
 from grove_db import embedded
-from tests.integration.conftest import (
-    Client,
-    Running,
-    assert_stored_as_keyed_hash,
-    data_of,
-    error_of,
-    race,
-    start_api,
-    start_mcp,
-)
 from tests.integration.test_dev_auth import run_readme_walkthrough
 from tests.integration.test_mcp import call as mcp_call
 from tests.integration.test_mcp import connect
@@ -45,6 +35,9 @@ from tests.integration.test_owner import (
     Provider,
     owned_tenant,
 )
+from tests.support.clients import Client, data_of, error_of, race
+from tests.support.keys import assert_stored_as_keyed_hash
+from tests.support.processes import Running, start_api, start_mcp
 
 OBSERVED = "2026-11-30T10:00:00+00:00"
 NOTICE_WORDS = "grants no authority"

@@ -21,15 +21,12 @@ from psycopg.rows import dict_row
 
 from grove_cli import admin
 from grove_db import embedded, queue
-from grove_db.pool import open_pool
-from tests.integration.conftest import (
-    OpenAIStack,
-    Running,
-    data_of,
-    scrape,
-    start_fake_ask,
-    wait_until,
-)
+from grove_db.pool import open_pool, transaction
+from tests.support.clients import data_of
+from tests.support.fakes import OpenAIStack, start_fake_ask
+from tests.support.processes import Running
+from tests.support.scraping import scrape
+from tests.support.waiting import wait_until
 
 # Generous: CPU is shared. Gates are held for a few seconds at most, though: grove-ask
 # gives up on the provider after 10 s (GROVE_OPENAI_TIMEOUT_SECONDS), which would retry.
@@ -576,5 +573,46 @@ def test_claiming_is_round_robin_across_accounts(database: embedded.EmbeddedData
         rest = queue.claim(pool, "fair-test", profile, 500, 60, sweeps=[])
         assert len(rest) == 197  # every job exactly once
         assert {job.id for job in first}.isdisjoint({job.id for job in rest})
+    finally:
+        pool.close()
+
+
+def test_a_lease_is_taken_over_only_after_its_last_instant(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    # A claim measured against an injected clock: the dead worker's lease holds up to
+    # and including its expiry, and the next instant another worker takes the job over.
+    profile = f"lease-{uuid.uuid4().hex[:8]}"
+    account = admin.create_account(database.migration_url, "lease")
+    with psycopg.connect(database.grove_superuser_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO jobs (account_id, kind, profile, run_after)"
+            " VALUES (%s, 'embed_revision', %s, now())",
+            (account, profile),
+        )
+    claimed_at = datetime.now().astimezone() + timedelta(minutes=1)
+    expiry = claimed_at + timedelta(seconds=30)
+    pool = open_pool(database.runtime_url, max_size=1)
+    try:
+        [first] = queue.claim(pool, "dead", profile, 1, 30, sweeps=[], now=claimed_at)
+        assert (first.attempts, first.reclaimed) == (1, False)
+        assert queue.claim(pool, "successor", profile, 1, 30, sweeps=[], now=expiry) == []
+        later = expiry + timedelta(microseconds=1)
+        [taken] = queue.claim(pool, "successor", profile, 1, 30, sweeps=[], now=later)
+        assert (taken.id, taken.attempts, taken.reclaimed) == (first.id, 2, True)
+        with psycopg.connect(database.grove_superuser_url, row_factory=dict_row) as conn:
+            lease = conn.execute(
+                "SELECT lease_owner, lease_expires_at, heartbeat_at FROM jobs"
+                " WHERE account_id = %s AND id = %s",
+                (account, first.id),
+            ).fetchone()
+        assert lease == {
+            "lease_owner": "successor",
+            "lease_expires_at": later + timedelta(seconds=30),
+            "heartbeat_at": later,
+        }
+        with transaction(pool, account) as conn:
+            assert not queue.finish(conn, first, "dead")  # the dead worker's word is void
+            assert queue.finish(conn, taken, "successor")
     finally:
         pool.close()

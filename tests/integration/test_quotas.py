@@ -24,11 +24,12 @@ from grove_db import embedded
 from grove_db.errors import QuotaExceeded
 from grove_db.pool import open_pool
 from grove_memory import project_memory as pm
-from tests.integration.conftest import Running, data_of, error_of, race, start_api, start_mcp
 from tests.integration.test_mcp import call
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.integration.test_project_memory_sql import project_with
+from tests.support.clients import data_of, error_of, race
+from tests.support.processes import Running, start_api, start_mcp
 
 DEFAULTS = {
     "GROVE_QUOTA_NOTES": "4",

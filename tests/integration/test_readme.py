@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import Tenant
+from tests.support.tenants import Tenant
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCKS = re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.DOTALL)

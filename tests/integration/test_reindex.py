@@ -10,7 +10,9 @@ from pathlib import Path
 
 import psycopg
 
-from tests.integration.conftest import Tenant, data_of, wait_until
+from tests.support.clients import data_of
+from tests.support.tenants import Tenant
+from tests.support.waiting import wait_until
 
 
 def grove(tenant: Tenant, *args: str) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,7 @@ import json
 import time
 import uuid
 
-from tests.integration.conftest import Tenant
+from tests.support.tenants import Tenant
 
 
 def test_list_pages_through_every_note_once_with_a_cursor(tenant: Tenant) -> None:

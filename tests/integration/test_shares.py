@@ -22,19 +22,14 @@ import requests
 from grove_auth.keys import derive_secret
 from grove_db import embedded
 from grove_db.pool import set_tenant
-from tests.integration.conftest import (
-    SECRET,
-    Running,
-    data_of,
-    error_of,
-    scrape,
-    start_api,
-    start_share,
-    wait_until,
-)
 from tests.integration.test_dev_auth import run_readme_walkthrough
-from tests.integration.test_limits import fresh_window
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
+from tests.support.clients import data_of, error_of
+from tests.support.keys import SECRET
+from tests.support.processes import Running, start_api, start_share
+from tests.support.scraping import scrape
+from tests.support.waiting import wait_until
+from tests.support.windows import in_one_window
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -575,48 +570,63 @@ def test_share_holds_only_the_key_its_links_are_hashed_with(stack: Stack) -> Non
 
 
 def test_per_address_and_per_link_limits(stack: Stack, owner: Owner) -> None:
-    share = start_share(
-        stack.database,
-        GROVE_SHARE_RATE_LIMIT_PER_IP_PER_MINUTE="4",
-        GROVE_SHARE_RATE_LIMIT_PER_LINK_PER_MINUTE="3",
-        GROVE_SHARE_FORWARDED_HOPS="1",
-    )
-    try:
-        note = owner.key.save("limited")
-        token = owner.share("note", note["id"])["token"]
-        url = f"{share.url}/public/shares/{token}"
-        fresh_window(15)
-        # Per link and address: one reader passes three times, the fourth is refused,
-        # and the link still answers everyone else.
-        reader = {"X-Forwarded-For": "203.0.113.1"}
-        link = [read(url, **reader) for _ in range(4)]
-        assert [r.status_code for r in link] == [200, 200, 200, 429]
-        assert 1 <= int(link[3].headers["Retry-After"]) <= 61
-        assert "this link from this address" in link[3].text
-        assert read(url, **{"X-Forwarded-For": "203.0.113.2"}).status_code == 200
-        # Per address: one address reading four unknown links passes four times, not five;
-        # guesses are counted against the address alone (no bucket per guessed link).
-        address = [
-            read(
-                f"{share.url}/public/shares/unknown-{i}",
-                "application/json",
-                **{"X-Forwarded-For": "198.51.100.7"},
-            )
-            for i in range(5)
-        ]
-        assert [r.status_code for r in address] == [404, 404, 404, 404, 429]
-        assert error_of(address[4])["code"] == "rate_limited"
-        assert "this address" in error_of(address[4])["message"]
+    note = owner.key.save("limited")
+    token = owner.share("note", note["id"])["token"]
+
+    def scenario() -> None:
+        # Each run: this test's addresses with empty windows, a share with fresh counters.
         with superuser(stack) as conn:
-            guessed = conn.execute(
-                "SELECT count(*) FROM rate_limits WHERE bucket LIKE 'share:link:%:198.51.100.7'"
-            ).fetchone()
-        assert guessed == (0,)
-        samples = scrape(share)
-        limited = {s[0]["limit"]: s[1] for s in samples["grove_share_rate_limited_total"]}
-        assert limited == {"ip": 1.0, "link": 1.0}
-    finally:
-        share.stop()
+            conn.execute(
+                "DELETE FROM rate_limits WHERE bucket LIKE 'share:%:203.0.113._'"
+                " OR bucket LIKE 'share:%:198.51.100.7'"
+            )
+        share = start_share(
+            stack.database,
+            GROVE_SHARE_RATE_LIMIT_PER_IP_PER_MINUTE="4",
+            GROVE_SHARE_RATE_LIMIT_PER_LINK_PER_MINUTE="3",
+            GROVE_SHARE_FORWARDED_HOPS="1",
+        )
+        try:
+            read_over_the_limits(stack, share, token)
+        finally:
+            share.stop()
+
+    in_one_window(scenario)
+
+
+def read_over_the_limits(stack: Stack, share: Running, token: str) -> None:
+    """Read the link ``token`` and unknown links past ``share``'s per-link and per-address
+    limits (4 and 3 a minute)."""
+    url = f"{share.url}/public/shares/{token}"
+    # Per link and address: one reader passes three times, the fourth is refused,
+    # and the link still answers everyone else.
+    reader = {"X-Forwarded-For": "203.0.113.1"}
+    link = [read(url, **reader) for _ in range(4)]
+    assert [r.status_code for r in link] == [200, 200, 200, 429]
+    assert 1 <= int(link[3].headers["Retry-After"]) <= 61
+    assert "this link from this address" in link[3].text
+    assert read(url, **{"X-Forwarded-For": "203.0.113.2"}).status_code == 200
+    # Per address: one address reading four unknown links passes four times, not five;
+    # guesses are counted against the address alone (no bucket per guessed link).
+    address = [
+        read(
+            f"{share.url}/public/shares/unknown-{i}",
+            "application/json",
+            **{"X-Forwarded-For": "198.51.100.7"},
+        )
+        for i in range(5)
+    ]
+    assert [r.status_code for r in address] == [404, 404, 404, 404, 429]
+    assert error_of(address[4])["code"] == "rate_limited"
+    assert "this address" in error_of(address[4])["message"]
+    with superuser(stack) as conn:
+        guessed = conn.execute(
+            "SELECT count(*) FROM rate_limits WHERE bucket LIKE 'share:link:%:198.51.100.7'"
+        ).fetchone()
+    assert guessed == (0,)
+    samples = scrape(share)
+    limited = {s[0]["limit"]: s[1] for s in samples["grove_share_rate_limited_total"]}
+    assert limited == {"ip": 1.0, "link": 1.0}
 
 
 def test_metrics_and_probes(owner: Owner, stack: Stack) -> None:

@@ -11,16 +11,11 @@ import grpc
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
-from tests.integration.conftest import (
-    Client,
-    FakeEmbeddings,
-    OpenAIStack,
-    data_of,
-    new_tenant,
-    start_api,
-    start_fake_ask,
-    wait_until,
-)
+from tests.support.clients import Client, data_of
+from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
+from tests.support.processes import start_api
+from tests.support.tenants import new_tenant
+from tests.support.waiting import wait_until
 
 
 def test_the_api_finishes_a_request_in_flight_before_exiting(

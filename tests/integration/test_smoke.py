@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.conftest import Tenant
+from tests.support.tenants import Tenant
 
 
 def test_saved_note_is_recalled_by_its_words(tenant: Tenant) -> None:

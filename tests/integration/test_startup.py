@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grove_db import embedded
-from tests.integration.conftest import SECRET
+from tests.support.keys import SECRET
 
 
 def run_api(database_url: str, **env: str) -> subprocess.CompletedProcess[str]:

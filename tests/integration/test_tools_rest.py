@@ -10,7 +10,8 @@ from typing import Any
 import requests
 
 from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
-from tests.integration.conftest import Client, Tenant, data_of, error_of
+from tests.support.clients import Client, data_of, error_of
+from tests.support.tenants import Tenant
 
 
 def tool(client: Client, name: str, arguments: Any) -> requests.Response:

@@ -27,7 +27,9 @@ from grove_ask.batcher import Batcher
 from grove_ask.server import create_server
 from grove_ask.settings import AskSettings
 from grove_db import embedded
-from tests.integration.conftest import SECRET, FakeEmbeddings, Tenant, new_tenant
+from tests.support.fakes import FakeEmbeddings
+from tests.support.keys import SECRET
+from tests.support.tenants import Tenant, new_tenant
 
 
 class QuietHandler(wsgiref.simple_server.WSGIRequestHandler):

@@ -1,5 +1,6 @@
 """Every error a library raises answers with a code that ERROR_STATUS knows, at the
-status ERROR_STATUS gives it (the edges map codes to statuses through that table)."""
+status ERROR_STATUS gives it (the edges map codes to statuses through that table), and
+derives from its library's one root exception."""
 
 from __future__ import annotations
 
@@ -15,26 +16,32 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(p.name for p in ROOT.glob("libs/*/grove_*") if (p / "__init__.py").exists())
 
 
+def exceptions(package: str) -> list[type[Exception]]:
+    """Each exception class defined in one library's modules."""
+    root = importlib.import_module(package)
+    modules = [root] + [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(root.__path__, package + ".")
+    ]
+    return [
+        value
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, Exception)
+        and value.__module__ == module.__name__
+    ]
+
+
 def error_classes() -> dict[str, tuple[str, int]]:
     """Each exception class of the libraries that carries a ``code`` and ``status``."""
-    found: dict[str, tuple[str, int]] = {}
-    for package in PACKAGES:
-        root = importlib.import_module(package)
-        modules = [root] + [
-            importlib.import_module(info.name)
-            for info in pkgutil.walk_packages(root.__path__, package + ".")
-        ]
-        for module in modules:
-            for value in vars(module).values():
-                if (
-                    isinstance(value, type)
-                    and issubclass(value, Exception)
-                    and value.__module__ == module.__name__
-                    and isinstance(getattr(value, "code", None), str)
-                    and isinstance(getattr(value, "status", None), int)
-                ):
-                    found[f"{module.__name__}.{value.__qualname__}"] = (value.code, value.status)
-    return found
+    return {
+        f"{value.__module__}.{value.__qualname__}": (value.code, value.status)
+        for package in PACKAGES
+        for value in exceptions(package)
+        if isinstance(getattr(value, "code", None), str)
+        and isinstance(getattr(value, "status", None), int)
+    }
 
 
 ERRORS = error_classes()
@@ -49,3 +56,16 @@ def test_the_walk_finds_the_errors() -> None:
 def test_each_error_code_has_its_status_in_the_table(name: str) -> None:
     code, status = ERRORS[name]
     assert ERROR_STATUS.get(code) == status, f"{name}: {code} answers {status}"
+
+
+ROOTS = {"grove_auth": "AuthError", "grove_db": "DatabaseError", "grove_memory": "ServiceError"}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_library_has_one_root_error_whose_docstring_is_its_message(package: str) -> None:
+    defined = exceptions(package)
+    roots = [e for e in defined if not any(b.__module__.startswith(package) for b in e.__bases__)]
+    assert [r.__name__ for r in roots] == ([ROOTS[package]] if package in ROOTS else [])
+    for root in roots:
+        assert root().message == " ".join(str(root.__doc__).split())
+        assert all(issubclass(e, root) and e.code and e.status for e in defined)

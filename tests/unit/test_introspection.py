@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import Unauthorized
 from grove_auth.provider import NEGATIVE_ENTRIES, Discovery, Introspection
 
 ISSUER = "https://id.grove.test"
@@ -62,11 +62,11 @@ def test_inactive_tokens_are_remembered_for_a_minute_active_ones_never(
         assert introspection.claims("active")["sub"] == "someone"
     assert endpoint.calls == 3  # a revocation is seen at once
     for _ in range(3):
-        with pytest.raises(AuthError):
+        with pytest.raises(Unauthorized):
             introspection.claims("made-up")
     assert endpoint.calls == 4
     now[0] += 61
-    with pytest.raises(AuthError):
+    with pytest.raises(Unauthorized):
         introspection.claims("made-up")
     assert endpoint.calls == 5
 

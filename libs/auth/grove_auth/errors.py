@@ -1,32 +1,10 @@
-"""Authentication errors."""
+"""Authentication errors: every one is an ``AuthError``."""
 
 from __future__ import annotations
 
 
-class ProviderUnavailable(Exception):
-    """The identity provider could not be reached to verify the credential; try again."""
-
-    code = "auth_provider_unavailable"
-    status = 503
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or self.__doc__)
-        self.message = message or str(self.__doc__)
-
-
 class AuthError(Exception):
-    """Missing or invalid credentials."""
-
-    code = "unauthorized"
-    status = 401
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or self.__doc__)
-        self.message = message or str(self.__doc__)
-
-
-class GrantError(Exception):
-    """The connection or key operation was refused."""
+    """The credential, or what it asked to do with connections and keys, was refused."""
 
     code = "forbidden"
     status = 403
@@ -34,6 +12,27 @@ class GrantError(Exception):
     def __init__(self, message: str | None = None) -> None:
         self.message = message or " ".join(str(self.__doc__).split())
         super().__init__(self.message)
+
+
+class Unauthorized(AuthError):
+    """Missing or invalid credentials."""
+
+    code = "unauthorized"
+    status = 401
+
+
+class ProviderUnavailable(AuthError):
+    """The identity provider could not be reached to verify the credential; try again."""
+
+    code = "auth_provider_unavailable"
+    status = 503
+
+
+class GrantError(AuthError):
+    """The connection or key operation was refused."""
+
+    code = "forbidden"
+    status = 403
 
 
 class OwnerSessionRequired(GrantError):

@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 from pydantic import SecretStr, model_validator
 from pydantic_settings import BaseSettings
 
-from grove_auth.errors import AuthError, ProviderUnavailable
+from grove_auth.errors import ProviderUnavailable, Unauthorized
 from grove_auth.oauth import AgentConfig, agent_principal, check_agent_claims, verify_agent_token
 from grove_auth.principal import Principal
 from grove_auth.provider import Discovery, Introspection, Jwks, audiences, fetch_json
@@ -102,7 +102,7 @@ class ProviderTokens:
     introspect_agent_jwts: bool = False
 
     def principal(self, pool: ConnectionPool, token: str) -> Principal:
-        """The principal of a provider token; ``AuthError`` if it is not valid here."""
+        """The principal of a provider token; ``Unauthorized`` if it is not valid here."""
         if token.count(".") == 2:
             if self.agents.audience in _unverified_audiences(token) or self.owners is None:
                 claims = verify_agent_token(self.agents, self.jwks, token)
@@ -112,7 +112,7 @@ class ProviderTokens:
             claims = verify_owner_token(self.owners, self.jwks, token)
             return owner_principal(pool, self.owners, claims)
         if self.introspection is None:
-            raise AuthError(
+            raise Unauthorized(
                 "not an API key or a JWT; opaque tokens need introspection, which is not set up"
             )
         claims = self.introspection.claims(token)

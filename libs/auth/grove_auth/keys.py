@@ -16,7 +16,7 @@ from uuid import UUID, uuid4
 
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
 from grove_db.pool import Conn, set_tenant, transaction
 
@@ -63,20 +63,20 @@ def allow_key_lookup(conn: Conn, digest: bytes) -> None:
 
 
 def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
-    """Resolve a bearer API key to its principal, or raise ``AuthError``."""
+    """Resolve a bearer API key to its principal, or raise ``Unauthorized``."""
     if not token.startswith(KEY_PREFIX) or len(token) > 200:
-        raise AuthError("invalid API key")
+        raise Unauthorized("invalid API key")
     digest = hash_key(secret, token)
     with transaction(pool) as conn:
         allow_key_lookup(conn, digest)
         key = conn.execute(FIND_KEY, (digest,)).fetchone()
         if key is None:
-            raise AuthError("invalid or revoked API key")
+            raise Unauthorized("invalid or revoked API key")
         account_id, connection_id = key["account_id"], key["connection_id"]
         set_tenant(conn, account_id)
         grant = conn.execute(FIND_CONNECTION, (connection_id,)).fetchone()
         if grant is None:
-            raise AuthError("invalid or revoked API key")
+            raise Unauthorized("invalid or revoked API key")
         conn.execute(TOUCH_CONNECTION, (connection_id,))
     return _principal(account_id, connection_id, grant)
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import Unauthorized
 from grove_auth.keys import TOUCH_CONNECTION
 from grove_auth.principal import Principal
 from grove_auth.provider import Jwks, audiences, client_of, subject_of
@@ -63,13 +63,13 @@ def verify_agent_token(config: AgentConfig, jwks: Jwks, token: str) -> dict[str,
 def check_agent_claims(config: AgentConfig, claims: dict[str, Any]) -> dict[str, Any]:
     """What every agent token must say, JWT or introspected: the resource and a client."""
     if config.audience not in audiences(claims):
-        raise AuthError(f"token is not for this resource ({config.audience})")
+        raise Unauthorized(f"token is not for this resource ({config.audience})")
     subject_of(claims, config.subject_claim)
     if client_of(claims) is None:
-        raise AuthError("token names no OAuth client")
+        raise Unauthorized("token names no OAuth client")
     missing = config.scopes - scopes_of(claims)
     if missing:
-        raise AuthError(f"token lacks the scope {' '.join(sorted(missing))}")
+        raise Unauthorized(f"token lacks the scope {' '.join(sorted(missing))}")
     return claims
 
 
@@ -103,7 +103,7 @@ def agent_principal(
             issued = claims.get("iat")
             cutoff = row["authorized_after"]
             if cutoff is not None and (issued is None or issued < cutoff.timestamp()):
-                raise AuthError("token issued before this client was authorized; sign in again")
+                raise Unauthorized("token issued before this client was authorized; sign in again")
             return _granted(account_id, row, client_id)
         request_id = _pending_request(conn, row, client_id, subject, claims, now())
     return Principal(

@@ -16,7 +16,7 @@ from uuid import UUID, uuid4
 
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import Unauthorized
 from grove_auth.keys import KEY_BYTES, VISIBLE_PREFIX_CHARS, allow_key_lookup, hash_key
 from grove_auth.principal import Principal, ProjectKeyGrant
 from grove_db.pool import Conn, transaction
@@ -35,15 +35,15 @@ def new_project_key() -> str:
 
 
 def authenticate_project_key(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
-    """Resolve a bearer project key to its principal, or raise ``AuthError``."""
+    """Resolve a bearer project key to its principal, or raise ``Unauthorized``."""
     if not token.startswith(PROJECT_KEY_PREFIX) or len(token) > 200:
-        raise AuthError("invalid project key")
+        raise Unauthorized("invalid project key")
     digest = hash_key(secret, token)
     with transaction(pool) as conn:
         allow_key_lookup(conn, digest)
         row = conn.execute(FIND_PROJECT_KEY, (digest,)).fetchone()
     if row is None:
-        raise AuthError("invalid or revoked project key")
+        raise Unauthorized("invalid or revoked project key")
     return Principal(
         account_id=row["created_by"],
         connection_id=row["id"],

@@ -22,7 +22,7 @@ from typing import Any
 import jwt
 import requests
 
-from grove_auth.errors import AuthError, ProviderUnavailable
+from grove_auth.errors import ProviderUnavailable, Unauthorized
 
 FETCH_TIMEOUT_SECONDS = 5
 #: Keys are refetched for an unknown ``kid`` at most this often; discovery is re-read
@@ -159,7 +159,7 @@ class Jwks:
         self._fetching: threading.Event | None = None
 
     def key(self, kid: str) -> Any:
-        """The verification key for ``kid``; ``AuthError`` if the provider has none."""
+        """The verification key for ``kid``; ``Unauthorized`` if the provider has none."""
         while True:
             with self._lock:
                 now = self._clock()
@@ -200,7 +200,7 @@ class Jwks:
             if self._failure is not None:
                 # Until the next attempt, the keys are unknown, not the token bad.
                 raise ProviderUnavailable(self._failure.message)
-            raise AuthError("token signed with an unknown key")
+            raise Unauthorized("token signed with an unknown key")
         return self._keys[kid]
 
     def _fetch(self) -> None:
@@ -239,13 +239,13 @@ class Introspection:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def claims(self, token: str) -> dict[str, Any]:
-        """The claims of an active token from this issuer, or ``AuthError``. The caller
+        """The claims of an active token from this issuer, or ``Unauthorized``. The caller
         checks the audience."""
         digest = hashlib.sha256(token.encode()).digest()
         with self._lock:
             until = self._refused.get(digest)
             if until is not None and until > self.clock():
-                raise AuthError("inactive token")
+                raise Unauthorized("inactive token")
         url = self.discovery.endpoint("introspection_endpoint")
         try:
             response = requests.post(
@@ -260,12 +260,12 @@ class Introspection:
             raise _unavailable("introspection endpoint", f"{url}: {type(ex).__name__}") from ex
         if claims.get("active") is not True:
             self._remember_refused(digest)
-            raise AuthError("inactive token")
+            raise Unauthorized("inactive token")
         if "iss" in claims and claims["iss"] != self.discovery.issuer:
-            raise AuthError("token from another issuer")
+            raise Unauthorized("token from another issuer")
         exp = claims.get("exp")
         if isinstance(exp, int | float) and exp + LEEWAY_SECONDS < datetime.now(UTC).timestamp():
-            raise AuthError("token expired")
+            raise Unauthorized("token expired")
         return claims
 
     def _remember_refused(self, digest: bytes) -> None:
@@ -297,7 +297,7 @@ def subject_of(claims: dict[str, Any], claim: str) -> str:
     """The identity the token is for, from ``claim`` (``sub``, or e.g. Entra's ``oid``)."""
     value = claims.get(claim)
     if not isinstance(value, str) or not value:
-        raise AuthError(f"token names no subject ({claim})")
+        raise Unauthorized(f"token names no subject ({claim})")
     return value
 
 

@@ -22,7 +22,7 @@ from uuid import UUID
 import jwt
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError, IdentityNotProvisioned
+from grove_auth.errors import IdentityNotProvisioned, Unauthorized
 from grove_auth.principal import Principal
 from grove_auth.provider import LEEWAY_SECONDS, Jwks, audiences, client_of, subject_of
 from grove_db.pool import Conn, set_tenant, transaction
@@ -58,9 +58,9 @@ def signing_key(jwks: Jwks, token: str) -> Any:
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError as ex:
-        raise AuthError("malformed token") from ex
+        raise Unauthorized("malformed token") from ex
     if header.get("alg") not in ALGORITHMS:
-        raise AuthError("token algorithm not allowed")
+        raise Unauthorized("token algorithm not allowed")
     return jwks.key(str(header.get("kid", "")))
 
 
@@ -80,12 +80,12 @@ def decode(
             options={"require": required, "verify_aud": audience is not None},
         )
     except jwt.PyJWTError as ex:
-        raise AuthError(f"invalid token: {type(ex).__name__}") from ex
+        raise Unauthorized(f"invalid token: {type(ex).__name__}") from ex
     return claims
 
 
 def verify_owner_token(config: OidcConfig, jwks: Jwks, token: str) -> dict[str, Any]:
-    """The claims of a valid owner JWT (audience exactly the API's), or ``AuthError``."""
+    """The claims of a valid owner JWT (audience exactly the API's), or ``Unauthorized``."""
     required = ["exp", "iss", "aud", *(["sid"] if config.require_sid else [])]
     claims = decode(jwks, token, config.issuer, required, config.audience)
     return check_owner_claims(config, claims)
@@ -94,12 +94,12 @@ def verify_owner_token(config: OidcConfig, jwks: Jwks, token: str) -> dict[str, 
 def check_owner_claims(config: OidcConfig, claims: dict[str, Any]) -> dict[str, Any]:
     """The configured per-provider checks, for JWT and introspected claims alike."""
     if config.audience not in audiences(claims):
-        raise AuthError("token is not for the Grove API (its audience differs)")
+        raise Unauthorized("token is not for the Grove API (its audience differs)")
     subject_of(claims, config.subject_claim)
     if config.require_sid and not claims.get("sid"):
-        raise AuthError("token carries no session ID (sid)")
+        raise Unauthorized("token carries no session ID (sid)")
     if config.authorized_party is not None and client_of(claims) != config.authorized_party:
-        raise AuthError("token was not issued to the Grove website")
+        raise Unauthorized("token was not issued to the Grove website")
     return claims
 
 

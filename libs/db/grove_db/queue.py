@@ -10,6 +10,7 @@ that lost its lease writes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -27,12 +28,15 @@ DELETE_IDENTITY = "delete_identity"
 SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, DELETE_IDENTITY]
 RESTORATION_WINDOW_DAYS = 60
 
+#: The instant a claim is measured against: the caller's ``now``, else the database's.
+NOW = "coalesce(%(now)s::timestamptz, now())"
+
 #: Runnable jobs are claimed round-robin across accounts: each account's oldest job
 #: first (``turn`` 1), then each one's second, and so on; jobs whose worker died (an
 #: expired lease) come before all of them. The accounts with queued jobs are walked with
 #: a loose index scan (one probe per account), and only the jobs finally chosen are
 #: locked, so one account's backlog of any size costs the others nothing.
-CLAIM = """
+CLAIM = f"""
     WITH RECURSIVE accounts AS (
         (SELECT account_id FROM jobs WHERE status = 'queued' ORDER BY account_id LIMIT 1)
         UNION ALL
@@ -47,7 +51,7 @@ CLAIM = """
         FROM accounts a
         CROSS JOIN LATERAL (
             SELECT j.id, j.run_after FROM jobs j
-            WHERE j.account_id = a.account_id AND j.status = 'queued' AND j.run_after <= now()
+            WHERE j.account_id = a.account_id AND j.status = 'queued' AND j.run_after <= {NOW}
               AND (j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))
             ORDER BY j.run_after, j.id
             LIMIT %(limit)s
@@ -55,7 +59,7 @@ CLAIM = """
         WHERE a.account_id IS NOT NULL
         UNION ALL
         (SELECT j.account_id, j.id, j.run_after, 0 FROM jobs j
-         WHERE j.status = 'running' AND j.lease_expires_at < now()
+         WHERE j.status = 'running' AND j.lease_expires_at < {NOW}
            AND (j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))
          ORDER BY j.lease_expires_at
          LIMIT %(limit)s)
@@ -67,15 +71,15 @@ CLAIM = """
     next AS (
         SELECT j.account_id, j.id, j.status = 'running' AS reclaimed FROM jobs j
         JOIN chosen c ON c.account_id = j.account_id AND c.id = j.id
-        WHERE (j.status = 'queued' AND j.run_after <= now())
-           OR (j.status = 'running' AND j.lease_expires_at < now())
+        WHERE (j.status = 'queued' AND j.run_after <= {NOW})
+           OR (j.status = 'running' AND j.lease_expires_at < {NOW})
         ORDER BY c.turn, c.run_after, j.id
         LIMIT %(limit)s
         FOR UPDATE OF j SKIP LOCKED
     )
     UPDATE jobs j SET status = 'running', lease_owner = %(owner)s,
-        lease_expires_at = now() + make_interval(secs => %(lease)s),
-        heartbeat_at = now(), attempts = j.attempts + 1
+        lease_expires_at = {NOW} + make_interval(secs => %(lease)s),
+        heartbeat_at = {NOW}, attempts = j.attempts + 1
     FROM next WHERE j.account_id = next.account_id AND j.id = next.id
     RETURNING j.id, j.account_id, j.kind, j.memory_id, j.version, j.profile, j.attempts,
               j.payload, next.reclaimed
@@ -189,10 +193,12 @@ def claim(
     limit: int,
     lease_seconds: float,
     sweeps: list[str] = SWEEPS,
+    now: datetime | None = None,
 ) -> list[Job]:
     """Lease up to ``limit`` runnable jobs: the ``sweeps`` kinds, and embeddings of ``profile``.
 
-    Runnable: queued and due, or running with an expired lease (its worker died).
+    Runnable: queued and due, or running with an expired lease (its worker died), both
+    as of ``now`` (default: the database's clock), which the new lease also starts at.
     """
     with transaction(pool) as conn:
         _queue_context(conn)
@@ -204,6 +210,7 @@ def claim(
                 "lease": lease_seconds,
                 "profile": profile,
                 "sweeps": sweeps,
+                "now": now,
             },
         )
         return [Job(**row) for row in rows.fetchall()]

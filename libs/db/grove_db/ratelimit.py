@@ -5,22 +5,27 @@ A fixed window per bucket: the first request of a window resets the count, every
 request adds one, and a request over the limit learns how long until the window ends.
 Within any one window a bucket gets at most ``limit`` requests across all replicas;
 across a window boundary a burst can reach twice that.
+
+Windows are measured against the database's clock, or against ``now`` where a caller
+gives one (tests: the requests either side of a window's end, without waiting for it).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from psycopg_pool import ConnectionPool
 
 from grove_db.pool import transaction
 
-#: The window arithmetic lives in SQL (migration 0010): ``grove_rate_hit`` for the runtime
-#: role, ``grove_public_rate_hit`` (buckets prefixed ``share:``) for grove-share's role.
+#: The window arithmetic lives in SQL (migrations 0010 and 0027): ``grove_rate_hit`` for the
+#: runtime role, ``grove_public_rate_hit`` (buckets prefixed ``share:``) for grove-share's
+#: role, which always counts by the database's clock.
 FUNCTIONS = {
-    "runtime": "SELECT hits, remaining FROM grove_rate_hit(%(bucket)s, %(window)s)",
+    "runtime": "SELECT hits, remaining FROM grove_rate_hit(%(bucket)s, %(window)s, %(now)s)",
     "public": "SELECT hits, remaining FROM grove_public_rate_hit(%(bucket)s, %(window)s)",
 }
 
@@ -33,14 +38,17 @@ class RateLimit:
     window_seconds: int = 60
     door: Literal["runtime", "public"] = "runtime"
 
-    def hit(self, pool: ConnectionPool, bucket: str) -> int | None:
-        """Count one request for ``bucket``: None if allowed, else seconds to wait (≥ 1)."""
+    def hit(self, pool: ConnectionPool, bucket: str, now: datetime | None = None) -> int | None:
+        """Count one request for ``bucket``: None if allowed, else seconds to wait (≥ 1).
+
+        ``now`` is the instant the request counts at (default: the database's clock);
+        the public door always uses the database's clock.
+        """
         if self.limit <= 0:
             return None
+        params = {"bucket": bucket, "window": self.window_seconds, "now": now}
         with transaction(pool) as conn:
-            statement = FUNCTIONS[self.door]
-            row = conn.execute(statement, {"bucket": bucket, "window": self.window_seconds})
-            found = row.fetchone()
+            found = conn.execute(FUNCTIONS[self.door], params).fetchone()
         assert found is not None  # an upsert with RETURNING always yields its row
         return self.wait(found)
 
@@ -72,17 +80,19 @@ def request_buckets(
 
 
 def hit_all(
-    pool: ConnectionPool, checks: list[tuple[RateLimit, str, str]]
+    pool: ConnectionPool, checks: list[tuple[RateLimit, str, str]], now: datetime | None = None
 ) -> tuple[str, int] | None:
     """Count one request in each ``(limit, bucket, per)`` at once (one statement, runtime
-    role); the first refusal as ``(message, seconds to wait)``, or None if all allow it."""
+    role); the first refusal as ``(message, seconds to wait)``, or None if all allow it.
+    ``now`` is the instant counted at (default: the database's clock)."""
     counted = [(limit, bucket, per) for limit, bucket, per in checks if limit.limit > 0]
     if not counted:
         return None
     statement = " UNION ALL ".join(
-        f"SELECT {i} AS i, hits, remaining FROM grove_rate_hit(%s, %s)" for i in range(len(counted))
+        f"SELECT {i} AS i, hits, remaining FROM grove_rate_hit(%s, %s, %s)"
+        for i in range(len(counted))
     )
-    values = [v for limit, bucket, _ in counted for v in (bucket, limit.window_seconds)]
+    values = [v for limit, bucket, _ in counted for v in (bucket, limit.window_seconds, now)]
     with transaction(pool) as conn:
         rows = {row["i"]: row for row in conn.execute(statement, values).fetchall()}
     for i, (limit, _, per) in enumerate(counted):

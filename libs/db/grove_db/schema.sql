@@ -337,23 +337,24 @@ END $$;
 
 
 --
--- Name: grove_rate_hit(text, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: grove_rate_hit(text, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.grove_rate_hit(p_bucket text, p_window integer) RETURNS TABLE(hits integer, remaining double precision)
+CREATE FUNCTION public.grove_rate_hit(p_bucket text, p_window integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(hits integer, remaining double precision)
     LANGUAGE sql
     SET search_path TO 'public', 'pg_temp'
     AS $$
     INSERT INTO rate_limits AS r (bucket, window_start, hits)
     VALUES (p_bucket,
-            to_timestamp(floor(extract(epoch FROM clock_timestamp()) / p_window) * p_window),
+            to_timestamp(floor(extract(epoch FROM coalesce(p_now, clock_timestamp()))
+                               / p_window) * p_window),
             1)
     ON CONFLICT (bucket) DO UPDATE SET
         hits = CASE WHEN r.window_start = EXCLUDED.window_start THEN r.hits + 1 ELSE 1 END,
         window_start = EXCLUDED.window_start
     RETURNING r.hits,
         extract(epoch FROM r.window_start + make_interval(secs => p_window)
-                           - clock_timestamp())::double precision
+                           - coalesce(p_now, clock_timestamp()))::double precision
 $$;
 
 

@@ -1,23 +1,27 @@
 """Operation records: a replayed operationId returns its first result.
 
-The record is inserted first thing in the operation's transaction. A concurrent
-request with the same ID blocks on the primary key until the first commits (then it
-replays) or rolls back (then it runs). A failed operation leaves no record.
+Every mutation runs inside ``mutation``: one tenant transaction that first holds the
+live account, then inserts the operation's record. A concurrent request with the same
+ID blocks on the primary key until the first commits (then it replays) or rolls back
+(then it runs). A failed operation leaves no record.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
 from grove_auth.principal import Principal
-from grove_db.pool import Conn
+from grove_db.pool import Conn, transaction
 from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict
+from grove_memory.store import Store
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,73 @@ class Replay:
     """The stored outcome of an operation that already ran."""
 
     response: dict[str, Any]
-    memory_id: UUID | None
+
+
+class OperationRequest(Protocol):
+    """The body of a mutation: its arguments and the caller's optional operationId."""
+
+    @property
+    def operationId(self) -> UUID | None: ...  # the wire name
+
+    def model_dump(
+        self, *, mode: str = ..., exclude: Any = ..., exclude_unset: bool = ...
+    ) -> dict[str, Any]: ...
+
+
+@dataclass
+class Mutation:
+    """One mutation's transaction and operation record.
+
+    ``replay`` is set when the operationId already ran: return its ``response`` as it
+    is. Otherwise do the work on ``conn`` and return ``record(answer)``.
+    """
+
+    conn: Conn
+    account_id: UUID
+    operation_id: UUID | None
+    replay: Replay | None
+    recorded: bool = field(default=False, init=False)
+
+    def record(self, response: dict[str, Any], memory_id: UUID | None = None) -> dict[str, Any]:
+        """Store ``response`` (and the note it saved) as the operation's outcome; returns it."""
+        if self.operation_id is not None:
+            self.conn.execute(
+                "UPDATE operations SET response = %s, memory_id = %s"
+                " WHERE account_id = %s AND id = %s",
+                (Jsonb(response), memory_id, self.account_id, self.operation_id),
+            )
+        self.recorded = True
+        return response
+
+
+@contextmanager
+def mutation(
+    store: Store,
+    principal: Principal,
+    name: str,
+    req: OperationRequest,
+    *,
+    supplied_only: bool = False,
+    path: dict[str, Any] | None = None,
+) -> Iterator[Mutation]:
+    """Run mutation ``name`` of ``req`` in one transaction under the caller's account.
+
+    The arguments that must match on a replay are ``req``'s fields but the operationId
+    (with ``supplied_only``, only those the caller set) plus ``path`` (IDs from the
+    URL). Raises ``AccountDeleted``, ``IdempotencyConflict`` when the operationId was
+    used with other arguments, and ``Gone`` when the note an earlier save produced has
+    been deleted since. The transaction commits when the block ends without an error.
+    """
+    arguments = {
+        **(path or {}),
+        **req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=supplied_only),
+    }
+    with transaction(store.pool, principal.account_id) as conn:
+        replay = _begin(conn, principal, req.operationId, name, arguments)
+        operation = Mutation(conn, principal.account_id, req.operationId, replay)
+        yield operation
+        if replay is None and not operation.recorded:
+            raise RuntimeError(f"{name} finished without recording its result")
 
 
 def request_hash(name: str, arguments: dict[str, Any]) -> str:
@@ -34,18 +104,14 @@ def request_hash(name: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def begin(
+def _begin(
     conn: Conn,
     principal: Principal,
     operation_id: UUID | None,
     name: str,
     arguments: dict[str, Any],
 ) -> Replay | None:
-    """Start a mutation: hold the live account; claim ``operation_id``, or replay it.
-
-    Raises ``IdempotencyConflict`` when the ID was used with other arguments, and
-    ``Gone`` when the note an earlier save produced has been deleted since.
-    """
+    """Hold the live account; claim ``operation_id`` (None), or replay its outcome."""
     account_id = principal.account_id
     # Every mutation passes here first: hold the account (shared) for the transaction,
     # so an account deletion waits for writes in flight and later writes see it.
@@ -76,20 +142,4 @@ def begin(
         raise IdempotencyConflict()
     if prior["memory_id"] is not None and prior["deleted_at"] is not None:
         raise Gone()
-    return Replay(response=prior["response"], memory_id=prior["memory_id"])
-
-
-def finish(
-    conn: Conn,
-    account_id: UUID,
-    operation_id: UUID | None,
-    response: dict[str, Any],
-    memory_id: UUID | None = None,
-) -> None:
-    """Record the outcome of a claimed operation (no-op without an operationId)."""
-    if operation_id is None:
-        return
-    conn.execute(
-        "UPDATE operations SET response = %s, memory_id = %s WHERE account_id = %s AND id = %s",
-        (Jsonb(response), memory_id, account_id, operation_id),
-    )
+    return Replay(response=prior["response"])

@@ -12,6 +12,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
+from grove_memory.errors import ServiceError
 from grove_telemetry import metrics
 
 UNAVAILABLE = "inference_unavailable"
@@ -26,8 +27,11 @@ CLIENT_GONE: ContextVar[Callable[[], bool] | None] = ContextVar("client_gone", d
 WATCH_SECONDS = 0.1
 
 
-class InferenceError(Exception):
+class InferenceError(ServiceError):
     """Embedding failed; ``reason`` is a stable code (e.g. ``dimension_mismatch``)."""
+
+    code = UNAVAILABLE
+    status = 503
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(f"{reason}: {message}")

@@ -34,15 +34,11 @@ RESTORED_FIELDS = ("content", "kind", "task_id", "capture", "source_agent", "sou
 def archive(store: Store, principal: Principal, req: ArchiveRequest) -> dict[str, Any]:
     """Archive notes; each gets ``archived`` (also if it already was) or ``not_found``."""
     require(principal, "write")
-    arguments = req.model_dump(mode="json", exclude={"operationId"})
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "archive_memories", arguments)
-        if replay is not None:
-            return replay.response
-        results = [{"id": str(i), "outcome": _archive_one(conn, principal, i)} for i in req.ids]
-        response = {"results": results}
-        idempotency.finish(conn, principal.account_id, req.operationId, response)
-    return response
+    with idempotency.mutation(store, principal, "archive_memories", req) as op:
+        if op.replay is not None:
+            return op.replay.response
+        results = [{"id": str(i), "outcome": _archive_one(op.conn, principal, i)} for i in req.ids]
+        return op.record({"results": results})
 
 
 def _archive_one(conn: Conn, principal: Principal, memory_id: Any) -> str:
@@ -59,11 +55,10 @@ def _archive_one(conn: Conn, principal: Principal, memory_id: Any) -> str:
 def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str, Any]:
     """Un-archive a note, and/or bring back revision ``version``, and/or make it durable."""
     require(principal, "write")
-    arguments = req.model_dump(mode="json", exclude={"operationId"})
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "restore_memory", arguments)
-        if replay is not None:
-            return replay.response
+    with idempotency.mutation(store, principal, "restore_memory", req) as op:
+        if op.replay is not None:
+            return op.replay.response
+        conn = op.conn
         current = lock_note(conn, principal, req.id, None)
         row = conn.execute(
             "UPDATE memories AS m SET archived_at = NULL"
@@ -84,8 +79,7 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str
         else:
             assert row is not None
             memory = memory_json(row)
-        idempotency.finish(conn, principal.account_id, req.operationId, memory, req.id)
-    return memory
+        return op.record(memory, req.id)
 
 
 def _move_one(
@@ -115,23 +109,19 @@ def _revision(conn: Conn, principal: Principal, memory_id: Any, version: int) ->
 def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]:
     """Move notes to ``projectId`` (null: personal); if any cannot move, none do."""
     require(principal, "write")
-    arguments = req.model_dump(mode="json", exclude={"operationId"})
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "move_memories", arguments)
-        if replay is not None:
-            return replay.response
-        check_notebook(conn, principal, req.projectId)
+    with idempotency.mutation(store, principal, "move_memories", req) as op:
+        if op.replay is not None:
+            return op.replay.response
+        check_notebook(op.conn, principal, req.projectId)
         items, refused = [], []
         for index, memory_id in enumerate(dict.fromkeys(req.ids)):
             try:
-                items.append(_move_one(conn, store, principal, memory_id, req))
+                items.append(_move_one(op.conn, store, principal, memory_id, req))
             except (NotFound, Conflict) as ex:
                 refused.append({"field": f"ids[{index}]", "message": f"{memory_id}: {ex.message}"})
         if refused:
             raise MoveRefused(refused)  # the transaction rolls back: nothing moved
-        response = {"items": items}
-        idempotency.finish(conn, principal.account_id, req.operationId, response)
-    return response
+        return op.record({"items": items})
 
 
 def restore_expired(store: Store, principal: Principal, memory_id: Any) -> dict[str, Any]:

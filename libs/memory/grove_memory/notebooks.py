@@ -46,22 +46,18 @@ def create_notebook(
     require(principal, "write")
     if not principal.all_notebooks:
         raise Forbidden("only a credential granted all notebooks may create notebooks")
-    arguments = req.model_dump(mode="json", exclude={"operationId"})
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "create_notebook", arguments)
-        if replay is not None:
-            return replay.response, False
+    with idempotency.mutation(store, principal, "create_notebook", req) as op:
+        if op.replay is not None:
+            return op.replay.response, False
         if req.parentId is not None:
-            check_notebook(conn, principal, req.parentId)
+            check_notebook(op.conn, principal, req.parentId)
         row = _write(
-            conn,
+            op.conn,
             "INSERT INTO projects AS p (account_id, id, name, parent_id)"
             f" VALUES (%s, %s, %s, %s) RETURNING {NOTEBOOK_COLUMNS}",
             (principal.account_id, uuid4(), req.name, req.parentId),
         )
-        notebook = notebook_json(row)
-        idempotency.finish(conn, principal.account_id, req.operationId, notebook)
-    return notebook, True
+        return op.record(notebook_json(row)), True
 
 
 def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery) -> dict[str, Any]:
@@ -131,11 +127,10 @@ def update_notebook(
     """
     require(principal, "write")
     supplied = req.model_fields_set
-    arguments = req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True)
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "update_notebook", arguments)
-        if replay is not None:
-            return replay.response
+    with idempotency.mutation(store, principal, "update_notebook", req, supplied_only=True) as op:
+        if op.replay is not None:
+            return op.replay.response
+        conn = op.conn
         check_notebook(conn, principal, req.id)
         if "parentId" in supplied and req.parentId is not None:
             check_notebook(conn, principal, req.parentId)
@@ -154,9 +149,7 @@ def update_notebook(
                 "id": req.id,
             },
         )
-        notebook = notebook_json(row)
-        idempotency.finish(conn, principal.account_id, req.operationId, notebook)
-    return notebook
+        return op.record(notebook_json(row))
 
 
 def _write(conn: Conn, statement: str, values: Any) -> dict[str, Any]:

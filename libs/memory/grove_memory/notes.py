@@ -123,11 +123,10 @@ class SaveResult:
 def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveResult:
     """Save a note; a handoff for a known taskId, or a given ``id``, corrects instead."""
     require(principal, "write")
-    arguments = req.model_dump(mode="json", exclude={"operationId"})
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "remember", arguments)
-        if replay is not None:
-            return SaveResult(replay.response, created=False)
+    with idempotency.mutation(store, principal, "remember", req) as op:
+        if op.replay is not None:
+            return SaveResult(op.replay.response, created=False)
+        conn = op.conn
         check_notebook(conn, principal, req.projectId)
         if req.capture == "automatic":
             _check_capture(conn, store)
@@ -138,7 +137,7 @@ def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveRe
             row, created = write_correction(conn, store, current, values, retention_supplied), False
         else:
             row, created = _create_or_update_handoff(conn, store, principal, req, values)
-        return _finish(conn, store, principal, req.operationId, row, created)
+        return _finish(op, store, row, created)
 
 
 def update_memory(
@@ -146,12 +145,13 @@ def update_memory(
 ) -> SaveResult:
     """Correct part of a note: omitted fields keep their current values."""
     require(principal, "write")
-    supplied = req.model_dump(mode="json", exclude={"operationId"}, exclude_unset=True)
-    arguments = {"id": str(memory_id), **supplied}
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "update_memory", arguments)
-        if replay is not None:
-            return SaveResult(replay.response, created=False)
+    path = {"id": str(memory_id)}
+    with idempotency.mutation(
+        store, principal, "update_memory", req, supplied_only=True, path=path
+    ) as op:
+        if op.replay is not None:
+            return SaveResult(op.replay.response, created=False)
+        conn = op.conn
         current = lock_note(conn, principal, memory_id, req.expectedVersion)
         if req.capture == "automatic":
             _check_capture(conn, store)
@@ -163,7 +163,7 @@ def update_memory(
         row = write_correction(
             conn, store, current, values, "retentionDays" in req.model_fields_set
         )
-        return _finish(conn, store, principal, req.operationId, row, created=False)
+        return _finish(op, store, row, created=False)
 
 
 def get_memory(store: Store, principal: Principal, memory_id: UUID) -> dict[str, Any]:
@@ -208,21 +208,17 @@ def list_revisions(
 def forget(store: Store, principal: Principal, req: ForgetRequest) -> dict[str, Any]:
     """Soft-delete notes; each gets ``deleted``, ``not_found`` or ``version_conflict``."""
     require(principal, "delete")
-    arguments = req.model_dump(mode="json", exclude={"operationId"})
-    with transaction(store.pool, principal.account_id) as conn:
-        replay = idempotency.begin(conn, principal, req.operationId, "forget", arguments)
-        if replay is not None:
-            return replay.response
+    with idempotency.mutation(store, principal, "forget", req) as op:
+        if op.replay is not None:
+            return op.replay.response
         results = [
             {
                 "id": str(item.id),
-                "outcome": _forget_one(conn, principal, item.id, item.expectedVersion),
+                "outcome": _forget_one(op.conn, principal, item.id, item.expectedVersion),
             }
             for item in req.targets()
         ]
-        response = {"results": results}
-        idempotency.finish(conn, principal.account_id, req.operationId, response)
-    return response
+        return op.record({"results": results})
 
 
 def _forget_one(conn: Conn, principal: Principal, memory_id: UUID, expected: int | None) -> str:
@@ -352,16 +348,10 @@ def write_correction(
 
 
 def _finish(
-    conn: Conn,
-    store: Store,
-    principal: Principal,
-    operation_id: UUID | None,
-    row: dict[str, Any],
-    created: bool,
+    op: idempotency.Mutation, store: Store, row: dict[str, Any], created: bool
 ) -> SaveResult:
-    memory = record_revision(conn, store, row, operation_id)
-    idempotency.finish(conn, principal.account_id, operation_id, memory, row["id"])
-    return SaveResult(memory, created)
+    memory = record_revision(op.conn, store, row, op.operation_id)
+    return SaveResult(op.record(memory, row["id"]), created)
 
 
 def record_revision(

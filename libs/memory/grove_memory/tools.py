@@ -7,19 +7,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from grove_auth.errors import OwnerSessionRequired
 from grove_auth.principal import Principal
 from grove_contracts.tools import OWNER_SESSION_OPERATIONS, TOOLS_BY_NAME
 from grove_memory import lifecycle, listing, notebooks, notes, recall
 from grove_memory.errors import ServiceError
 from grove_memory.store import Store
 
-
-class OwnerSessionRequired(ServiceError):
-    """This operation is for the account owner's session over REST, not for a connection's
-    credential."""
-
-    code = "owner_session_required"
-    status = 403
+#: Why a registry operation that only the owner's session may run is refused here.
+OWNER_SESSION_ONLY = (
+    "This operation is for the account owner's session over REST, not for a connection's"
+    " credential."
+)
 
 
 class UnknownTool(ServiceError):
@@ -52,7 +51,7 @@ HANDLERS: dict[str, Handler] = {
 def parse(name: str, arguments: dict[str, Any]) -> BaseModel:
     """Validate arguments against the tool's input model (``ValidationError`` if bad)."""
     if name in OWNER_SESSION_OPERATIONS:
-        raise OwnerSessionRequired()
+        raise OwnerSessionRequired(OWNER_SESSION_ONLY)
     tool = TOOLS_BY_NAME.get(name)
     if tool is None or name not in HANDLERS:
         raise UnknownTool(f"no tool named {name!r}")

@@ -29,7 +29,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from grove_auth.connections import require_owner
-from grove_auth.errors import AuthError
+from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
 from grove_contracts.ask import MAX_ASK_QUERY_CHARS, AskRequest
 from grove_contracts.conversations import MAX_CONTEXT_NOTES, MAX_TURNS, TurnContext, TurnRequest
@@ -484,10 +484,10 @@ def _hold_session(conn: Conn, principal: Principal) -> None:
         issuer, subject = principal.owner_identity
         owns = conn.execute(OWNS_ACCOUNT, (issuer, subject, principal.account_id)).fetchone()
         if owns is None:
-            raise AuthError("this identity no longer owns the account")
+            raise Unauthorized("this identity no longer owns the account")
     expires = principal.session_expires_at
     if expires is not None and datetime.now(UTC) >= expires:
-        raise AuthError("the session expired while the answer was written; sign in and retry")
+        raise Unauthorized("the session expired while the answer was written; sign in and retry")
 
 
 DATABASE_CLOCK = "SELECT statement_timestamp() AS now"

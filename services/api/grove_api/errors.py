@@ -8,7 +8,7 @@ from typing import Any
 import falcon
 from pydantic import ValidationError
 
-from grove_auth.errors import AuthError, GrantError, ProviderUnavailable
+from grove_auth.errors import AuthError, Unauthorized
 from grove_contracts.errors import ERROR_STATUS, FieldError, error_envelope, validation_details
 from grove_db.errors import DatabaseError
 from grove_memory.errors import InvalidRequest, ServiceError
@@ -44,9 +44,9 @@ def install(app: falcon.App[falcon.Request, falcon.Response]) -> None:
     app.add_error_handler(ValidationError, _validation)
     app.add_error_handler(ApiError, _domain)
     app.add_error_handler(ServiceError, _domain)
-    app.add_error_handler(AuthError, _auth)
-    app.add_error_handler(GrantError, _domain)
-    app.add_error_handler(ProviderUnavailable, _domain)
+    # Falcon picks the handler of the most specific class: every AuthError but a 401.
+    app.add_error_handler(AuthError, _domain)
+    app.add_error_handler(Unauthorized, _auth)
     app.add_error_handler(DatabaseError, _domain)
 
 
@@ -72,7 +72,7 @@ def _domain(req: falcon.Request, resp: falcon.Response, ex: Any, params: dict[st
 
 
 def _auth(
-    req: falcon.Request, resp: falcon.Response, ex: AuthError, params: dict[str, Any]
+    req: falcon.Request, resp: falcon.Response, ex: Unauthorized, params: dict[str, Any]
 ) -> None:
     resp.set_header("WWW-Authenticate", 'Bearer realm="grove"')
     _respond(req, resp, ex.status, ex.code, ex.message)

@@ -9,7 +9,7 @@ from uuid import UUID
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import AuthError
+from grove_auth.errors import Unauthorized
 from grove_auth.identity import ProviderTokens
 from grove_auth.keys import KEY_PREFIX, authenticate
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
@@ -46,7 +46,7 @@ class BearerAuth:
         scheme, _, token = (req.get_header("Authorization") or "").partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            raise AuthError("send Authorization: Bearer <api key or owner session token>")
+            raise Unauthorized("send Authorization: Bearer <api key or owner session token>")
         if token.startswith(PROJECT_KEY_PREFIX):
             principal = authenticate_project_key(self._pool, self._secret, token)
             if not getattr(resource, "accepts_project_keys", False):

@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from grove_auth.errors import AuthError, GrantError, IdentityNotProvisioned, ProviderUnavailable
+from grove_auth.errors import GrantError, IdentityNotProvisioned, ProviderUnavailable, Unauthorized
 from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import KEY_PREFIX, authenticate, derive_secret
 from grove_auth.oauth import describe_client
@@ -79,7 +79,7 @@ class KeyVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
             principal = await anyio.to_thread.run_sync(self._principal, token)
-        except AuthError:
+        except Unauthorized:
             return None
         except (ProviderUnavailable, IdentityNotProvisioned) as ex:
             refused = {"code": ex.code, "message": ex.message}

@@ -24,7 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.integration.conftest import require_tool
+from tests.support.tools import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.conftest import require_tool
-from tests.integration.deploy_names import (
+from tests.support.deploy_names import (
     OPERATIONS,
     PROMETHEUS_RULE,
     RULES,
@@ -31,6 +30,7 @@ from tests.integration.deploy_names import (
     metric_names,
     panels,
 )
+from tests.support.tools import require_tool
 
 #: The contract: every metric family the services export (libs/telemetry and the
 #: services' own metrics), by type. Dashboards and alerts may use nothing else.

@@ -1,0 +1,43 @@
+"""Fresh accounts, so tests never see each other's data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from grove_cli import admin
+from grove_db import embedded
+from tests.support.clients import Client
+from tests.support.keys import SECRET
+
+
+@dataclass
+class Tenant:
+    """A fresh account with an API key granted personal notes and all notebooks."""
+
+    account_id: UUID
+    key_id: UUID
+    client: Client
+    database: embedded.EmbeddedDatabase
+
+    def key(self, name: str = "extra", **grants: Any) -> Client:
+        """Another key on this account with the given grants."""
+        issued = admin.create_key(
+            self.database.migration_url, SECRET, self.account_id, name, **grants
+        )
+        return Client(self.client.base, issued.key)
+
+    def notebook(self, name: str = "notebook", parent: str | None = None) -> str:
+        response = self.client.post("/v1/notebooks", {"name": name, "parentId": parent})
+        assert response.status_code == 201, response.text
+        return str(response.json()["data"]["id"])
+
+
+def new_tenant(database: embedded.EmbeddedDatabase, base_url: str) -> Tenant:
+    """A fresh account with a full-access key, talking to the API at ``base_url``."""
+    account_id = admin.create_account(database.migration_url, "Test account")
+    issued = admin.create_key(
+        database.migration_url, SECRET, account_id, "full", personal=True, all_notebooks=True
+    )
+    return Tenant(account_id, issued.id, Client(base_url, issued.key), database)

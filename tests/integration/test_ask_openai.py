@@ -7,7 +7,6 @@ server this module starts and scripts per test.
 
 from __future__ import annotations
 
-import http.server as http_server
 import json
 import re
 import select
@@ -24,6 +23,7 @@ import requests
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
+from tests.support import loopback
 from tests.support.clients import Client, error_of
 from tests.support.processes import Running, start_api, start_ask
 from tests.support.scraping import scrape
@@ -117,10 +117,10 @@ class FakeChat:
         return False
 
 
-def serve(fake: FakeChat) -> tuple[http_server.ThreadingHTTPServer, threading.Thread]:
-    class Handler(http_server.BaseHTTPRequestHandler):
+def serve(fake: FakeChat) -> loopback.Server:
+    class Handler(loopback.Handler):
         def do_POST(self) -> None:  # http.server's method name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = json.loads(self.body())
             step = fake.next_step(Seen(self.path, dict(self.headers), body))
             if callable(step):
                 step = step(body)
@@ -142,20 +142,9 @@ def serve(fake: FakeChat) -> tuple[http_server.ThreadingHTTPServer, threading.Th
         def reply(self, content: str) -> None:
             message = {"role": "assistant", "content": content}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
-            payload = json.dumps({"object": "chat.completion", "choices": [choice]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self.answer({"object": "chat.completion", "choices": [choice]})
 
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    return server, thread
+    return loopback.Server(Handler)
 
 
 @dataclass
@@ -185,8 +174,8 @@ def api_env(database: embedded.EmbeddedDatabase, ask: Running, **extra: str) -> 
 @pytest.fixture(scope="module")
 def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
     fake = FakeChat()
-    server, thread = serve(fake)
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server = serve(fake)
+    base = f"{server.url}/v1"
     running: list[Running] = []
     try:
         ask = start_ask(
@@ -211,9 +200,7 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
         fake.gate.set()
         for service in reversed(running):
             service.stop()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+        server.close()
 
 
 def reply(answer: str, *citations: tuple[int, str]) -> str:

@@ -6,12 +6,10 @@ Also: the tools are published identically by grove-mcp, ``GET /v1/tools`` and th
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import socket
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -23,6 +21,7 @@ from mcp import Client, StdioServerParameters
 
 from grove_contracts.tools import TOOLS
 from tests.integration.test_mcp import DESCRIBED, assert_is_registry, connect, error_of, ok
+from tests.support import loopback
 from tests.support.clients import data_of
 from tests.support.tenants import Tenant
 
@@ -108,33 +107,17 @@ def test_bad_key_comes_back_as_unauthorized(api_url: str) -> None:
 def old_api() -> Iterator[str]:
     """A stand-in for a Grove API without /v1/tools: its generic 404 for every POST."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(loopback.Handler):
         def do_POST(self) -> None:  # http.server's method name
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            payload = json.dumps(
-                {
-                    "success": False,
-                    "error": {"code": "not_found", "message": "404 Not Found", "requestId": "x"},
-                }
-            ).encode()
-            self.send_response(404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self.body()
+            error = {"code": "not_found", "message": "404 Not Found", "requestId": "x"}
+            self.answer({"success": False, "error": error}, status=404)
 
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = loopback.Server(Handler)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield server.url
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+        server.close()
 
 
 def test_an_api_without_tool_endpoints_is_unsupported_by_server() -> None:

@@ -8,7 +8,6 @@ provider. Screenshots of each main view are saved under the test's output direct
 from __future__ import annotations
 
 import asyncio
-import http.server
 import os
 import queue
 import re
@@ -50,6 +49,7 @@ from tests.integration.oidc_provider import OidcProvider
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
 from tests.integration.test_oidc import agent_session
+from tests.support import loopback
 from tests.support.clients import Client
 from tests.support.keys import SECRET
 from tests.support.processes import (
@@ -748,26 +748,17 @@ class Callback:
         self.codes: queue.Queue[dict[str, str]] = queue.Queue()
         codes = self.codes
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(loopback.Handler):
             def do_GET(self) -> None:  # http.server's method name
                 query = parse_qs(urlsplit(self.path).query)
                 codes.put({k: v[0] for k, v in query.items()})
-                body = b"signed in; you can close this window"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.answer(b"signed in; you can close this window", content_type="text/plain")
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/callback"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = loopback.Server(Handler)
+        self.url = f"{self.server.url}/callback"
 
     def close(self) -> None:
-        self.server.shutdown()
+        self.server.close()
         self.server.server_close()
 
 

@@ -7,7 +7,6 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import http.server
 import json
 import threading
 import time
@@ -32,6 +31,7 @@ from grove_db import embedded
 from grove_db.pool import open_pool
 from tests.integration.test_mcp import INITIALIZE, LIST_TOOLS, connect, mcp_post
 from tests.integration.test_mcp import error_of as tool_error
+from tests.support import loopback
 from tests.support.clients import Client, data_of, error_of
 from tests.support.processes import Running, start_api, start_mcp, start_worker
 from tests.support.scraping import scrape
@@ -63,7 +63,7 @@ class Provider:
         self.delay = 0.0  # seconds each JWKS answer takes
         provider = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(loopback.Handler):
             def do_GET(self) -> None:  # http.server's method name
                 provider.fetches += 1
                 time.sleep(provider.delay)
@@ -71,22 +71,11 @@ class Provider:
                     self.send_response(503)
                     self.end_headers()
                     return
-                body = json.dumps(provider.jwks()).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                if provider.cache_control:
-                    self.send_header("Cache-Control", provider.cache_control)
-                self.end_headers()
-                self.wfile.write(body)
+                cache = {"Cache-Control": provider.cache_control} if provider.cache_control else {}
+                self.answer(provider.jwks(), headers=cache)
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jwks"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = loopback.Server(Handler)
+        self.url = f"{self.server.url}/jwks"
 
     def jwks(self) -> dict[str, Any]:
         keys = []
@@ -134,9 +123,7 @@ class Provider:
         )
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        self.server.close()
 
 
 @dataclass
@@ -943,36 +930,21 @@ class Introspector:
         self.authorizations: list[str] = []
         introspector = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(loopback.Handler):
             def do_POST(self) -> None:  # http.server's method name
-                length = int(self.headers["Content-Length"])
-                form = dict(
-                    part.split("=", 1) for part in self.rfile.read(length).decode().split("&")
-                )
+                form = dict(part.split("=", 1) for part in self.body().decode().split("&"))
                 introspector.authorizations.append(self.headers.get("Authorization", ""))
                 if not introspector.up:
                     self.send_response(502)
                     self.end_headers()
                     return
-                body = json.dumps(introspector.tokens.get(form["token"], {"active": False}))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body.encode())
+                self.answer(introspector.tokens.get(form["token"], {"active": False}))
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/introspect"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = loopback.Server(Handler)
+        self.url = f"{self.server.url}/introspect"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        self.server.close()
 
 
 def introspecting_mcp(
@@ -1454,9 +1426,9 @@ def test_provider_side_deletion_is_requested_with_retries(
     received: list[dict[str, Any]] = []
     secret = "webhook-secret-for-tests-0123456789abcdef"
 
-    class Hook(http.server.BaseHTTPRequestHandler):
+    class Hook(loopback.Handler):
         def do_POST(self) -> None:  # http.server's method name
-            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            raw = self.body()
             # The documented check: HMAC-SHA256 of "<timestamp>.<body>", a fresh timestamp.
             stamp = self.headers["Grove-Timestamp"]
             expected = hmac.new(secret.encode(), f"{stamp}.".encode() + raw, hashlib.sha256)
@@ -1473,17 +1445,12 @@ def test_provider_side_deletion_is_requested_with_retries(
             self.send_response(500 if received.count(body) == 1 else 204)
             self.end_headers()
 
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = loopback.Server(Hook)
     worker = start_worker(
         database,
         "127.0.0.1:1",
         GROVE_EMBEDDING_PROFILE="disabled",
-        GROVE_ACCOUNT_DELETION_WEBHOOK=f"http://127.0.0.1:{server.server_address[1]}/hook",
+        GROVE_ACCOUNT_DELETION_WEBHOOK=f"{server.url}/hook",
         GROVE_ACCOUNT_DELETION_WEBHOOK_SECRET=secret,
         GROVE_WORKER_BACKOFF_SECONDS="0.1",
     )
@@ -1510,6 +1477,4 @@ def test_provider_side_deletion_is_requested_with_retries(
         assert received.count(mine) == 2
     finally:
         worker.stop()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+        server.close()

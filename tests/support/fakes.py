@@ -4,13 +4,12 @@ grove-api, grove-ask and workers on top of it."""
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
+from tests.support import loopback
 from tests.support.processes import Running, start_ask, start_worker
 from tests.support.tenants import Tenant
 
@@ -32,9 +31,9 @@ class FakeEmbeddings:
         self.calls: list[str] = []
         fake = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(loopback.Handler):
             def do_POST(self) -> None:  # http.server's method name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = json.loads(self.body())
                 fake.calls.extend(body["input"])
                 if fake.gate is not None:
                     fake.gate.wait(timeout=60)
@@ -47,20 +46,10 @@ class FakeEmbeddings:
                     {"index": i, "embedding": fake.vector(text)}
                     for i, text in enumerate(body["input"])
                 ]
-                payload = json.dumps({"data": data}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.answer({"data": data})
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = loopback.Server(Handler)
+        self.url = f"{self.server.url}/v1"
 
     def vector(self, text: str) -> list[float]:
         digest = hashlib.sha256(text.encode()).digest()
@@ -69,9 +58,7 @@ class FakeEmbeddings:
     def close(self) -> None:
         if self.gate is not None:
             self.gate.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        self.server.close()
 
 
 def start_fake_ask(fake: FakeEmbeddings, dimensions: int | None = None, **env: str) -> Running:

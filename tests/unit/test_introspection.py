@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from grove_auth.errors import Unauthorized
 from grove_auth.provider import NEGATIVE_ENTRIES, Discovery, Introspection
+from tests.support import loopback
 
 ISSUER = "https://id.grove.test"
 
@@ -23,32 +20,21 @@ class Endpoint:
         self.calls = 0
         endpoint = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(loopback.Handler):
             def do_POST(self) -> None:  # http.server's method name
                 endpoint.calls += 1
-                form = self.rfile.read(int(self.headers["Content-Length"])).decode()
-                active = "token=active" in form
-                body = json.dumps({"active": active, "iss": ISSUER, "sub": "someone"}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                active = "token=active" in self.body().decode()
+                self.answer({"active": active, "iss": ISSUER, "sub": "someone"})
 
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/introspect"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = loopback.Server(Handler)
+        self.url = f"{self.server.url}/introspect"
 
 
 @pytest.fixture
 def endpoint() -> Iterator[Endpoint]:
     running = Endpoint()
     yield running
-    running.server.shutdown()
-    running.server.server_close()
+    running.server.close()
 
 
 def test_inactive_tokens_are_remembered_for_a_minute_active_ones_never(

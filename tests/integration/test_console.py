@@ -759,7 +759,6 @@ class Callback:
 
     def close(self) -> None:
         self.server.close()
-        self.server.server_close()
 
 
 class SdkAgent:

@@ -80,7 +80,7 @@ def wait(migration_url: str, job_ids: list[int], interval: float = 2.0) -> int:
     with psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn:
         while True:
             with conn.transaction():
-                conn.execute("SELECT set_config('grove.queue', 'claim', true)")
+                queue.queue_context(conn)
                 row = conn.execute(PROGRESS, (job_ids,)).fetchone()
             assert row is not None
             print(f"embedded {row['done']}/{row['total']}, failed {row['failed']}", flush=True)

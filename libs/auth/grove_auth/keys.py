@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
-from grove_db.pool import Conn, set_tenant, transaction
+from grove_db.pool import Conn, set_locally, set_tenant, transaction
 
 KEY_PREFIX = "grv_"
 KEY_BYTES = 32
@@ -59,7 +59,7 @@ def new_key() -> str:
 def allow_key_lookup(conn: Conn, digest: bytes) -> None:
     """Let this transaction find the key row with this hash before it knows the account
     (row-level security: ``grove_key_lookup()``), and nothing else."""
-    conn.execute("SELECT set_config('grove.key_lookup', %s, true)", (digest.hex(),))
+    set_locally(conn, {"grove.key_lookup": digest.hex()})
 
 
 def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:

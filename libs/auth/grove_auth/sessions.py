@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool
 from grove_auth.errors import IdentityNotProvisioned, Unauthorized
 from grove_auth.principal import Principal
 from grove_auth.provider import LEEWAY_SECONDS, Jwks, audiences, client_of, subject_of
-from grove_db.pool import Conn, set_tenant, transaction
+from grove_db.pool import Conn, set_locally, set_tenant, transaction
 
 ALGORITHMS = ["RS256", "ES256"]
 
@@ -132,8 +132,7 @@ def find_account(
 
     An identity without one is refused with a message that says what would fix it.
     """
-    conn.execute("SELECT set_config('grove.owner_issuer', %s, true)", (issuer,))
-    conn.execute("SELECT set_config('grove.owner_subject', %s, true)", (subject,))
+    set_locally(conn, {"grove.owner_issuer": issuer, "grove.owner_subject": subject})
     row = conn.execute(FIND_OWNER, (issuer, subject)).fetchone()
     if row is None and provisioning == "personal":
         row = conn.execute(PROVISION, (issuer, subject, PROVISIONED_NAME)).fetchone()

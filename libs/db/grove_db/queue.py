@@ -16,7 +16,7 @@ from uuid import UUID
 
 from psycopg_pool import ConnectionPool
 
-from grove_db.pool import Conn, transaction
+from grove_db.pool import Conn, set_locally, transaction
 
 CHANNEL = "grove_jobs"
 EMBED_REVISION = "embed_revision"
@@ -182,8 +182,10 @@ def enqueue_expiry(conn: Conn, memory_id: UUID) -> None:
     )
 
 
-def _queue_context(conn: Conn) -> None:
-    conn.execute("SELECT set_config('grove.queue', 'claim', true)")
+def queue_context(conn: Conn) -> None:
+    """Let this transaction read and claim every account's jobs (row-level security:
+    ``grove.queue``), as the workers and ``grove reindex`` do."""
+    set_locally(conn, {"grove.queue": "claim"})
 
 
 def claim(
@@ -201,7 +203,7 @@ def claim(
     as of ``now`` (default: the database's clock), which the new lease also starts at.
     """
     with transaction(pool) as conn:
-        _queue_context(conn)
+        queue_context(conn)
         rows = conn.execute(
             CLAIM,
             {
@@ -223,14 +225,14 @@ def _keys(keys: list[JobKey]) -> dict[str, list[Any]]:
 def heartbeat(pool: ConnectionPool, owner: str, keys: list[JobKey], lease_seconds: float) -> None:
     """Extend the lease of jobs this owner still holds."""
     with transaction(pool) as conn:
-        _queue_context(conn)
+        queue_context(conn)
         conn.execute(HEARTBEAT, {**_keys(keys), "owner": owner, "lease": lease_seconds})
 
 
 def release(pool: ConnectionPool, owner: str, keys: list[JobKey]) -> None:
     """Give held jobs back at once, uncounted (a worker shutting down mid-batch)."""
     with transaction(pool) as conn:
-        _queue_context(conn)
+        queue_context(conn)
         conn.execute(RELEASE, {**_keys(keys), "owner": owner})
 
 
@@ -245,7 +247,7 @@ class QueueStats:
 def stats(pool: ConnectionPool) -> QueueStats:
     """Count the queue across all accounts (for the worker's gauges)."""
     with transaction(pool) as conn:
-        _queue_context(conn)
+        queue_context(conn)
         rows = conn.execute(STATS).fetchall()
         oldest = conn.execute(OLDEST_QUEUED).fetchone()
     counts = {(row["kind"], row["state"]): int(row["jobs"]) for row in rows}

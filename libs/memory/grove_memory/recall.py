@@ -37,7 +37,7 @@ from uuid import UUID
 
 from grove_auth.principal import Principal
 from grove_contracts.notes import RecallRequest, SearchRequest
-from grove_db.pool import Conn, transaction
+from grove_db.pool import Conn, set_locally, transaction
 from grove_memory import cursors
 from grove_memory.inference import InferenceError, vector_literal
 from grove_memory.rows import MEMORY_COLUMNS, memory_json
@@ -475,25 +475,19 @@ def plan_for_this_tenant(conn: Conn) -> None:
     account got an exact scan (~0.5 s) after small accounts had primed the plan. A custom
     plan costs well under a millisecond to make.
     """
-    _set_locally(conn, PLAN)
+    set_locally(conn, PLAN)
 
 
 def walk_for_this_tenant(conn: Conn) -> None:
     """Plan the semantic statement for the tenant at hand and set its HNSW walk, for the
     rest of the transaction: keep walking until enough rows pass the tenant and scope
     filters (iterative scan), with ``HNSW_EF_SEARCH`` candidates per step."""
-    _set_locally(conn, WALK)
+    set_locally(conn, WALK)
 
 
 #: The settings of ``plan_for_this_tenant`` and ``walk_for_this_tenant``.
 PLAN = {"plan_cache_mode": "force_custom_plan"}
 WALK = {**PLAN, "hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(HNSW_EF_SEARCH)}
-
-
-def _set_locally(conn: Conn, settings: dict[str, str]) -> None:
-    """``SET LOCAL`` each of ``settings``, in one statement (one round trip)."""
-    calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
-    conn.execute(f"SELECT {calls}", [part for pair in settings.items() for part in pair])
 
 
 def lexical_candidates(

@@ -4,12 +4,9 @@ the tenant, prepared or not) use, and nobody else's do."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +22,7 @@ from grove_db.pool import set_tenant
 from grove_memory import recall
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE
+from tests.support.processes import run_script
 
 THRESHOLD = 40
 SIZES = {"large": 60, "middle": 30, "small": 10}
@@ -151,12 +149,8 @@ def test_the_command_builds_them_and_refuses_a_profile_too_long_to_name(
             conn.execute(f'DROP INDEX "{name}"')
 
     def grove(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(Path(sys.executable).with_name("grove")), "indexes", *args],
-            env={**os.environ, "GROVE_MIGRATION_DATABASE_URL": migration},
-            capture_output=True,
-            text=True,
-            timeout=60,
+        return run_script(
+            "grove", "indexes", *args, env={"GROVE_MIGRATION_DATABASE_URL": migration}
         )
 
     done = grove("--min-vectors", str(SIZES["middle"]))

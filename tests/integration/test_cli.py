@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import requests
 
 from grove_db import embedded
 from tests.support.keys import SECRET, assert_stored_as_keyed_hash
+from tests.support.processes import run_script
 
 
 def grove(database: embedded.EmbeddedDatabase, *args: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("grove")), *args],
-        env={
-            **os.environ,
-            "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
-            "GROVE_SECRET_KEY": SECRET,
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_script(
+        "grove",
+        *args,
+        env={"GROVE_MIGRATION_DATABASE_URL": database.migration_url, "GROVE_SECRET_KEY": SECRET},
     )
     assert result.returncode == 0, result.stderr
     return result
@@ -45,19 +37,10 @@ def test_created_key_works_until_revoked_for_good(
     grove(database, "keys", "revoke", "--account", account, key_id)
     after = requests.get(f"{api_url}/v1/memories", headers=headers, timeout=10)
     assert after.status_code == 401
-    again = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("grove")),
-            "keys",
-            "revoke",
-            "--account",
-            account,
-            key_id,
-        ],
-        env={**os.environ, "GROVE_MIGRATION_DATABASE_URL": database.migration_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    again = run_script(
+        "grove",
+        *("keys", "revoke", "--account", account, key_id),
+        env={"GROVE_MIGRATION_DATABASE_URL": database.migration_url},
     )
     assert again.returncode != 0
     # Refused because the key is already revoked (not, say, a crash or a missing setting).

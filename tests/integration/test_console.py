@@ -11,8 +11,6 @@ import asyncio
 import os
 import queue
 import re
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -55,6 +53,7 @@ from tests.support.keys import SECRET
 from tests.support.processes import (
     Running,
     free_port,
+    run_script,
     start_api,
     start_ask,
     start_console,
@@ -684,19 +683,14 @@ def test_the_session_table_is_sealed_off(database: embedded.EmbeddedDatabase) ->
 
 
 def test_the_console_refuses_a_role_with_wider_rights(database: embedded.EmbeddedDatabase) -> None:
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("grove-console"))],
+    done = run_script(
+        "grove-console",
         env={
-            **os.environ,
             "GROVE_CONSOLE_DATABASE_URL": database.runtime_url,
             "GROVE_SECRET_KEY": SECRET,
             "GROVE_WEBSITE_ORIGIN": "http://127.0.0.1:1",
             "GROVE_DEV_AUTH": "1",
         },
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
     )
     assert done.returncode != 0
     line = done.stderr.strip().splitlines()[-1]

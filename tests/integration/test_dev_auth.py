@@ -16,7 +16,7 @@ from grove_cli.dev import dev_identity
 from grove_db import embedded
 from tests.support.clients import Client
 from tests.support.keys import SECRET
-from tests.support.processes import Running, free_port, start_api, start_console
+from tests.support.processes import Running, free_port, run_script, start_api, start_console
 from tests.support.tenants import new_tenant
 
 
@@ -90,24 +90,14 @@ def test_dev_token_gives_a_working_owner_session(
     api, env = start_dev_api(database, tmp_path)
     try:
         account = admin.create_account(database.migration_url, "dev")
-        result = subprocess.run(
-            [
-                str(Path(sys.executable).with_name("grove")),
-                "dev-token",
-                "--account",
-                str(account),
-                "--subject",
-                f"dev-{account}",
-            ],
+        result = run_script(
+            "grove",
+            *("dev-token", "--account", str(account), "--subject", f"dev-{account}"),
             env={
-                **os.environ,
                 **env,
                 "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
                 "GROVE_SECRET_KEY": SECRET,
             },
-            capture_output=True,
-            text=True,
-            timeout=60,
         )
         assert result.returncode == 0, result.stderr
         owner = Client(api.url, result.stdout.strip())
@@ -158,18 +148,14 @@ REFUSED = "invalid configuration: GROVE_DEV_AUTH must not be enabled when GROVE_
 def test_dev_auth_is_refused_in_production(
     database: embedded.EmbeddedDatabase, tmp_path: Path
 ) -> None:
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("grove-api"))],
+    result = run_script(
+        "grove-api",
         env={
-            **os.environ,
             **dev_env(tmp_path, free_port()),
             "GROVE_ENV": "production",
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_SECRET_KEY": SECRET,
         },
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert result.returncode != 0
     assert "GROVE_DEV_AUTH" in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -179,17 +165,14 @@ def test_dev_auth_is_refused_in_production(
     account = str(admin.create_account(database.migration_url, "dev-token in production"))
 
     def dev_token(env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(Path(sys.executable).with_name("grove")), "dev-token", "--account", account],
+        return run_script(
+            "grove",
+            *("dev-token", "--account", account),
             env={
-                **os.environ,
                 **dev_env(tmp_path, 1),
                 "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
                 "GROVE_ENV": env,
             },
-            capture_output=True,
-            text=True,
-            timeout=60,
         )
 
     allowed = dev_token("development")
@@ -200,19 +183,15 @@ def test_dev_auth_is_refused_in_production(
     assert token.stderr.strip() == (
         "grove: dev-token needs GROVE_DEV_AUTH=1 (source .grove/dev.env) outside production"
     )
-    console = subprocess.run(
-        [str(Path(sys.executable).with_name("grove-console"))],
+    console = run_script(
+        "grove-console",
         env={
-            **os.environ,
             **dev_env(tmp_path, free_port()),
             "GROVE_ENV": "production",
             "GROVE_WEBSITE_ORIGIN": "https://memory.example",
             "GROVE_CONSOLE_DATABASE_URL": database.console_url,
             "GROVE_SECRET_KEY": SECRET,
         },
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert console.returncode != 0
     assert "GROVE_DEV_AUTH" in console.stderr and len(console.stderr.strip().splitlines()) == 1
@@ -223,17 +202,13 @@ def test_a_malformed_apps_challenge_stops_the_api_at_start(
     database: embedded.EmbeddedDatabase,
 ) -> None:
     for value in ("two words", "x" * 513):
-        result = subprocess.run(
-            [str(Path(sys.executable).with_name("grove-api"))],
+        result = run_script(
+            "grove-api",
             env={
-                **os.environ,
                 "OPENAI_APPS_CHALLENGE": value,
                 "GROVE_DATABASE_URL": database.runtime_url,
                 "GROVE_SECRET_KEY": SECRET,
             },
-            capture_output=True,
-            text=True,
-            timeout=60,
         )
         assert result.returncode != 0
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr

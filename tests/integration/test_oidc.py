@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -35,7 +32,7 @@ from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
 from tests.support.clients import Client
 from tests.support.keys import SECRET
-from tests.support.processes import Running, free_port, start_api, start_mcp
+from tests.support.processes import Running, free_port, run_script, start_api, start_mcp
 from tests.support.waiting import wait_until
 
 WEBSITE = "http://127.0.0.1:9/console"
@@ -308,10 +305,9 @@ def test_opaque_owner_tokens_are_introspected(database: embedded.EmbeddedDatabas
 
 def start_production(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run a service with GROVE_ENV=production until it exits (it must, at start-up)."""
-    return subprocess.run(
-        [str(Path(sys.executable).with_name(script))],
+    return run_script(
+        script,
         env={
-            **os.environ,
             "GROVE_ENV": "production",
             "GROVE_SECRET_KEY": SECRET,
             "GROVE_API_PORT": "0",
@@ -320,10 +316,6 @@ def start_production(script: str, env: dict[str, str]) -> subprocess.CompletedPr
             "GROVE_MCP_METRICS_PORT": "0",
             **env,
         },
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
     )
 
 

@@ -6,13 +6,10 @@ account's own limits from ``grove accounts quota``. Project pools have a record 
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -29,7 +26,7 @@ from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.integration.test_project_memory_sql import project_with
 from tests.support.clients import data_of, error_of, race
-from tests.support.processes import Running, start_api, start_mcp
+from tests.support.processes import Running, run_script, start_api, start_mcp
 
 DEFAULTS = {
     "GROVE_QUOTA_NOTES": "4",
@@ -85,12 +82,10 @@ def refused(response: requests.Response, limit: str) -> None:
 
 def quota_cli(database: embedded.EmbeddedDatabase, *args: str) -> subprocess.CompletedProcess[str]:
     """``grove accounts quota ARGS`` as the administrator runs it."""
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("grove")), "accounts", "quota", *args],
-        env={**os.environ, "GROVE_MIGRATION_DATABASE_URL": database.migration_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    return run_script(
+        "grove",
+        *("accounts", "quota", *args),
+        env={"GROVE_MIGRATION_DATABASE_URL": database.migration_url},
     )
 
 

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import psycopg
 
 from tests.support.clients import data_of
+from tests.support.processes import run_script
 from tests.support.tenants import Tenant
 from tests.support.waiting import wait_until
 
 
 def grove(tenant: Tenant, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("grove")), *args],
-        env={**os.environ, "GROVE_MIGRATION_DATABASE_URL": tenant.database.migration_url},
-        capture_output=True,
-        text=True,
+    return run_script(
+        "grove",
+        *args,
+        env={"GROVE_MIGRATION_DATABASE_URL": tenant.database.migration_url},
         timeout=120,
     )
 

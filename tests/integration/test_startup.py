@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from grove_db import embedded
 from tests.support.keys import SECRET
+from tests.support.processes import run_script
 
 
 def run_api(database_url: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("grove-api"))],
+    return run_script(
+        "grove-api",
         env={
-            **os.environ,
             "GROVE_DATABASE_URL": database_url,
             "GROVE_SECRET_KEY": SECRET,
             "GROVE_API_PORT": "0",
             **env,
         },
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
 
 

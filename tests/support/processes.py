@@ -37,13 +37,32 @@ class Running:
         self.process.stderr.close()
 
 
-def start_service(script: str, env: dict[str, str], ready: str) -> Running:
+def script(name: str) -> str:
+    """The path of one of this install's console scripts (``grove``, ``grove-api``, ...)."""
+    return str(Path(sys.executable).with_name(name))
+
+
+def run_script(
+    name: str, *args: str, env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run a console script to its end with this environment plus ``env``; its output
+    captured as text (a test asserts on the exit code itself)."""
+    return subprocess.run(
+        [script(name), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_service(name: str, env: dict[str, str], ready: str) -> Running:
     """Start a console script and wait for the stderr line matching ``ready``.
 
     The pattern's first group, if any, is the port it listens on (it binds port 0).
     """
     process = subprocess.Popen(
-        [str(Path(sys.executable).with_name(script))],
+        [script(name)],
         env={**os.environ, **env},
         stderr=subprocess.PIPE,
         text=True,
@@ -62,7 +81,7 @@ def start_service(script: str, env: dict[str, str], ready: str) -> Running:
             return Running(process, port, drain, seen)
     process.wait(timeout=30)
     stream.close()
-    raise RuntimeError(f"{script} exited with {process.returncode}: {''.join(seen)[-2000:]}")
+    raise RuntimeError(f"{name} exited with {process.returncode}: {''.join(seen)[-2000:]}")
 
 
 def free_port() -> int:

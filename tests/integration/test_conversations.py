@@ -597,9 +597,10 @@ def test_a_crashed_attempt_can_be_retried_once_its_lease_expires(
             5,
             now=lease - timedelta(milliseconds=1),
         )
-    reply, fresh = add_turn(
+    turned, fresh = add_turn(
         store, answerer, principal, uuid.UUID(conversation), request, 5, now=lease
     )
+    reply = turned.model_dump(mode="json")
     assert fresh and reply["turn"]["status"] == "completed" and reply["turn"]["attempts"] == 2
     assert cited(reply["turn"]) == {note} and reply["conversation"]["version"] == 2
     replay = owner.session.post(path, body)
@@ -617,7 +618,8 @@ def test_a_new_turn_after_an_expired_attempt_marks_it_abandoned(
         add_turn(store, Crashing(), principal, conversation, crashed, 5)
     later = datetime.now().astimezone() + timedelta(minutes=6)
     fresh = TurnRequest(id=uuid.uuid4(), query="Who deploys?", expectedVersion=2)
-    reply, _ = add_turn(store, answerer, principal, conversation, fresh, 5, now=later)
+    turned, _ = add_turn(store, answerer, principal, conversation, fresh, 5, now=later)
+    reply = turned.model_dump(mode="json")
     assert reply["turn"]["ordinal"] == 2 and reply["conversation"]["version"] == 3
     turns = data_of(owner.get(str(conversation)))["turns"]
     assert [(t["status"], t["error"]) for t in turns] == [
@@ -651,8 +653,8 @@ def test_a_source_deleted_during_generation_loses_its_citations(
     conversation = uuid.UUID(owner.create()["id"])
     request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
     deleting = DeletingFirst(answerer, owner.key, note)
-    reply, _ = add_turn(store, deleting, owner.principal(), conversation, request, 5)
-    turn = reply["turn"]
+    turned, _ = add_turn(store, deleting, owner.principal(), conversation, request, 5)
+    turn = turned.model_dump(mode="json")["turn"]
     assert (turn["status"], turn["outcome"], turn["answer"]) == ("completed", "no_evidence", None)
     assert turn["sources"] == []
     # The control: the same question answers while the note lives.
@@ -682,7 +684,7 @@ def test_a_turn_does_not_commit_for_a_session_that_ended_while_answering(
         add_turn(store, answerer, disowned, conversation, request, 5)
     live = replace(owner.principal(), owner_identity=identity)
     reply, fresh = add_turn(store, answerer, live, conversation, request, 5)
-    assert fresh and reply["turn"]["status"] == "completed"
+    assert fresh and reply.model_dump(mode="json")["turn"]["status"] == "completed"
 
 
 def test_a_turn_with_answering_switched_off_is_disabled_and_stored(
@@ -693,7 +695,7 @@ def test_a_turn_with_answering_switched_off_is_disabled_and_stored(
     request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
     principal = owner.principal()
     reply, fresh = add_turn(store, Failing("disabled"), principal, conversation, request, 5)
-    turn = reply["turn"]
+    turn = reply.model_dump(mode="json")["turn"]
     assert fresh and (turn["status"], turn["outcome"], turn["answer"]) == (
         "completed",
         "disabled",

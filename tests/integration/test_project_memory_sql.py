@@ -19,7 +19,8 @@ from grove_contracts.project_memory import ListRecordsQuery, RetrieveRequest
 from grove_db import embedded
 from grove_db.pool import TracedCursor
 from grove_memory import project_memory as pm
-from grove_memory.project_memory import ProjectPool, ProjectScope
+from grove_memory.project_memory import ProjectScope
+from grove_memory.store import Store
 
 
 class CountingCursor(TracedCursor):
@@ -122,7 +123,7 @@ def test_list_and_retrieve_issue_a_bounded_number_of_statements(
     large = project_with(database, 10_001)
     counts: dict[str, list[int]] = {"list": [], "retrieve": [], "hybrid": []}
     with counting_pool(database) as pool:
-        store = ProjectPool(pool)
+        store = Store(pool=pool, cursor_secret=b"unused")
         page = ListRecordsQuery(limit=100)
         query = RetrieveRequest(query="deploy note", limit=50)
         hybrid = RetrieveRequest(
@@ -139,9 +140,9 @@ def test_list_and_retrieve_issue_a_bounded_number_of_statements(
         # The large project really returns full pages.
         principal, scope = large
         listed = pm.list(store, principal, scope, ListRecordsQuery(limit=100))
-        assert len(listed["records"]) == 100 and listed["nextCursor"] == "key-000100"
+        assert len(listed.records) == 100 and listed.nextCursor == "key-000100"
         found = pm.retrieve(store, principal, scope, hybrid)
-        assert len(found["records"]) == 50 and found["semantic"]["compatibleRecords"] == 10_001
+        assert len(found.records) == 50 and found.semantic.compatibleRecords == 10_001
     for operation, (one, many) in counts.items():
         assert one == many, (operation, one, many)
         assert many <= 5, (operation, many)  # tenant, scope, access, candidates, reload
@@ -161,8 +162,8 @@ def test_retrieval_rechecks_expiry_when_it_reloads_ranked_candidates(
             )
 
     with counting_pool(database) as pool:
-        store = ProjectPool(pool)
+        store = Store(pool=pool, cursor_secret=b"unused")
         CountingCursor.hooks.append(("WITH words", expire_one))
         found = pm.retrieve(store, principal, scope, RetrieveRequest(query="deploy note"))
         assert not CountingCursor.hooks  # it ran, between ranking and reloading
-    assert [r["key"] for r in found["records"]] == ["key-000001", "key-000003"]
+    assert [r.key for r in found.records] == ["key-000001", "key-000003"]

@@ -21,6 +21,7 @@ from grove_db import embedded
 from grove_db.errors import QuotaExceeded
 from grove_db.pool import open_pool
 from grove_memory import project_memory as pm
+from grove_memory.store import Store
 from tests.integration.test_mcp import call
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
@@ -228,7 +229,7 @@ def test_a_project_pool_holds_at_most_its_record_limit(
     principal, scope = project_with(database, 2)
     pool = open_pool(database.runtime_url)
     try:
-        store = pm.ProjectPool(pool, True, max_records=3)
+        store = Store(pool=pool, cursor_secret=b"unused", max_project_records=3)
 
         def write(key: str) -> Any:
             body = WriteRecordRequest.model_validate(
@@ -252,7 +253,7 @@ def test_a_project_pool_holds_at_most_its_record_limit(
         with pytest.raises(QuotaExceeded, match="at most 3 records"):
             write("fourth")
         write("third")  # replacing a record is not growth
-        unlimited = pm.ProjectPool(pool, True)
-        assert unlimited.max_records == 0
+        unlimited = Store(pool=pool, cursor_secret=b"unused")
+        assert unlimited.max_project_records == 0
     finally:
         pool.close()

@@ -286,12 +286,17 @@ class MemoryHistoryInput(RevisionsQuery):
     id: UUID
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 class Retrieval(BaseModel):
-    """Which signals an answer used, and why one was missing."""
+    """Which signals an answer used, and why one was missing (``reason`` only then)."""
 
     lexical: bool
     semantic: bool
-    reason: str | None = None
+    # Absent, never null, on the wire when no signal was missing.
+    reason: str | None = Field(default=None, exclude_if=_is_none)
 
 
 class RecallItem(BaseModel):
@@ -323,11 +328,12 @@ class MatchEvidence(BaseModel):
 
 
 class SearchItem(BaseModel):
-    """One search result."""
+    """One search result; ``matches`` only when the request asked for evidence."""
 
     memory: Memory
     score: float
-    matches: MatchEvidence | None = None
+    # Absent, never null, on the wire when evidence was not asked for.
+    matches: MatchEvidence | None = Field(default=None, exclude_if=_is_none)
 
 
 class SearchPage(BaseModel):

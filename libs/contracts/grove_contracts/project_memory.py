@@ -18,7 +18,9 @@ from pydantic import (
     AwareDatetime,
     BaseModel,
     Field,
+    PlainSerializer,
     StrictFloat,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -79,6 +81,20 @@ Body = Annotated[str, Field(min_length=1), AfterValidator(_body)]
 # --- orgs, projects, members, keys (owner sessions) ---
 
 
+def _isoformat(value: datetime) -> str:
+    return value.isoformat()
+
+
+#: A time of the org, project, member and key resources. Their JSON has always been
+#: Python's ``isoformat`` (``+00:00``, where other resources write ``Z``), and stays so;
+#: the documented schema is the same ``date-time`` string either way.
+OffsetTime = Annotated[
+    datetime,
+    PlainSerializer(_isoformat, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
+
+
 class CreateOrgRequest(Strict):
     """Create an org; its creator becomes its owner."""
 
@@ -104,7 +120,7 @@ class Org(BaseModel):
     name: str
     role: Literal["owner", "member"]
     entitlements: dict[str, dict[str, bool]]
-    createdAt: datetime
+    createdAt: OffsetTime
 
 
 class OrgList(BaseModel):
@@ -123,7 +139,7 @@ class Project(BaseModel):
     name: str
     #: The caller's role in the project (null: not a member; org owners see every project).
     role: Role | None
-    createdAt: datetime
+    createdAt: OffsetTime
 
 
 class ProjectList(BaseModel):
@@ -144,8 +160,8 @@ class UpdateMemberRequest(Strict):
 class Member(BaseModel):
     accountId: UUID
     role: Role
-    createdAt: datetime
-    updatedAt: datetime
+    createdAt: OffsetTime
+    updatedAt: OffsetTime
 
 
 class MemberList(BaseModel):
@@ -181,8 +197,8 @@ class ProjectKey(BaseModel):
     prefix: str
     scopes: list[str]
     createdBy: UUID
-    createdAt: datetime
-    revokedAt: datetime | None
+    createdAt: OffsetTime
+    revokedAt: OffsetTime | None
 
 
 class CreatedProjectKey(ProjectKey):

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from prometheus_client import Counter
 
 from grove_auth.principal import Principal
-from grove_contracts.ask import AskRequest
+from grove_contracts.ask import AskRequest, AskResponse
 from grove_db.pool import Conn, transaction
 from grove_memory.errors import ServiceError
 from grove_memory.inference import (
@@ -101,7 +101,7 @@ class Answerer(Protocol):
 
 def ask(
     store: Store, answerer: Answerer, principal: Principal, req: AskRequest, timeout: float
-) -> dict[str, Any]:
+) -> AskResponse:
     """Retrieve evidence in scope, then (outside any transaction) answer from it."""
     require(principal, "read")
     sources = find_sources(store, principal, req)
@@ -241,5 +241,5 @@ def _source(candidate: Candidate) -> dict[str, Any]:
 
 def _reply(
     status: str, answer: dict[str, Any] | None, sources: list[dict[str, Any]]
-) -> dict[str, Any]:
-    return {"status": status, "answer": answer, "sources": sources}
+) -> AskResponse:
+    return AskResponse.model_validate({"status": status, "answer": answer, "sources": sources})

@@ -18,8 +18,15 @@ from grove_auth.connections import require_owner
 from grove_auth.principal import Principal
 from grove_contracts.conversations import (
     CONVERSATION_PAGE,
+    Conversation,
+    ConversationDetail,
+    ConversationHit,
+    ConversationList,
+    ConversationSearchPage,
     ConversationSearchRequest,
     CreateConversationRequest,
+    DeletedConversation,
+    Turn,
 )
 from grove_db.pool import Conn, transaction
 from grove_memory import cursors
@@ -59,7 +66,7 @@ INSERT_CONVERSATION = """
 
 def create_conversation(
     store: Store, principal: Principal, body: CreateConversationRequest
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[Conversation, bool]:
     """Create the conversation ``body.id``, or return it again for the same body."""
     require_owner(principal)
     all_scopes = "projectId" not in body.model_fields_set
@@ -87,7 +94,7 @@ def create_conversation(
         raise Gone("this conversation was deleted")
     if row["request_hash"] != digest:
         raise IdempotencyConflict("this conversation ID was already used with another body")
-    return conversation_json(row), created is not None
+    return as_conversation(row), created is not None
 
 
 #: Live conversations, newest first, after the key ``(created_at, id)`` (none: the start).
@@ -98,7 +105,7 @@ LIST_PAGE = f"""
 """
 
 
-def list_conversations(store: Store, principal: Principal, after: UUID | None) -> dict[str, Any]:
+def list_conversations(store: Store, principal: Principal, after: UUID | None) -> ConversationList:
     """A page of conversations, most recently created first, after the one named."""
     require_owner(principal)
     key: tuple[datetime | None, UUID | None] = (None, None)
@@ -112,13 +119,14 @@ def list_conversations(store: Store, principal: Principal, after: UUID | None) -
         rows = conn.execute(LIST_PAGE, (key[0], key[0], key[1], CONVERSATION_PAGE + 1)).fetchall()
     page = rows[:CONVERSATION_PAGE]
     more = len(rows) > CONVERSATION_PAGE
-    return {
-        "items": [conversation_json(r) for r in page],
-        "nextAfter": str(page[-1]["id"]) if more else None,
-    }
+    return ConversationList(
+        items=[as_conversation(r) for r in page], nextAfter=page[-1]["id"] if more else None
+    )
 
 
-def get_conversation(store: Store, principal: Principal, conversation_id: UUID) -> dict[str, Any]:
+def get_conversation(
+    store: Store, principal: Principal, conversation_id: UUID
+) -> ConversationDetail:
     """One live conversation with all of its turns, oldest first."""
     require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
@@ -126,7 +134,9 @@ def get_conversation(store: Store, principal: Principal, conversation_id: UUID) 
         if row is None:
             raise NotFound("conversation not found")
         turns = conn.execute(SELECT_TURNS, (conversation_id,)).fetchall()
-    return {**conversation_json(row), "turns": [turn_json(t) for t in turns]}
+    return ConversationDetail.model_validate(
+        {**conversation_json(row), "turns": [turn_json(t) for t in turns]}
+    )
 
 
 #: Hiding keeps the row and its turns (the history is retained, never shown again).
@@ -138,14 +148,14 @@ HIDE_CONVERSATION = """
 
 def delete_conversation(
     store: Store, principal: Principal, conversation_id: UUID
-) -> dict[str, Any]:
+) -> DeletedConversation:
     """Hide a conversation (its history is retained, never shown again)."""
     require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
         deleted = conn.execute(HIDE_CONVERSATION, (conversation_id,)).fetchone()
     if deleted is None:
         raise NotFound("conversation not found")
-    return {"id": str(conversation_id), "deleted": True}
+    return DeletedConversation(id=conversation_id, deleted=True)
 
 
 #: Live conversations whose title or a question matches ``pattern`` (None: all), newest
@@ -171,7 +181,7 @@ SEARCH = f"""
 
 def search_conversations(
     store: Store, principal: Principal, body: ConversationSearchRequest
-) -> dict[str, Any]:
+) -> ConversationSearchPage:
     """Conversations whose title or a question contains ``query`` (any case), newest
     first; the answers are never searched. The cursor binds account and query and
     keeps the exact creation time of the page's last row."""
@@ -200,10 +210,12 @@ def search_conversations(
         last = [page[-1]["created_at"].isoformat(), str(page[-1]["id"])]
         next_cursor = cursors.encode(store.cursor_secret, {"bind": binding, "key": last})
     items = [
-        {**conversation_json(r), "questionPreview": preview(r["preview"], PREVIEW_CHARS)}
+        ConversationHit.model_validate(
+            {**conversation_json(r), "questionPreview": preview(r["preview"], PREVIEW_CHARS)}
+        )
         for r in page
     ]
-    return {"items": items, "nextCursor": next_cursor}
+    return ConversationSearchPage(items=items, nextCursor=next_cursor)
 
 
 HOLD_ACCOUNT = "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE"
@@ -236,8 +248,19 @@ def preview(text: str | None, limit: int) -> str | None:
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
+def as_conversation(row: dict[str, Any]) -> Conversation:
+    """A conversation row as its summary resource."""
+    return Conversation.model_validate(conversation_json(row))
+
+
+def as_turn(row: dict[str, Any]) -> Turn:
+    """A turn row as its resource (the answer only once completed with one)."""
+    return Turn.model_validate(turn_json(row))
+
+
 def conversation_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A conversation row as its wire summary."""
+    """A conversation row as JSON (times in ``isoformat``), as the export writes it and
+    ``as_conversation`` reads it."""
     return {
         "id": str(row["id"]),
         "title": row["title"],
@@ -252,7 +275,8 @@ def conversation_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def turn_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A turn row as its wire resource (the answer only once completed with one)."""
+    """A turn row as JSON (times in ``isoformat``), as the export writes it and ``as_turn``
+    reads it."""
     answer = None
     if row["answer_text"] is not None:
         answer = {

@@ -13,22 +13,29 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
+from pydantic import BaseModel
 
 from grove_auth.principal import Principal
 from grove_db.pool import Conn, transaction
 from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict
 from grove_memory.store import Store
 
+Answer = TypeVar("Answer", bound=BaseModel)
+
 
 @dataclass(frozen=True)
 class Replay:
-    """The stored outcome of an operation that already ran."""
+    """The stored outcome of an operation that already ran (its answer's JSON)."""
 
     response: dict[str, Any]
+
+    def answer(self, model: type[Answer]) -> Answer:
+        """The stored outcome as ``model``: it dumps to exactly the JSON first answered."""
+        return model.model_validate(self.response)
 
 
 class OperationRequest(Protocol):
@@ -46,8 +53,8 @@ class OperationRequest(Protocol):
 class Mutation:
     """One mutation's transaction and operation record.
 
-    ``replay`` is set when the operationId already ran: return its ``response`` as it
-    is. Otherwise do the work on ``conn`` and return ``record(answer)``.
+    ``replay`` is set when the operationId already ran: return ``replay.answer(Model)``.
+    Otherwise do the work on ``conn`` and return ``record(answer)``.
     """
 
     conn: Conn
@@ -56,13 +63,15 @@ class Mutation:
     replay: Replay | None
     recorded: bool = field(default=False, init=False)
 
-    def record(self, response: dict[str, Any], memory_id: UUID | None = None) -> dict[str, Any]:
-        """Store ``response`` (and the note it saved) as the operation's outcome; returns it."""
+    def record(self, response: Answer, memory_id: UUID | None = None) -> Answer:
+        """Store ``response``'s JSON (and the note it saved) as the operation's outcome;
+        returns ``response``."""
         if self.operation_id is not None:
+            stored = Jsonb(response.model_dump(mode="json"))
             self.conn.execute(
                 "UPDATE operations SET response = %s, memory_id = %s"
                 " WHERE account_id = %s AND id = %s",
-                (Jsonb(response), memory_id, self.account_id, self.operation_id),
+                (stored, memory_id, self.account_id, self.operation_id),
             )
         self.recorded = True
         return response

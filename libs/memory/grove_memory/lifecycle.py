@@ -8,11 +8,19 @@ both the note's current scope and the destination.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from grove_auth.errors import OwnerSessionRequired
 from grove_auth.principal import Principal
-from grove_contracts.notes import ArchiveRequest, MoveRequest, RestoreRequest
+from grove_contracts.notes import (
+    ArchiveRequest,
+    ArchiveResponse,
+    ArchiveResult,
+    Memory,
+    MoveRequest,
+    MoveResponse,
+    RestoreRequest,
+)
 from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory import idempotency
@@ -24,24 +32,28 @@ from grove_memory.notes import (
     record_revision,
     write_correction,
 )
-from grove_memory.rows import MEMORY_COLUMNS, memory_json
+from grove_memory.rows import MEMORY_COLUMNS, memory_of
 from grove_memory.scope import check_notebook, granted, params
 from grove_memory.store import Store, require
 
 RESTORED_FIELDS = ("content", "kind", "task_id", "capture", "source_agent", "source_ref")
 
 
-def archive(store: Store, principal: Principal, req: ArchiveRequest) -> dict[str, Any]:
+def archive(store: Store, principal: Principal, req: ArchiveRequest) -> ArchiveResponse:
     """Archive notes; each gets ``archived`` (also if it already was) or ``not_found``."""
     require(principal, "write")
     with idempotency.mutation(store, principal, "archive_memories", req) as op:
         if op.replay is not None:
-            return op.replay.response
-        results = [{"id": str(i), "outcome": _archive_one(op.conn, principal, i)} for i in req.ids]
-        return op.record({"results": results})
+            return op.replay.answer(ArchiveResponse)
+        results = [
+            ArchiveResult(id=i, outcome=_archive_one(op.conn, principal, i)) for i in req.ids
+        ]
+        return op.record(ArchiveResponse(results=results))
 
 
-def _archive_one(conn: Conn, principal: Principal, memory_id: Any) -> str:
+def _archive_one(
+    conn: Conn, principal: Principal, memory_id: Any
+) -> Literal["archived", "not_found"]:
     if conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone() is None:
         return "not_found"
     conn.execute(
@@ -52,12 +64,12 @@ def _archive_one(conn: Conn, principal: Principal, memory_id: Any) -> str:
     return "archived"
 
 
-def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str, Any]:
+def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
     """Un-archive a note, and/or bring back revision ``version``, and/or make it durable."""
     require(principal, "write")
     with idempotency.mutation(store, principal, "restore_memory", req) as op:
         if op.replay is not None:
-            return op.replay.response
+            return op.replay.answer(Memory)
         conn = op.conn
         current = lock_note(conn, principal, req.id, None)
         row = conn.execute(
@@ -78,16 +90,16 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> dict[str
             memory = record_revision(conn, store, row, req.operationId)
         else:
             assert row is not None
-            memory = memory_json(row)
+            memory = memory_of(row)
         return op.record(memory, req.id)
 
 
 def _move_one(
     conn: Conn, store: Store, principal: Principal, memory_id: Any, req: MoveRequest
-) -> dict[str, Any]:
+) -> Memory:
     current = lock_note(conn, principal, memory_id, None)
     if current["project_id"] == req.projectId:
-        return memory_json(current)
+        return memory_of(current)
     values = {name: current[name] for name in NOTE_FIELDS}
     values["project_id"] = req.projectId
     row = write_correction(conn, store, current, values, retention_supplied=False)
@@ -106,14 +118,15 @@ def _revision(conn: Conn, principal: Principal, memory_id: Any, version: int) ->
     return dict(row)
 
 
-def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]:
+def move(store: Store, principal: Principal, req: MoveRequest) -> MoveResponse:
     """Move notes to ``projectId`` (null: personal); if any cannot move, none do."""
     require(principal, "write")
     with idempotency.mutation(store, principal, "move_memories", req) as op:
         if op.replay is not None:
-            return op.replay.response
+            return op.replay.answer(MoveResponse)
         check_notebook(op.conn, principal, req.projectId)
-        items, refused = [], []
+        items: list[Memory] = []
+        refused: list[dict[str, str]] = []
         for index, memory_id in enumerate(dict.fromkeys(req.ids)):
             try:
                 items.append(_move_one(op.conn, store, principal, memory_id, req))
@@ -121,10 +134,10 @@ def move(store: Store, principal: Principal, req: MoveRequest) -> dict[str, Any]
                 refused.append({"field": f"ids[{index}]", "message": f"{memory_id}: {ex.message}"})
         if refused:
             raise MoveRefused(refused)  # the transaction rolls back: nothing moved
-        return op.record({"items": items})
+        return op.record(MoveResponse(items=items))
 
 
-def restore_expired(store: Store, principal: Principal, memory_id: Any) -> dict[str, Any]:
+def restore_expired(store: Store, principal: Principal, memory_id: Any) -> Memory:
     """The owner brings back a note that expired and is in its restoration window.
 
     Its lifetime starts again (same ``retentionDays``); a note already soft deleted at
@@ -144,4 +157,4 @@ def restore_expired(store: Store, principal: Principal, memory_id: Any) -> dict[
         if row is None:
             raise NotFound("no expired note with that ID awaits restoration")
         queue.enqueue_expiry(conn, memory_id)
-    return memory_json(row)
+    return memory_of(row)

@@ -7,10 +7,10 @@ from typing import Any
 from uuid import UUID
 
 from grove_auth.principal import Principal
-from grove_contracts.notes import ListQuery
+from grove_contracts.notes import ListQuery, MemoryPage
 from grove_db.pool import transaction
 from grove_memory import cursors
-from grove_memory.rows import MEMORY_COLUMNS, memory_json
+from grove_memory.rows import MEMORY_COLUMNS, memory_of
 from grove_memory.scope import VISIBLE, params
 from grove_memory.store import Store, require
 
@@ -28,7 +28,7 @@ FILTERS = {
 }
 
 
-def list_memories(store: Store, principal: Principal, query: ListQuery) -> dict[str, Any]:
+def list_memories(store: Store, principal: Principal, query: ListQuery) -> MemoryPage:
     """One page of live, granted notes; ``nextCursor`` is null on the last page."""
     require(principal, "read")
     column, direction, comparison = SORTS[query.sort]
@@ -69,7 +69,7 @@ def list_memories(store: Store, principal: Principal, query: ListQuery) -> dict[
                 "key": [last[column].isoformat(), str(last["id"])],
             },
         )
-    return {"items": [memory_json(r) for r in page], "nextCursor": next_cursor}
+    return MemoryPage(items=[memory_of(r) for r in page], nextCursor=next_cursor)
 
 
 def _where(query: ListQuery) -> tuple[list[str], dict[str, Any]]:

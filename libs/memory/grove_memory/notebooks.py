@@ -11,6 +11,7 @@ from grove_auth.principal import Principal
 from grove_contracts.notebooks import (
     CreateNotebookRequest,
     Notebook,
+    NotebookList,
     NotebookListQuery,
     UpdateNotebookRequest,
 )
@@ -23,8 +24,8 @@ from grove_memory.store import Store, require
 NOTEBOOK_COLUMNS = "p.id, p.name, p.parent_id, p.archived_at, p.created_at, p.updated_at"
 
 
-def notebook_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A notebook row as its wire resource."""
+def notebook_of(row: dict[str, Any]) -> Notebook:
+    """A notebook row (``NOTEBOOK_COLUMNS``) as its wire resource."""
     return Notebook(
         id=row["id"],
         name=row["name"],
@@ -32,12 +33,17 @@ def notebook_json(row: dict[str, Any]) -> dict[str, Any]:
         archived=row["archived_at"] is not None,
         createdAt=row["created_at"],
         updatedAt=row["updated_at"],
-    ).model_dump(mode="json")
+    )
+
+
+def notebook_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A notebook row as its JSON, for the export's lines."""
+    return notebook_of(row).model_dump(mode="json")
 
 
 def create_notebook(
     store: Store, principal: Principal, req: CreateNotebookRequest
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[Notebook, bool]:
     """Create a notebook; returns it and whether it is new (False on a replay).
 
     Only a credential granted all current and future notebooks may create one: a
@@ -48,7 +54,7 @@ def create_notebook(
         raise Forbidden("only a credential granted all notebooks may create notebooks")
     with idempotency.mutation(store, principal, "create_notebook", req) as op:
         if op.replay is not None:
-            return op.replay.response, False
+            return op.replay.answer(Notebook), False
         if req.parentId is not None:
             check_notebook(op.conn, principal, req.parentId)
         row = _write(
@@ -57,10 +63,10 @@ def create_notebook(
             f" VALUES (%s, %s, %s, %s) RETURNING {NOTEBOOK_COLUMNS}",
             (principal.account_id, uuid4(), req.name, req.parentId),
         )
-        return op.record(notebook_json(row)), True
+        return op.record(notebook_of(row)), True
 
 
-def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery) -> dict[str, Any]:
+def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery) -> NotebookList:
     """One page of granted, live notebooks by name, with hidden parents masked."""
     require(principal, "read")
     granted = "(%(all)s OR {column} = ANY(%(ids)s::uuid[]))"
@@ -97,14 +103,14 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
     for row in page:
         if row["parent_id"] is not None and not principal.may_see_notebook(row["parent_id"]):
             row = {**row, "parent_id": None}
-        items.append(notebook_json(row))
+        items.append(notebook_of(row))
     next_cursor = None
     if len(rows) > query.limit:
         last = page[-1]
         next_cursor = cursors.encode(
             store.cursor_secret, {"bind": binding, "name": last["name"], "id": str(last["id"])}
         )
-    return {"items": items, "nextCursor": next_cursor}
+    return NotebookList(items=items, nextCursor=next_cursor)
 
 
 CYCLE = """
@@ -117,9 +123,7 @@ CYCLE = """
 """
 
 
-def update_notebook(
-    store: Store, principal: Principal, req: UpdateNotebookRequest
-) -> dict[str, Any]:
+def update_notebook(store: Store, principal: Principal, req: UpdateNotebookRequest) -> Notebook:
     """Rename a notebook and/or move it under ``parentId`` (null: top level); no cycles.
 
     Both the notebook and its new parent must be granted. Moves in one account are
@@ -129,7 +133,7 @@ def update_notebook(
     supplied = req.model_fields_set
     with idempotency.mutation(store, principal, "update_notebook", req, supplied_only=True) as op:
         if op.replay is not None:
-            return op.replay.response
+            return op.replay.answer(Notebook)
         conn = op.conn
         check_notebook(conn, principal, req.id)
         if "parentId" in supplied and req.parentId is not None:
@@ -149,7 +153,7 @@ def update_notebook(
                 "id": req.id,
             },
         )
-        return op.record(notebook_json(row))
+        return op.record(notebook_of(row))
 
 
 def _write(conn: Conn, statement: str, values: Any) -> dict[str, Any]:

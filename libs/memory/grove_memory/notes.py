@@ -14,7 +14,16 @@ from uuid import UUID, uuid4
 import psycopg
 
 from grove_auth.principal import Principal
-from grove_contracts.notes import ForgetRequest, RememberRequest, UpdateRequest
+from grove_contracts.notes import (
+    ForgetOutcome,
+    ForgetRequest,
+    ForgetResponse,
+    ForgetResult,
+    Memory,
+    RememberRequest,
+    RevisionPage,
+    UpdateRequest,
+)
 from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory import idempotency
@@ -25,7 +34,7 @@ from grove_memory.errors import (
     NotFound,
     VersionConflict,
 )
-from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
+from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_of, revision_of
 from grove_memory.scope import VISIBLE, check_notebook, granted, params
 from grove_memory.store import Store, require
 
@@ -116,7 +125,7 @@ LOCK_HANDOFF = f"""
 class SaveResult:
     """A saved note and how it came about (``created`` answers 201, else 200)."""
 
-    memory: dict[str, Any]
+    memory: Memory
     created: bool
 
 
@@ -125,7 +134,7 @@ def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveRe
     require(principal, "write")
     with idempotency.mutation(store, principal, "remember", req) as op:
         if op.replay is not None:
-            return SaveResult(op.replay.response, created=False)
+            return SaveResult(op.replay.answer(Memory), created=False)
         conn = op.conn
         check_notebook(conn, principal, req.projectId)
         if req.capture == "automatic":
@@ -150,7 +159,7 @@ def update_memory(
         store, principal, "update_memory", req, supplied_only=True, path=path
     ) as op:
         if op.replay is not None:
-            return SaveResult(op.replay.response, created=False)
+            return SaveResult(op.replay.answer(Memory), created=False)
         conn = op.conn
         current = lock_note(conn, principal, memory_id, req.expectedVersion)
         if req.capture == "automatic":
@@ -166,7 +175,7 @@ def update_memory(
         return _finish(op, store, row, created=False)
 
 
-def get_memory(store: Store, principal: Principal, memory_id: UUID) -> dict[str, Any]:
+def get_memory(store: Store, principal: Principal, memory_id: UUID) -> Memory:
     """One live, granted note, or ``NotFound``."""
     require(principal, "read")
     with transaction(store.pool, principal.account_id) as conn:
@@ -176,12 +185,12 @@ def get_memory(store: Store, principal: Principal, memory_id: UUID) -> dict[str,
         ).fetchone()
     if row is None:
         raise NotFound("note not found")
-    return memory_json(row)
+    return memory_of(row)
 
 
 def list_revisions(
     store: Store, principal: Principal, memory_id: UUID, after_version: int, limit: int
-) -> dict[str, Any]:
+) -> RevisionPage:
     """A note's immutable revisions in the caller's grants, oldest first, ``limit`` at a
     time."""
     require(principal, "read")
@@ -200,28 +209,30 @@ def list_revisions(
             " ORDER BY r.version LIMIT %(limit)s",
             params(principal, id=memory_id, after=after_version, limit=limit + 1),
         ).fetchall()
-    items = [revision_json(r) for r in rows[:limit]]
+    items = [revision_of(r) for r in rows[:limit]]
     more = len(rows) > limit
-    return {"items": items, "nextAfterVersion": items[-1]["version"] if more else None}
+    return RevisionPage(items=items, nextAfterVersion=items[-1].version if more else None)
 
 
-def forget(store: Store, principal: Principal, req: ForgetRequest) -> dict[str, Any]:
+def forget(store: Store, principal: Principal, req: ForgetRequest) -> ForgetResponse:
     """Soft-delete notes; each gets ``deleted``, ``not_found`` or ``version_conflict``."""
     require(principal, "delete")
     with idempotency.mutation(store, principal, "forget", req) as op:
         if op.replay is not None:
-            return op.replay.response
+            return op.replay.answer(ForgetResponse)
         results = [
-            {
-                "id": str(item.id),
-                "outcome": _forget_one(op.conn, principal, item.id, item.expectedVersion),
-            }
+            ForgetResult(
+                id=item.id,
+                outcome=_forget_one(op.conn, principal, item.id, item.expectedVersion),
+            )
             for item in req.targets()
         ]
-        return op.record({"results": results})
+        return op.record(ForgetResponse(results=results))
 
 
-def _forget_one(conn: Conn, principal: Principal, memory_id: UUID, expected: int | None) -> str:
+def _forget_one(
+    conn: Conn, principal: Principal, memory_id: UUID, expected: int | None
+) -> ForgetOutcome:
     row = conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone()
     if row is None:
         return "not_found"
@@ -356,8 +367,8 @@ def _finish(
 
 def record_revision(
     conn: Conn, store: Store, row: dict[str, Any], operation_id: UUID | None
-) -> dict[str, Any]:
-    """Write the revision of a just-saved state and see to its embedding; the note's JSON.
+) -> Memory:
+    """Write the revision of a just-saved state and see to its embedding; the saved note.
 
     If the content did not change (a move, a metadata fix), the previous revision's
     vector is reused and the note stays ``ready``; otherwise an embedding job is queued.
@@ -370,4 +381,4 @@ def record_revision(
             row = conn.execute(MARK_READY, keys).fetchone() or row
         else:
             queue.enqueue_embedding(conn, row["id"], store.profile)
-    return memory_json(row)
+    return memory_of(row)

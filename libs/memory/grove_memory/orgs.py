@@ -13,20 +13,31 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
-from psycopg_pool import ConnectionPool
 
 from grove_auth.connections import require_owner
 from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_COLUMNS, issue_project_key
 from grove_contracts.project_memory import (
     AddMemberRequest,
+    CreatedProjectKey,
     CreateOrgRequest,
     CreateProjectKeyRequest,
     CreateProjectRequest,
+    Member,
+    MemberList,
+    Org,
+    OrgList,
+    Project,
+    ProjectKey,
+    ProjectKeyList,
+    ProjectList,
+    RemovedMember,
+    RevokedProjectKey,
     UpdateOrgRequest,
 )
 from grove_db.pool import Conn, set_project, transaction
 from grove_memory.errors import Forbidden, NotFound, ServiceError
+from grove_memory.store import Store
 
 
 class LastAdmin(ServiceError):
@@ -46,13 +57,11 @@ ORG_COLUMNS = """
 FOUND_ORG = "SELECT grove_found_org(%s, %s)"
 
 
-def create_org(
-    pool: ConnectionPool, principal: Principal, body: CreateOrgRequest
-) -> dict[str, Any]:
+def create_org(store: Store, principal: Principal, body: CreateOrgRequest) -> Org:
     """A new org owned by the caller."""
     require_owner(principal)
     org_id = uuid4()
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         conn.execute(FOUND_ORG, (org_id, body.name))
         return _org(conn, org_id)
 
@@ -65,30 +74,28 @@ LIST_ORGS = f"""
 """
 
 
-def list_orgs(pool: ConnectionPool, principal: Principal) -> dict[str, Any]:
+def list_orgs(store: Store, principal: Principal) -> OrgList:
     """The orgs the caller belongs to, oldest first."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         rows = conn.execute(LIST_ORGS).fetchall()
-    return {"orgs": [org_json(r) for r in rows]}
+    return OrgList(orgs=[_as_org(r) for r in rows])
 
 
-def get_org(pool: ConnectionPool, principal: Principal, org_id: UUID) -> dict[str, Any]:
+def get_org(store: Store, principal: Principal, org_id: UUID) -> Org:
     """One org the caller belongs to."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         return _org(conn, org_id)
 
 
 SET_ENTITLEMENTS = "UPDATE orgs SET project_memory_enabled = %s WHERE id = %s"
 
 
-def update_org(
-    pool: ConnectionPool, principal: Principal, org_id: UUID, body: UpdateOrgRequest
-) -> dict[str, Any]:
+def update_org(store: Store, principal: Principal, org_id: UUID, body: UpdateOrgRequest) -> Org:
     """Set the org's entitlements (its owner only)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _org_role(conn, org_id, "owner")
         conn.execute(SET_ENTITLEMENTS, (body.entitlements.projectMemory.enabled, org_id))
         return _org(conn, org_id)
@@ -103,12 +110,12 @@ INSERT_ADMIN = """
 
 
 def create_project(
-    pool: ConnectionPool, principal: Principal, org_id: UUID, body: CreateProjectRequest
-) -> dict[str, Any]:
+    store: Store, principal: Principal, org_id: UUID, body: CreateProjectRequest
+) -> Project:
     """A new project in the org (org owners); its creator becomes its admin."""
     require_owner(principal)
     project_id = uuid4()
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _org_role(conn, org_id, "owner")
         conn.execute(INSERT_PROJECT, (org_id, project_id, body.name))
         set_project(conn, org_id, project_id)
@@ -116,12 +123,12 @@ def create_project(
         return _projects(conn, org_id, project_id)[0]
 
 
-def list_projects(pool: ConnectionPool, principal: Principal, org_id: UUID) -> dict[str, Any]:
+def list_projects(store: Store, principal: Principal, org_id: UUID) -> ProjectList:
     """The org's projects the caller is in (an org owner: every project)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _org_role(conn, org_id, None)
-        return {"projects": _projects(conn, org_id, None)}
+        return ProjectList(projects=_projects(conn, org_id, None))
 
 
 LIST_MEMBERS = """
@@ -130,15 +137,13 @@ LIST_MEMBERS = """
 """
 
 
-def list_members(
-    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID
-) -> dict[str, Any]:
+def list_members(store: Store, principal: Principal, org_id: UUID, project_id: UUID) -> MemberList:
     """The project's members (any member may see who else is in it)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, None)
         rows = conn.execute(LIST_MEMBERS, (org_id, project_id)).fetchall()
-    return {"members": [member_json(r) for r in rows]}
+    return MemberList(members=[_as_member(r) for r in rows])
 
 
 #: A project member is an org member first (kept if already one).
@@ -157,16 +162,12 @@ PUT_MEMBER = """
 
 
 def put_member(
-    pool: ConnectionPool,
-    principal: Principal,
-    org_id: UUID,
-    project_id: UUID,
-    body: AddMemberRequest,
-) -> tuple[dict[str, Any], bool]:
+    store: Store, principal: Principal, org_id: UUID, project_id: UUID, body: AddMemberRequest
+) -> tuple[Member, bool]:
     """Add a person with a role, or change their role (admins, org owners); (member,
     created)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _member_manager(conn, org_id, project_id)
         _lock_members(conn, org_id, project_id)
         if body.role != "admin":
@@ -177,7 +178,7 @@ def put_member(
             raise NotFound("no Grove account has that ID") from ex
         row = conn.execute(PUT_MEMBER, (org_id, project_id, body.accountId, body.role)).fetchone()
     assert row is not None
-    return member_json(row), bool(row["created"])
+    return _as_member(row), bool(row["created"])
 
 
 REMOVE_MEMBER = """
@@ -187,43 +188,45 @@ REMOVE_MEMBER = """
 
 
 def remove_member(
-    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID, account_id: UUID
-) -> dict[str, Any]:
+    store: Store, principal: Principal, org_id: UUID, project_id: UUID, account_id: UUID
+) -> RemovedMember:
     """Remove a person from the project (admins, org owners); their keys stop working at
     once."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _member_manager(conn, org_id, project_id)
         _lock_members(conn, org_id, project_id)
         _keep_an_admin(conn, org_id, project_id, account_id)
         row = conn.execute(REMOVE_MEMBER, (org_id, project_id, account_id)).fetchone()
     if row is None:
         raise NotFound("that account is not a member of this project")
-    return {"accountId": str(account_id), "removed": True}
+    return RemovedMember(accountId=account_id, removed=True)
 
 
 def create_key(
-    pool: ConnectionPool,
-    secret: bytes,
+    store: Store,
     principal: Principal,
     org_id: UUID,
     project_id: UUID,
     body: CreateProjectKeyRequest,
-) -> dict[str, Any]:
-    """A project key for agents (admins); the key is in this answer only."""
+) -> CreatedProjectKey:
+    """A project key for agents (admins), hashed with ``store.key_secret``; the key is in
+    this answer only."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    if not store.key_secret:
+        raise RuntimeError("this store has no key secret: it cannot issue project keys")
+    with transaction(store.pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
         row, key = issue_project_key(
             conn,
-            secret,
+            store.key_secret,
             org_id=org_id,
             project_id=project_id,
             created_by=principal.account_id,
             name=body.name,
             can_write="project_memory:write" in body.scopes,
         )
-    return {**key_json(row), "key": key}
+    return CreatedProjectKey(**dict(_as_key(row)), key=key)
 
 
 #: The project's keys, newest first, revoked ones included.
@@ -233,15 +236,13 @@ LIST_KEYS = f"""
 """
 
 
-def list_keys(
-    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID
-) -> dict[str, Any]:
+def list_keys(store: Store, principal: Principal, org_id: UUID, project_id: UUID) -> ProjectKeyList:
     """The project's keys, newest first, revoked ones included (admins)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
         rows = conn.execute(LIST_KEYS, (org_id, project_id)).fetchall()
-    return {"keys": [key_json(r) for r in rows]}
+    return ProjectKeyList(keys=[_as_key(r) for r in rows])
 
 
 #: Revoking twice keeps the first revocation time.
@@ -252,16 +253,16 @@ REVOKE_KEY = """
 
 
 def revoke_key(
-    pool: ConnectionPool, principal: Principal, org_id: UUID, project_id: UUID, key_id: UUID
-) -> dict[str, Any]:
+    store: Store, principal: Principal, org_id: UUID, project_id: UUID, key_id: UUID
+) -> RevokedProjectKey:
     """Revoke a project key for good (admins); effective on its next request."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
         row = conn.execute(REVOKE_KEY, (org_id, project_id, key_id)).fetchone()
     if row is None:
         raise NotFound("no such key")
-    return {"id": str(key_id), "revoked": True}
+    return RevokedProjectKey(id=key_id, revoked=True)
 
 
 #: The caller's role in a live org (no row: not a member, or no such org).
@@ -352,12 +353,12 @@ SELECT_ORG = f"""
 """
 
 
-def _org(conn: Conn, org_id: UUID) -> dict[str, Any]:
+def _org(conn: Conn, org_id: UUID) -> Org:
     set_project(conn, org_id, None)
     row = conn.execute(SELECT_ORG, (org_id,)).fetchone()
     if row is None:
         raise NotFound("no such org")
-    return org_json(row)
+    return _as_org(row)
 
 
 #: The org's live projects (or only ``project``) the caller may see, with their role.
@@ -372,48 +373,44 @@ SELECT_PROJECTS = """
 """
 
 
-def _projects(conn: Conn, org_id: UUID, project_id: UUID | None) -> list[dict[str, Any]]:
+def _projects(conn: Conn, org_id: UUID, project_id: UUID | None) -> list[Project]:
     """The org's live projects the caller may see (org owners: all), with their role."""
     rows = conn.execute(SELECT_PROJECTS, {"org": org_id, "project": project_id}).fetchall()
     return [
-        {
-            "id": str(r["id"]),
-            "orgId": str(r["org_id"]),
-            "name": r["name"],
-            "role": r["role"],
-            "createdAt": r["created_at"].isoformat(),
-        }
+        Project(
+            id=r["id"], orgId=r["org_id"], name=r["name"], role=r["role"], createdAt=r["created_at"]
+        )
         for r in rows
     ]
 
 
-def org_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": str(row["id"]),
-        "name": row["name"],
-        "role": row["role"],
-        "entitlements": {"projectMemory": {"enabled": row["project_memory_enabled"]}},
-        "createdAt": row["created_at"].isoformat(),
-    }
+def _as_org(row: dict[str, Any]) -> Org:
+    return Org(
+        id=row["id"],
+        name=row["name"],
+        role=row["role"],
+        entitlements={"projectMemory": {"enabled": row["project_memory_enabled"]}},
+        createdAt=row["created_at"],
+    )
 
 
-def member_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "accountId": str(row["account_id"]),
-        "role": row["role"],
-        "createdAt": row["created_at"].isoformat(),
-        "updatedAt": row["updated_at"].isoformat(),
-    }
+def _as_member(row: dict[str, Any]) -> Member:
+    return Member(
+        accountId=row["account_id"],
+        role=row["role"],
+        createdAt=row["created_at"],
+        updatedAt=row["updated_at"],
+    )
 
 
-def key_json(row: dict[str, Any]) -> dict[str, Any]:
+def _as_key(row: dict[str, Any]) -> ProjectKey:
     scopes = ["project_memory:read"] + (["project_memory:write"] if row["can_write"] else [])
-    return {
-        "id": str(row["id"]),
-        "name": row["name"],
-        "prefix": row["prefix"],
-        "scopes": scopes,
-        "createdBy": str(row["created_by"]),
-        "createdAt": row["created_at"].isoformat(),
-        "revokedAt": row["revoked_at"].isoformat() if row["revoked_at"] else None,
-    }
+    return ProjectKey(
+        id=row["id"],
+        name=row["name"],
+        prefix=row["prefix"],
+        scopes=scopes,
+        createdBy=row["created_by"],
+        createdAt=row["created_at"],
+        revokedAt=row["revoked_at"],
+    )

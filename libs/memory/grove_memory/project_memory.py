@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
-from psycopg_pool import ConnectionPool
-
 from grove_auth.principal import Principal
 from grove_contracts.project_memory import (
     EMBEDDING_ORIGIN,
@@ -38,6 +36,7 @@ from grove_contracts.project_memory import (
 from grove_db.errors import QuotaExceeded
 from grove_db.pool import Conn, set_project, set_tenant, transaction
 from grove_memory.errors import Forbidden, NotFound, ServiceError
+from grove_memory.store import Store
 
 #: What each project role holds: contributors share agent context (write and delete),
 #: admins also manage members and keys.
@@ -73,18 +72,6 @@ class ProjectScope:
 
     org_id: UUID
     project_id: UUID
-
-
-@dataclass(frozen=True)
-class ProjectPool:
-    """The database, the platform switch ``GROVE_PROJECT_MEMORY_ENABLED`` and the pool's
-    size limit."""
-
-    pool: ConnectionPool
-    enabled: bool = True
-    #: The most records one project's pool may hold (``GROVE_QUOTA_PROJECT_RECORDS``; 0:
-    #: no limit). Expired records count until a write replaces them.
-    max_records: int = 0
 
 
 @dataclass(frozen=True)
@@ -197,41 +184,39 @@ RELOAD = f"""
 """
 
 
-def reader(store: ProjectPool, principal: Principal, scope: ProjectScope) -> dict[str, Any]:
+def reader(store: Store, principal: Principal, scope: ProjectScope) -> StatusReply:
     """Status: the switches are on and the caller may read; who and what it may do."""
     with transaction(store.pool) as conn:
         access = _enter(conn, store, principal, scope, "read")
     key = principal.project_key
-    return _reply(
-        StatusReply(
-            enabled=True,
-            org={"id": str(scope.org_id), "name": access.org_name},
-            project={"id": str(scope.project_id), "name": access.project_name},
-            access={
-                "credential": _credential(principal),
-                "keyId": str(key.key_id) if key else None,
-                "role": access.role,
-                "permissions": PERMISSIONS[access.role],
-                "read": True,
-                "write": access.can_write,
-            },
-        )
+    return StatusReply(
+        enabled=True,
+        org={"id": str(scope.org_id), "name": access.org_name},
+        project={"id": str(scope.project_id), "name": access.project_name},
+        access={
+            "credential": _credential(principal),
+            "keyId": str(key.key_id) if key else None,
+            "role": access.role,
+            "permissions": PERMISSIONS[access.role],
+            "read": True,
+            "write": access.can_write,
+        },
     )
 
 
-def get(store: ProjectPool, principal: Principal, scope: ProjectScope, key: str) -> dict[str, Any]:
+def get(store: Store, principal: Principal, scope: ProjectScope, key: str) -> RecordReply:
     """One live record; missing or expired: 404."""
     with transaction(store.pool) as conn:
         _enter(conn, store, principal, scope, "read")
         row = conn.execute(GET_RECORD, {**_scope(scope), "key": key}).fetchone()
     if row is None:
         raise NotFound("no record with that key")
-    return _reply(RecordReply.model_validate({"record": record_json(row)}))
+    return RecordReply.model_validate({"record": record_json(row)})
 
 
 def list(
-    store: ProjectPool, principal: Principal, scope: ProjectScope, query: ListRecordsQuery
-) -> dict[str, Any]:
+    store: Store, principal: Principal, scope: ProjectScope, query: ListRecordsQuery
+) -> RecordPage:
     """Live records in key order (byte order), after ``query.after``; ``nextCursor`` is
     the last key of a full page."""
     params = {**_scope(scope), "kind": query.kind, "after": query.after}
@@ -240,19 +225,17 @@ def list(
         rows = conn.execute(LIST_RECORDS, {**params, "limit": query.limit + 1}).fetchall()
     more = len(rows) > query.limit
     rows = rows[: query.limit]
-    return _reply(
-        RecordPage.model_validate(
-            {
-                "records": [record_json(r) for r in rows],
-                "nextCursor": rows[-1]["key"] if more else None,
-            }
-        )
+    return RecordPage.model_validate(
+        {
+            "records": [record_json(r) for r in rows],
+            "nextCursor": rows[-1]["key"] if more else None,
+        }
     )
 
 
 def upsert(
-    store: ProjectPool, principal: Principal, scope: ProjectScope, body: WriteRecordRequest
-) -> dict[str, Any]:
+    store: Store, principal: Principal, scope: ProjectScope, body: WriteRecordRequest
+) -> RecordReply:
     """Write a record, or replace the live one with the same key (audited)."""
     protect = principal.kind == "project_key"
     if protect and body.authority != "observed":
@@ -289,7 +272,7 @@ def upsert(
             ).fetchone()
             if not (future and future["ok"]):
                 raise InvalidExpiry()
-        if store.max_records:
+        if store.max_project_records:
             # Two concurrent creations in one project count each other.
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
@@ -299,15 +282,15 @@ def upsert(
         if row is None:
             raise AuthorityProtected("that record is verified or pinned: a key cannot replace it")
         action = "create" if row["version"] == 1 else "replace"
-        if action == "create" and store.max_records:
-            _check_room(conn, scope, store.max_records)
+        if action == "create" and store.max_project_records:
+            _check_room(conn, scope, store.max_project_records)
         _audit(conn, principal, scope, action, body.key, sha)
-    return _reply(RecordReply.model_validate({"record": record_json(row)}))
+    return RecordReply.model_validate({"record": record_json(row)})
 
 
 def retrieve(
-    store: ProjectPool, principal: Principal, scope: ProjectScope, body: RetrieveRequest
-) -> dict[str, Any]:
+    store: Store, principal: Principal, scope: ProjectScope, body: RetrieveRequest
+) -> RetrieveReply:
     """Ranked live records: full text, plus cosine among same-space vectors, by RRF."""
     vector, space, dims = _vector(body.embedding)
     params = {
@@ -337,26 +320,22 @@ def retrieve(
         for r in ranked
         if r["key"] in by_key
     ]
-    return _reply(
-        RetrieveReply.model_validate(
-            {
-                "records": records,
-                "semantic": {
-                    "requested": body.embedding is not None,
-                    "applied": found["compatible"] > 0,
-                    "space": space,
-                    "dimensions": dims,
-                    "compatibleRecords": found["compatible"],
-                    "origin": EMBEDDING_ORIGIN if body.embedding is not None else None,
-                },
-            }
-        )
+    return RetrieveReply.model_validate(
+        {
+            "records": records,
+            "semantic": {
+                "requested": body.embedding is not None,
+                "applied": found["compatible"] > 0,
+                "space": space,
+                "dimensions": dims,
+                "compatibleRecords": found["compatible"],
+                "origin": EMBEDDING_ORIGIN if body.embedding is not None else None,
+            },
+        }
     )
 
 
-def delete(
-    store: ProjectPool, principal: Principal, scope: ProjectScope, key: str
-) -> dict[str, Any]:
+def delete(store: Store, principal: Principal, scope: ProjectScope, key: str) -> DeletedReply:
     """Delete a live record (audited); keys cannot delete verified or pinned ones."""
     protect = principal.kind == "project_key"
     with transaction(store.pool) as conn:
@@ -369,7 +348,7 @@ def delete(
                 )
             raise NotFound("no record with that key")
         _audit(conn, principal, scope, "delete", key, row["body_sha256"])
-    return _reply(DeletedReply(key=key, deleted=True))
+    return DeletedReply(key=key, deleted=True)
 
 
 class InvalidExpiry(ServiceError):
@@ -381,7 +360,7 @@ class InvalidExpiry(ServiceError):
 
 def _enter(
     conn: Conn,
-    store: ProjectPool,
+    store: Store,
     principal: Principal,
     scope: ProjectScope,
     need: Literal["read", "write"],
@@ -391,7 +370,7 @@ def _enter(
     Anything the caller may not read answers 404 alike (a foreign org, another org's
     project, a project they are not in, a switched-off pool), never a 403 with details.
     """
-    if not store.enabled:
+    if not store.project_memory_enabled:
         raise NotFound("project memory is not enabled")
     if principal.kind not in ("owner", "project_key"):
         raise CredentialNotAllowed()
@@ -417,7 +396,10 @@ def _enter(
 
 
 def _check_room(conn: Conn, scope: ProjectScope, max_records: int) -> None:
-    """Refuse a record beyond the pool's limit (the caller's write rolls back)."""
+    """Refuse a record beyond the pool's limit (the caller's write rolls back).
+
+    Expired records count until a write replaces them.
+    """
     row = conn.execute(
         f"SELECT count(*) AS held FROM project_memories WHERE {IN_SCOPE}", _scope(scope)
     ).fetchone()
@@ -460,11 +442,6 @@ def _audit(
     )
 
 
-def _reply(model: Any) -> dict[str, Any]:
-    data: dict[str, Any] = model.model_dump(mode="json")
-    return data
-
-
 def record_json(row: dict[str, Any]) -> dict[str, Any]:
     """A record row as its wire resource."""
     return {
@@ -502,11 +479,22 @@ def record_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def call_tool(
-    store: ProjectPool, principal: Principal, name: str, arguments: dict[str, Any]
+    store: Store, principal: Principal, name: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
-    """Run one ``project_memory_*`` MCP tool: the same functions as the REST routes."""
+    """Run one ``project_memory_*`` MCP tool: the same functions as the REST routes.
+
+    The MCP edge of project memory: answers the JSON of the tool's output model (the
+    tool result's ``structuredContent``).
+    """
     tool = PROJECT_MEMORY_TOOLS_BY_NAME[name]
     request: Any = tool.input_model.model_validate(arguments)
+    data: dict[str, Any] = _run_tool(store, principal, name, request).model_dump(mode="json")
+    return data
+
+
+def _run_tool(
+    store: Store, principal: Principal, name: str, request: Any
+) -> StatusReply | RecordPage | RecordReply | RetrieveReply | DeletedReply:
     scope = ProjectScope(request.orgId, request.projectId)
     if name == "project_memory_status":
         return reader(store, principal, scope)
@@ -521,11 +509,11 @@ def call_tool(
     return delete(store, principal, scope, request.key)
 
 
-def tools_for(store: ProjectPool, principal: Principal) -> bool:
+def tools_for(store: Store, principal: Principal) -> bool:
     """Whether ``tools/list`` shows the project tools to this credential: a project key,
     both switches on, and its creator still in the project."""
     key = principal.project_key
-    if key is None or not store.enabled:
+    if key is None or not store.project_memory_enabled:
         return False
     try:
         reader(store, principal, ProjectScope(key.org_id, key.project_id))

@@ -36,11 +36,21 @@ from typing import Any
 from uuid import UUID
 
 from grove_auth.principal import Principal
-from grove_contracts.notes import RecallRequest, SearchRequest
+from grove_contracts.notes import (
+    MatchEvidence,
+    Memory,
+    RecallItem,
+    RecallRequest,
+    RecallResult,
+    Retrieval,
+    SearchItem,
+    SearchPage,
+    SearchRequest,
+)
 from grove_db.pool import Conn, set_locally, transaction
 from grove_memory import cursors
 from grove_memory.inference import InferenceError, vector_literal
-from grove_memory.rows import MEMORY_COLUMNS, memory_json
+from grove_memory.rows import MEMORY_COLUMNS, memory_of
 from grove_memory.scope import VISIBLE, check_notebook, in_notebook, params
 from grove_memory.store import Store, require
 
@@ -238,12 +248,11 @@ class QueryVector:
     vector: list[float] | None
     reason: str | None
 
-    def retrieval(self) -> dict[str, Any]:
+    def retrieval(self, lexical: bool = True) -> Retrieval:
         """The ``retrieval`` member of a response: which signals were applied."""
-        answer: dict[str, Any] = {"lexical": True, "semantic": self.vector is not None}
-        if self.reason:
-            answer["reason"] = self.reason
-        return answer
+        return Retrieval(
+            lexical=lexical, semantic=self.vector is not None, reason=self.reason or None
+        )
 
 
 def query_vector(store: Store, query: str) -> QueryVector:
@@ -311,7 +320,7 @@ def search_words(query: str) -> tuple[str, str]:
     return wanted.replace('"', " ").strip(), excluded
 
 
-def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, Any]:
+def search(store: Store, principal: Principal, req: SearchRequest) -> SearchPage:
     """One page of hybrid search over every granted scope (or ``projectId`` if given)."""
     require(principal, "read")
     scope, values = _search_scope(req)
@@ -375,14 +384,14 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> dict[str, 
         if more
         else None
     )
-    return {
-        "retrieval": {**vector.retrieval(), "lexical": req.mode != "semantic"},
-        "items": [_search_item(c, req.matches) for c in page],
-        "nextCursor": next_cursor,
-    }
+    return SearchPage(
+        retrieval=vector.retrieval(lexical=req.mode != "semantic"),
+        items=[_search_item(c, req.matches) for c in page],
+        nextCursor=next_cursor,
+    )
 
 
-def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, Any]:
+def recall(store: Store, principal: Principal, req: RecallRequest) -> RecallResult:
     """The most relevant notes within the budget, or a profile when there is no query."""
     require(principal, "read")
     scope = f"({in_notebook(req.projectId)}"
@@ -409,13 +418,12 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> dict[str, 
     if pending is not None:
         vector, semantic = pending.result()
         candidates = fuse(lexical, semantic, store.lexical_weight)
-    packed = _pack(candidates, handoff, req.limit, req.maxChars)
     retrieval = (
         vector.retrieval()
         if vector
-        else {"lexical": False, "semantic": False, "reason": "no_query"}
+        else Retrieval(lexical=False, semantic=False, reason="no_query")
     )
-    return {"retrieval": retrieval, **packed}
+    return _pack(retrieval, candidates, handoff, req.limit, req.maxChars)
 
 
 def fuse(
@@ -717,19 +725,20 @@ def above_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["score"] >= floor]
 
 
-def _search_item(candidate: Candidate, matches: bool) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "memory": memory_json(candidate.row),
-        "score": round(candidate.score, 6),
-    }
-    if matches:
-        item["matches"] = {
-            "lexical": candidate.lexical_rank is not None,
-            "semantic": candidate.semantic_rank is not None,
-            "terms": candidate.terms,
-            "distance": None if candidate.distance is None else round(candidate.distance, 6),
-        }
-    return item
+def _search_item(candidate: Candidate, matches: bool) -> SearchItem:
+    evidence = (
+        MatchEvidence(
+            lexical=candidate.lexical_rank is not None,
+            semantic=candidate.semantic_rank is not None,
+            terms=candidate.terms,
+            distance=None if candidate.distance is None else round(candidate.distance, 6),
+        )
+        if matches
+        else None
+    )
+    return SearchItem(
+        memory=memory_of(candidate.row), score=round(candidate.score, 6), matches=evidence
+    )
 
 
 def _profile(
@@ -752,19 +761,14 @@ def _handoff(conn: Conn, principal: Principal, req: RecallRequest) -> dict[str, 
     ).fetchone()
 
 
-def item_chars(memory: dict[str, Any]) -> int:
+def item_chars(memory: Memory) -> int:
     """What a note costs against the recall budget: its content plus its metadata."""
-    provenance = memory["provenance"]
-    metadata = (
-        memory["kind"],
-        memory["taskId"],
-        provenance["sourceAgent"],
-        provenance["sourceRef"],
-    )
-    return len(memory["content"]) + sum(len(m) for m in metadata if m)
+    provenance = memory.provenance
+    metadata = (memory.kind, memory.taskId, provenance.sourceAgent, provenance.sourceRef)
+    return len(memory.content) + sum(len(m) for m in metadata if m)
 
 
-def _shortened(memory: dict[str, Any], budget: int) -> tuple[dict[str, Any] | None, bool]:
+def _shortened(memory: Memory, budget: int) -> tuple[Memory | None, bool]:
     """Fit one note into ``budget`` by cutting its content; None if even that fails.
 
     Used for the first note recall returns (the handoff, or the best match), so an
@@ -773,28 +777,33 @@ def _shortened(memory: dict[str, Any], budget: int) -> tuple[dict[str, Any] | No
     cost = item_chars(memory)
     if cost <= budget:
         return memory, False
-    keep = len(memory["content"]) - (cost - budget)
+    keep = len(memory.content) - (cost - budget)
     if keep <= 0:
         return None, False
-    return {**memory, "content": memory["content"][:keep]}, True
+    return memory.model_copy(update={"content": memory.content[:keep]}), True
 
 
 def _pack(
-    candidates: list[Candidate], handoff_row: dict[str, Any] | None, limit: int, max_chars: int
-) -> dict[str, Any]:
+    retrieval: Retrieval,
+    candidates: list[Candidate],
+    handoff_row: dict[str, Any] | None,
+    limit: int,
+    max_chars: int,
+) -> RecallResult:
     used, omitted = 0, 0
-    handoff, handoff_truncated = None, False
+    handoff: Memory | None = None
+    handoff_truncated = False
     if handoff_row is not None:
-        handoff, handoff_truncated = _shortened(memory_json(handoff_row), max_chars)
+        handoff, handoff_truncated = _shortened(memory_of(handoff_row), max_chars)
         if handoff is None:
             omitted += 1
         else:
             used += item_chars(handoff)
-    items: list[dict[str, Any]] = []
+    items: list[RecallItem] = []
     for candidate in candidates:
         if handoff_row is not None and candidate.row["id"] == handoff_row["id"]:
             continue
-        memory: dict[str, Any] | None = memory_json(candidate.row)
+        memory: Memory | None = memory_of(candidate.row)
         truncated = False
         if not items and used == 0 and memory is not None:
             memory, truncated = _shortened(memory, max_chars)
@@ -803,16 +812,17 @@ def _pack(
             continue
         used += item_chars(memory)
         items.append(
-            {
-                "memory": memory,
-                "score": round(candidate.score, 6) if candidate.score else None,
-                "contentTruncated": truncated,
-            }
+            RecallItem(
+                memory=memory,
+                score=round(candidate.score, 6) if candidate.score else None,
+                contentTruncated=truncated,
+            )
         )
-    return {
-        "items": items,
-        "handoff": handoff,
-        "handoffTruncated": handoff_truncated,
-        "usedChars": used,
-        "omitted": omitted,
-    }
+    return RecallResult(
+        retrieval=retrieval,
+        items=items,
+        handoff=handoff,
+        handoffTruncated=handoff_truncated,
+        usedChars=used,
+        omitted=omitted,
+    )

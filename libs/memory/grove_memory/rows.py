@@ -20,8 +20,8 @@ REVISION_COLUMNS = (
 )
 
 
-def memory_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A note row as its camelCase wire resource."""
+def memory_of(row: dict[str, Any]) -> Memory:
+    """A note row (``MEMORY_COLUMNS``) as its wire resource."""
     return Memory(
         id=row["id"],
         content=row["content"],
@@ -37,11 +37,11 @@ def memory_json(row: dict[str, Any]) -> dict[str, Any]:
         indexing=row["indexing"],
         createdAt=row["created_at"],
         updatedAt=row["updated_at"],
-    ).model_dump(mode="json")
+    )
 
 
-def revision_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A revision row as its camelCase wire resource."""
+def revision_of(row: dict[str, Any]) -> Revision:
+    """A revision row (``REVISION_COLUMNS``) as its wire resource."""
     return Revision(
         memoryId=row["memory_id"],
         version=row["version"],
@@ -55,4 +55,14 @@ def revision_json(row: dict[str, Any]) -> dict[str, Any]:
         expiresAt=row["expires_at"],
         operationId=row["operation_id"],
         createdAt=row["created_at"],
-    ).model_dump(mode="json")
+    )
+
+
+def memory_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A note row as its JSON, for the export's lines (everything else returns ``Memory``)."""
+    return memory_of(row).model_dump(mode="json")
+
+
+def revision_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A revision row as its JSON, for the export's lines."""
+    return revision_of(row).model_dump(mode="json")

@@ -14,11 +14,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID, uuid4
-
-from psycopg_pool import ConnectionPool
 
 from grove_auth.connections import require_owner
 from grove_auth.principal import Principal
@@ -27,12 +26,14 @@ from grove_contracts.shares import (
     CreateShareRequest,
     PublicPageQuery,
     Share,
+    ShareList,
     ShareListQuery,
     ShareTarget,
 )
 from grove_db.pool import transaction
 from grove_memory import cursors
 from grove_memory.errors import InvalidRequest, NotFound, ServiceError
+from grove_memory.store import Store
 
 TOKEN_BYTES = 32
 
@@ -84,6 +85,8 @@ def new_token() -> str:
 
 def hash_token(secret: bytes, token: str) -> bytes:
     """The stored form of a token: HMAC-SHA-256 keyed with the server secret."""
+    if not secret:
+        raise RuntimeError("no share-link secret is configured: links cannot be hashed")
     return hmac.new(secret, token.encode(), hashlib.sha256).digest()
 
 
@@ -92,19 +95,17 @@ def share_url(public_url: str, token: str) -> str:
     return f"{public_url.rstrip('/')}/public/shares/{token}"
 
 
-def create_share(
-    pool: ConnectionPool,
-    token_secret: bytes,
-    public_url: str,
-    principal: Principal,
-    body: CreateShareRequest,
-) -> dict[str, Any]:
-    """Publish a link to a live note or notebook of the owner's account."""
+def create_share(store: Store, principal: Principal, body: CreateShareRequest) -> CreatedShare:
+    """Publish a link to a live note or notebook of the owner's account.
+
+    The token is hashed with ``store.share_secret``; the link is under
+    ``store.share_public_url``.
+    """
     require_owner(principal)
     token = new_token()
     share_id = uuid4()
     target = body.target
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         if body.expiresAt is not None:
             future = conn.execute(
                 "SELECT %s > statement_timestamp() AS ok", (body.expiresAt,)
@@ -121,7 +122,7 @@ def create_share(
             {
                 "account": principal.account_id,
                 "id": share_id,
-                "hash": hash_token(token_secret, token),
+                "hash": hash_token(store.share_secret, token),
                 "type": target.type,
                 "memory": target.id if target.type == "note" else None,
                 "notebook": target.id if target.type == "notebook" else None,
@@ -134,26 +135,22 @@ def create_share(
             f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE s.id = %s", (share_id,)
         ).fetchone()
     assert row is not None
-    created = CreatedShare(
-        **_share(row).model_dump(), url=share_url(public_url, token), token=token
-    )
-    return created.model_dump(mode="json")
+    url = share_url(store.share_public_url, token)
+    return CreatedShare(**dict(_share(row)), url=url, token=token)
 
 
-def list_shares(
-    pool: ConnectionPool, cursor_secret: bytes, principal: Principal, query: ShareListQuery
-) -> dict[str, Any]:
+def list_shares(store: Store, principal: Principal, query: ShareListQuery) -> ShareList:
     """The account's links, newest first, every state (revoked ones say so)."""
     require_owner(principal)
     binding = {"a": str(principal.account_id), "l": "shares"}
     where = "true"
     values: dict[str, Any] = {"limit": query.limit + 1}
     if query.cursor:
-        payload = cursors.decode(cursor_secret, query.cursor, binding)
+        payload = cursors.decode(store.cursor_secret, query.cursor, binding)
         where = "(s.created_at, s.id) < (%(key_time)s, %(key_id)s)"
         values.update(key_time=datetime.fromisoformat(payload["key"][0]))
         values.update(key_id=UUID(payload["key"][1]))
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         rows = conn.execute(
             f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE {where}"
             " ORDER BY s.created_at DESC, s.id DESC LIMIT %(limit)s",
@@ -164,14 +161,14 @@ def list_shares(
     if len(rows) > query.limit:
         last = page[-1]
         key = [last["created_at"].isoformat(), str(last["id"])]
-        next_cursor = cursors.encode(cursor_secret, {"bind": binding, "key": key})
-    return {"items": [_share(r).model_dump(mode="json") for r in page], "nextCursor": next_cursor}
+        next_cursor = cursors.encode(store.cursor_secret, {"bind": binding, "key": key})
+    return ShareList(items=[_share(r) for r in page], nextCursor=next_cursor)
 
 
-def revoke_share(pool: ConnectionPool, principal: Principal, share_id: UUID) -> dict[str, Any]:
+def revoke_share(store: Store, principal: Principal, share_id: UUID) -> Share:
     """Revoke a link for good (revoking it again changes nothing)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         conn.execute(
             "UPDATE shares SET revoked_at = statement_timestamp()"
             " WHERE id = %s AND revoked_at IS NULL",
@@ -182,7 +179,7 @@ def revoke_share(pool: ConnectionPool, principal: Principal, share_id: UUID) -> 
         ).fetchone()
     if row is None:
         raise NotFound("share not found")
-    return _share(row).model_dump(mode="json")
+    return _share(row)
 
 
 def _share(row: dict[str, Any]) -> Share:
@@ -204,20 +201,37 @@ def _share(row: dict[str, Any]) -> Share:
     )
 
 
-def public_page(
-    pool: ConnectionPool, cursor_secret: bytes, token_hash: bytes, query: PublicPageQuery
-) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class SharedPage:
+    """What a link shows, before grove-share renders it (``PublicShare`` holds each
+    note's HTML, which only grove-share makes).
+
+    ``title`` is the link's own (None: untitled); ``notes`` are rows (``kind``,
+    ``content``, ``created_at``, ``updated_at``), newest first; ``next_cursor`` is
+    signed and bound to the share.
+    """
+
+    type: Literal["note", "notebook"]
+    title: str | None
+    indexable: bool
+    updated_at: datetime | None
+    notes: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def public_page(store: Store, token_hash: bytes, query: PublicPageQuery) -> SharedPage | None:
     """What a reader of the link whose token hashes to ``token_hash`` (``hash_token``)
     sees, or None (unknown, revoked, expired, unavailable).
 
-    Returns the share (type, title, last update, whether it may be indexed) and one
-    page of its notes, newest first; ``nextCursor`` is signed and bound to the share.
+    ``store`` is grove-share's: the pool of its database role, which may only call the
+    public share functions, and its own cursor secret.
     """
-    with transaction(pool, snapshot=True) as conn:
+    with transaction(store.pool, snapshot=True) as conn:
         share = conn.execute("SELECT * FROM grove_public_share(%s)", (token_hash,)).fetchone()
         before: tuple[datetime | None, UUID | None] = (None, None)
         if share is not None and query.cursor:
-            payload = cursors.decode(cursor_secret, query.cursor, {"s": str(share["share_id"])})
+            bound = {"s": str(share["share_id"])}
+            payload = cursors.decode(store.cursor_secret, query.cursor, bound)
             before = (datetime.fromisoformat(payload["key"][0]), UUID(payload["key"][1]))
         # Asked whether the share exists or not: an unknown token costs what a known one does.
         rows = conn.execute(
@@ -231,20 +245,20 @@ def public_page(
     if len(rows) > query.limit:
         last = page[-1]
         next_cursor = cursors.encode(
-            cursor_secret,
+            store.cursor_secret,
             {
                 "bind": {"s": str(share["share_id"])},
                 "key": [last["created_at"].isoformat(), str(last["id"])],
             },
         )
-    return {
-        "type": share["target_type"],
-        "title": share["title"],
-        "indexable": share["indexable"],
-        "updatedAt": share["updated_at"],
-        "notes": page,
-        "nextCursor": next_cursor,
-    }
+    return SharedPage(
+        type=share["target_type"],
+        title=share["title"],
+        indexable=share["indexable"],
+        updated_at=share["updated_at"],
+        notes=page,
+        next_cursor=next_cursor,
+    )
 
 
 def note_title(content: str, limit: int = 80) -> str:

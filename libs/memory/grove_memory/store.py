@@ -1,4 +1,4 @@
-"""What every memory operation needs: the runtime pool and the service's settings."""
+"""What every memory operation needs: the runtime pool, its secrets and the settings."""
 
 from __future__ import annotations
 
@@ -32,13 +32,22 @@ class QueryEmbedder(Protocol):
 
 @dataclass(frozen=True)
 class Store:
-    """The runtime connection pool plus per-deployment behaviour.
+    """The runtime connection pool, its secrets and per-deployment behaviour.
 
-    ``profile`` names the embedding profile (None: embeddings disabled): saves queue
-    an embedding job for it and answer ``indexing: pending``, and recall fuses its
-    vectors with full-text ranks. ``cursor_secret`` signs pagination cursors.
-    ``automatic_capture_paused`` refuses ``capture: automatic`` saves server-wide
-    (accounts can also pause on their own).
+    Every memory operation takes one as its first argument. ``profile`` names the
+    embedding profile (None: embeddings disabled): saves queue an embedding job for it
+    and answer ``indexing: pending``, and recall fuses its vectors with full-text ranks.
+    ``cursor_secret`` signs pagination cursors. ``automatic_capture_paused`` refuses
+    ``capture: automatic`` saves server-wide (accounts can also pause on their own).
+
+    ``key_secret`` hashes the project keys ``grove_memory.orgs`` issues (the api's
+    API-key secret); ``share_secret`` hashes share-link tokens and ``share_public_url``
+    is the base of the links ``grove_memory.shares`` hands out. Left empty, a process
+    issues neither (issuing then fails rather than hash with an empty key).
+    ``project_memory_enabled`` is the platform switch of project memory
+    (``GROVE_PROJECT_MEMORY_ENABLED``; off: every project-memory call answers 404), and
+    ``max_project_records`` the most records one project's pool may hold
+    (``GROVE_QUOTA_PROJECT_RECORDS``; 0: no limit).
     """
 
     pool: ConnectionPool
@@ -49,6 +58,11 @@ class Store:
     max_distance: float = DEFAULT_MAX_DISTANCE
     query_embed_seconds: float = DEFAULT_QUERY_EMBED_SECONDS
     automatic_capture_paused: bool = False
+    key_secret: bytes = b""
+    share_secret: bytes = b""
+    share_public_url: str = ""
+    project_memory_enabled: bool = True
+    max_project_records: int = 0
 
     @property
     def indexing(self) -> Literal["pending", "disabled"]:

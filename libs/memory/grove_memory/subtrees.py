@@ -10,14 +10,15 @@ archive set aside (notes archived on their own beforehand stay archived).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 
 from grove_auth.errors import OwnerSessionRequired
 from grove_auth.principal import Principal
+from grove_contracts.notebooks import ArchivedNotebookList, SubtreePreview, SubtreeResult
 from grove_db.pool import Conn, transaction
 from grove_memory.errors import NotFound, ServiceError
-from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
+from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_of
 from grove_memory.store import Store
 
 Action = Literal["archive", "restore", "delete"]
@@ -75,7 +76,7 @@ class SubtreeChanged(ServiceError):
     status = 409
 
 
-def preview(store: Store, principal: Principal, root: UUID) -> dict[str, Any]:
+def preview(store: Store, principal: Principal, root: UUID) -> SubtreePreview:
     """What an archive, restore or delete of ``root`` would touch, and its fingerprint."""
     _require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
@@ -84,20 +85,20 @@ def preview(store: Store, principal: Principal, root: UUID) -> dict[str, Any]:
 
 def apply(
     store: Store, principal: Principal, root: UUID, action: Action, fingerprint: str
-) -> dict[str, Any]:
+) -> SubtreeResult:
     """Archive, restore or delete the subtree if it is still as previewed."""
     _require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
         before = _state(conn, root)
-        if before["fingerprint"] != fingerprint:
+        if before.fingerprint != fingerprint:
             raise SubtreeChanged()
         for statement in APPLY[action]:
             conn.execute(statement, {"root": root})
-        return {"action": action, "notebooks": before["notebooks"], "notes": before["notes"]}
+        return SubtreeResult(action=action, notebooks=before.notebooks, notes=before.notes)
 
 
-def list_archived(store: Store, principal: Principal) -> dict[str, Any]:
+def list_archived(store: Store, principal: Principal) -> ArchivedNotebookList:
     """Archived (not deleted) notebooks, by name."""
     _require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
@@ -105,21 +106,21 @@ def list_archived(store: Store, principal: Principal) -> dict[str, Any]:
             f"SELECT {NOTEBOOK_COLUMNS} FROM projects p"
             " WHERE p.archived_at IS NOT NULL AND p.deleted_at IS NULL ORDER BY p.name, p.id"
         ).fetchall()
-    return {"items": [notebook_json(r) for r in rows]}
+    return ArchivedNotebookList(items=[notebook_of(r) for r in rows])
 
 
-def _state(conn: Conn, root: UUID) -> dict[str, Any]:
+def _state(conn: Conn, root: UUID) -> SubtreePreview:
     rows = conn.execute(STATE, {"root": root}).fetchall()
     if not rows:
         raise NotFound("notebook not found")
     digest = hashlib.sha256()
     for row in rows:
         digest.update(f"{row['what']}|{row['id']}|{row['stamp']}|{row['archived']}\n".encode())
-    return {
-        "notebooks": sum(1 for r in rows if r["what"] == "n"),
-        "notes": sum(1 for r in rows if r["what"] == "m"),
-        "fingerprint": digest.hexdigest()[:32],
-    }
+    return SubtreePreview(
+        notebooks=sum(1 for r in rows if r["what"] == "n"),
+        notes=sum(1 for r in rows if r["what"] == "m"),
+        fingerprint=digest.hexdigest()[:32],
+    )
 
 
 def _require_owner(principal: Principal) -> None:

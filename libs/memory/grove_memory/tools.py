@@ -28,7 +28,8 @@ class UnknownTool(ServiceError):
     status = 404
 
 
-Handler = Callable[[Store, Principal, Any], dict[str, Any]]
+#: A tool's operation: its answer is the tool's output model.
+Handler = Callable[[Store, Principal, Any], BaseModel]
 
 HANDLERS: dict[str, Handler] = {
     "remember": lambda s, p, r: notes.remember(s, p, r).memory,
@@ -61,6 +62,6 @@ def parse(name: str, arguments: dict[str, Any]) -> BaseModel:
 def call(
     store: Store, principal: Principal, name: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
-    """Run one tool for a principal; the result matches the tool's output model."""
+    """Run one tool for a principal; the JSON of its output model (dumped here, once)."""
     request = parse(name, arguments)
-    return HANDLERS[name](store, principal, request)
+    return HANDLERS[name](store, principal, request).model_dump(mode="json")

@@ -32,18 +32,24 @@ from grove_auth.connections import require_owner
 from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
 from grove_contracts.ask import MAX_ASK_QUERY_CHARS, AskRequest
-from grove_contracts.conversations import MAX_CONTEXT_NOTES, MAX_TURNS, TurnContext, TurnRequest
+from grove_contracts.conversations import (
+    MAX_CONTEXT_NOTES,
+    MAX_TURNS,
+    TurnContext,
+    TurnReply,
+    TurnRequest,
+)
 from grove_db.pool import Conn, transaction
 from grove_memory import ask
 from grove_memory.conversations import (
     CONVERSATION_COLUMNS,
     SELECT_TURNS,
     TURN_COLUMNS,
-    conversation_json,
+    as_conversation,
+    as_turn,
     conversation_row,
     hold_account,
     preview,
-    turn_json,
 )
 from grove_memory.errors import IdempotencyConflict, NotFound, ServiceError, VersionConflict
 from grove_memory.idempotency import request_hash
@@ -93,7 +99,7 @@ class Claim:
     previous: list[str] = field(default_factory=list)
     context: list[dict[str, Any]] = field(default_factory=list)
     coverage: dict[str, int] | None = None
-    done: dict[str, Any] | None = None
+    done: TurnReply | None = None
 
 
 @dataclass
@@ -114,7 +120,7 @@ def add_turn(
     body: TurnRequest,
     timeout: float,
     now: datetime | None = None,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[TurnReply, bool]:
     """Ask the next question; returns the reply and whether this request answered it.
 
     ``now`` is the clock the attempt lease is measured against (default: the
@@ -407,9 +413,7 @@ COMPLETE_TURN = """
 TOUCH_CONVERSATION = "UPDATE conversations SET updated_at = statement_timestamp() WHERE id = %s"
 
 
-def _complete(
-    store: Store, principal: Principal, claim: Claim, produced: Outcome
-) -> dict[str, Any]:
+def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcome) -> TurnReply:
     """Step 3: re-check the account and the session, drop citations of notes deleted
     meanwhile, store the answer."""
     conversation_id = claim.conversation["id"]
@@ -507,11 +511,11 @@ SELECT_TURN = f"""
 """
 
 
-def _turn_reply(conn: Conn, conversation_id: UUID, turn_id: UUID) -> dict[str, Any]:
+def _turn_reply(conn: Conn, conversation_id: UUID, turn_id: UUID) -> TurnReply:
     conversation = conversation_row(conn, conversation_id, deleted=True)
     turn = conn.execute(SELECT_TURN, (conversation_id, turn_id)).fetchone()
     assert conversation is not None and turn is not None
-    return {"conversation": conversation_json(conversation), "turn": turn_json(turn)}
+    return TurnReply(conversation=as_conversation(conversation), turn=as_turn(turn))
 
 
 def _context_source(row: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from grove_db.pool import open_pool
 from grove_db.ratelimit import RateLimit
 from grove_memory.ask import init_metrics as init_ask_metrics
 from grove_memory.inference import InferenceClient
-from grove_memory.project_memory import ProjectPool
 from grove_memory.store import Store
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging
@@ -74,7 +73,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, 
 
 
 def wire(settings: ApiSettings, deps: Deps) -> Wiring:
-    """What the resources are built from: one store and one project pool per app."""
+    """What the resources are built from: one store per app."""
     store = Store(
         pool=deps.pool,
         cursor_secret=deps.cursor_secret,
@@ -84,19 +83,13 @@ def wire(settings: ApiSettings, deps: Deps) -> Wiring:
         max_distance=settings.semantic_max_distance,
         query_embed_seconds=settings.query_embed_timeout_ms / 1000,
         automatic_capture_paused=settings.automatic_capture == "paused",
-    )
-    return Wiring(
-        settings=settings,
-        pool=deps.pool,
         key_secret=deps.key_secret,
-        cursor_secret=deps.cursor_secret,
         share_secret=deps.share_secret,
-        store=store,
-        project_pool=ProjectPool(
-            deps.pool, settings.project_memory_enabled, settings.quota_project_records
-        ),
-        answerer=deps.answerer or deps.embedder,
+        share_public_url=settings.share_public_url,
+        project_memory_enabled=settings.project_memory_enabled,
+        max_project_records=settings.quota_project_records,
     )
+    return Wiring(settings=settings, store=store, answerer=deps.answerer or deps.embedder)
 
 
 def deps_from(settings: ApiSettings) -> Deps:

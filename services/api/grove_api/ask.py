@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool
 from grove_api.body import read_json
 from grove_api.middleware import AccountSlots
 from grove_api.wiring import Wiring
-from grove_contracts.ask import AskRequest, AskResponse
+from grove_contracts.ask import AskRequest
 from grove_contracts.errors import success_envelope
 from grove_db.ratelimit import RateLimit
 from grove_memory import ask
@@ -52,7 +52,7 @@ class Ask(Answering):
             raise ask.InferenceUnavailable("no answering service is configured")
         with watching(req):
             reply = ask.ask(self.store, self.answerer, req.context.principal, body, self.timeout)
-        resp.media = success_envelope(AskResponse.model_validate(reply).model_dump(mode="json"))
+        resp.media = success_envelope(reply.model_dump(mode="json"))
 
 
 @contextmanager

@@ -9,16 +9,9 @@ import falcon
 from grove_api.ask import Answering, watching
 from grove_api.body import read_json, read_query
 from grove_contracts.conversations import (
-    Conversation as ConversationSummary,
-)
-from grove_contracts.conversations import (
-    ConversationDetail,
-    ConversationList,
     ConversationListQuery,
-    ConversationSearchPage,
     ConversationSearchRequest,
     CreateConversationRequest,
-    TurnReply,
     TurnRequest,
 )
 from grove_contracts.errors import success_envelope
@@ -32,14 +25,12 @@ class Conversations(Answering):
         body = read_json(req, CreateConversationRequest, self.max_body)
         created, fresh = conversations.create_conversation(self.store, req.context.principal, body)
         resp.status = 201 if fresh else 200
-        resp.media = success_envelope(
-            ConversationSummary.model_validate(created).model_dump(mode="json")
-        )
+        resp.media = success_envelope(created.model_dump(mode="json"))
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ConversationListQuery)
         page = conversations.list_conversations(self.store, req.context.principal, query.after)
-        resp.media = success_envelope(ConversationList.model_validate(page).model_dump(mode="json"))
+        resp.media = success_envelope(page.model_dump(mode="json"))
 
 
 class Search(Answering):
@@ -48,9 +39,7 @@ class Search(Answering):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, ConversationSearchRequest, self.max_body)
         page = conversations.search_conversations(self.store, req.context.principal, body)
-        resp.media = success_envelope(
-            ConversationSearchPage.model_validate(page).model_dump(mode="json")
-        )
+        resp.media = success_envelope(page.model_dump(mode="json"))
 
 
 class Conversation(Answering):
@@ -58,15 +47,13 @@ class Conversation(Answering):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
         found = conversations.get_conversation(self.store, req.context.principal, conversation_id)
-        resp.media = success_envelope(
-            ConversationDetail.model_validate(found).model_dump(mode="json")
-        )
+        resp.media = success_envelope(found.model_dump(mode="json"))
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
         deleted = conversations.delete_conversation(
             self.store, req.context.principal, conversation_id
         )
-        resp.media = success_envelope(deleted)
+        resp.media = success_envelope(deleted.model_dump(mode="json"))
 
 
 class Turns(Answering):
@@ -91,4 +78,4 @@ class Turns(Answering):
                 self.timeout,
             )
         resp.status = 201 if fresh else 200
-        resp.media = success_envelope(TurnReply.model_validate(reply).model_dump(mode="json"))
+        resp.media = success_envelope(reply.model_dump(mode="json"))

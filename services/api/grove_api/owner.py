@@ -25,7 +25,7 @@ class OwnerResource:
 
     def __init__(self, wiring: Wiring) -> None:
         self.pool = wiring.pool
-        self.key_secret = wiring.key_secret
+        self.key_secret = wiring.store.key_secret
         self.max_body = wiring.max_body
         self.max_connections = wiring.settings.max_connections_per_account
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import falcon
+from pydantic import BaseModel
 
 from grove_api.body import read_json, read_query
 from grove_api.wiring import Wiring
@@ -29,17 +30,16 @@ from grove_memory import project_memory as pm
 from grove_memory.project_memory import ProjectScope
 
 
-def _ok(resp: falcon.Response, data: object, status: int = 200) -> None:
+def _ok(resp: falcon.Response, data: BaseModel, status: int = 200) -> None:
     resp.status = status
-    resp.media = success_envelope(data)
+    resp.media = success_envelope(data.model_dump(mode="json"))
 
 
 class OrgResource:
-    """Base of the owner routes: the pool, the project-key secret, the body limit."""
+    """Base of the owner routes: the store (its project-key secret) and the body limit."""
 
     def __init__(self, wiring: Wiring) -> None:
-        self.pool = wiring.pool
-        self.key_secret = wiring.key_secret
+        self.store = wiring.store
         self.max_body = wiring.max_body
 
 
@@ -48,21 +48,21 @@ class Orgs(OrgResource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateOrgRequest, self.max_body)
-        _ok(resp, orgs.create_org(self.pool, req.context.principal, body), 201)
+        _ok(resp, orgs.create_org(self.store, req.context.principal, body), 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        _ok(resp, orgs.list_orgs(self.pool, req.context.principal))
+        _ok(resp, orgs.list_orgs(self.store, req.context.principal))
 
 
 class Org(OrgResource):
     """``GET`` and ``PATCH /v1/orgs/{orgId}`` (entitlements)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
-        _ok(resp, orgs.get_org(self.pool, req.context.principal, org_id))
+        _ok(resp, orgs.get_org(self.store, req.context.principal, org_id))
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
         body = read_json(req, UpdateOrgRequest, self.max_body)
-        _ok(resp, orgs.update_org(self.pool, req.context.principal, org_id, body))
+        _ok(resp, orgs.update_org(self.store, req.context.principal, org_id, body))
 
 
 class Projects(OrgResource):
@@ -70,10 +70,10 @@ class Projects(OrgResource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
         body = read_json(req, CreateProjectRequest, self.max_body)
-        _ok(resp, orgs.create_project(self.pool, req.context.principal, org_id, body), 201)
+        _ok(resp, orgs.create_project(self.store, req.context.principal, org_id, body), 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
-        _ok(resp, orgs.list_projects(self.pool, req.context.principal, org_id))
+        _ok(resp, orgs.list_projects(self.store, req.context.principal, org_id))
 
 
 class Members(OrgResource):
@@ -82,14 +82,14 @@ class Members(OrgResource):
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
-        _ok(resp, orgs.list_members(self.pool, req.context.principal, org_id, project_id))
+        _ok(resp, orgs.list_members(self.store, req.context.principal, org_id, project_id))
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
         body = read_json(req, AddMemberRequest, self.max_body)
         member, created = orgs.put_member(
-            self.pool, req.context.principal, org_id, project_id, body
+            self.store, req.context.principal, org_id, project_id, body
         )
         _ok(resp, member, 201 if created else 200)
 
@@ -107,7 +107,7 @@ class Member(OrgResource):
     ) -> None:
         role = read_json(req, UpdateMemberRequest, self.max_body).role
         body = AddMemberRequest(accountId=account_id, role=role)
-        member, _ = orgs.put_member(self.pool, req.context.principal, org_id, project_id, body)
+        member, _ = orgs.put_member(self.store, req.context.principal, org_id, project_id, body)
         _ok(resp, member)
 
     def on_delete(
@@ -119,7 +119,7 @@ class Member(OrgResource):
         account_id: UUID,
     ) -> None:
         principal = req.context.principal
-        _ok(resp, orgs.remove_member(self.pool, principal, org_id, project_id, account_id))
+        _ok(resp, orgs.remove_member(self.store, principal, org_id, project_id, account_id))
 
 
 class ProjectKeys(OrgResource):
@@ -130,13 +130,13 @@ class ProjectKeys(OrgResource):
     ) -> None:
         body = read_json(req, CreateProjectKeyRequest, self.max_body)
         principal = req.context.principal
-        created = orgs.create_key(self.pool, self.key_secret, principal, org_id, project_id, body)
+        created = orgs.create_key(self.store, principal, org_id, project_id, body)
         _ok(resp, created, 201)
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
-        _ok(resp, orgs.list_keys(self.pool, req.context.principal, org_id, project_id))
+        _ok(resp, orgs.list_keys(self.store, req.context.principal, org_id, project_id))
 
 
 class ProjectKey(OrgResource):
@@ -151,7 +151,7 @@ class ProjectKey(OrgResource):
         key_id: UUID,
     ) -> None:
         principal = req.context.principal
-        _ok(resp, orgs.revoke_key(self.pool, principal, org_id, project_id, key_id))
+        _ok(resp, orgs.revoke_key(self.store, principal, org_id, project_id, key_id))
 
 
 class PoolResource:
@@ -160,7 +160,7 @@ class PoolResource:
     accepts_project_keys = True
 
     def __init__(self, wiring: Wiring) -> None:
-        self.store = wiring.project_pool
+        self.store = wiring.store
         self.max_body = max(wiring.max_body, POOL_MAX_REQUEST_BYTES)
 
 

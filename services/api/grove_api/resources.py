@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import cast
+from typing import Any, cast
 from uuid import UUID
 
 import falcon
@@ -43,7 +43,10 @@ class Arguments(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def _ok(resp: falcon.Response, data: object, status: int = 200) -> None:
+def _ok(resp: falcon.Response, data: BaseModel | dict[str, Any], status: int = 200) -> None:
+    """Answer ``data`` in the success envelope; a contract model is dumped here, once."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
     resp.status = status
     resp.media = success_envelope(data)
 

@@ -14,13 +14,11 @@ from grove_memory import shares
 
 
 class ShareResource:
-    """Base of the share routes: the pool, the secrets, the public base URL, the body limit."""
+    """Base of the share routes: the store (its share secret and public base URL) and the
+    body limit."""
 
     def __init__(self, wiring: Wiring) -> None:
-        self.pool = wiring.pool
-        self.token_secret = wiring.share_secret
-        self.cursor_secret = wiring.cursor_secret
-        self.public_url = wiring.settings.share_public_url
+        self.store = wiring.store
         self.max_body = wiring.max_body
 
 
@@ -29,21 +27,19 @@ class Shares(ShareResource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateShareRequest, self.max_body)
-        created = shares.create_share(
-            self.pool, self.token_secret, self.public_url, req.context.principal, body
-        )
+        created = shares.create_share(self.store, req.context.principal, body)
         resp.status = 201
-        resp.media = success_envelope(created)
+        resp.media = success_envelope(created.model_dump(mode="json"))
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ShareListQuery)
-        page = shares.list_shares(self.pool, self.cursor_secret, req.context.principal, query)
-        resp.media = success_envelope(page)
+        page = shares.list_shares(self.store, req.context.principal, query)
+        resp.media = success_envelope(page.model_dump(mode="json"))
 
 
 class Share(ShareResource):
     """``DELETE /v1/shares/{id}``: revoke for good."""
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, share_id: UUID) -> None:
-        revoked = shares.revoke_share(self.pool, req.context.principal, share_id)
-        resp.media = success_envelope(revoked)
+        revoked = shares.revoke_share(self.store, req.context.principal, share_id)
+        resp.media = success_envelope(revoked.model_dump(mode="json"))

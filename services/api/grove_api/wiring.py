@@ -8,27 +8,27 @@ from psycopg_pool import ConnectionPool
 
 from grove_api.settings import ApiSettings
 from grove_memory.inference import InferenceClient
-from grove_memory.project_memory import ProjectPool
 from grove_memory.store import Store
 
 
 @dataclass(frozen=True)
 class Wiring:
-    """The settings, the pool, the secrets and the stores the resources talk to.
+    """The settings, the store and the answering service the resources talk to.
 
     One object, so each entry of ``grove_api.openapi.OPERATIONS`` can name its resource
     class (or a one-line factory) and ``create_app`` builds every route the same way.
+    ``store`` holds the pool, the secrets and the project-memory switches.
     """
 
     settings: ApiSettings
-    pool: ConnectionPool
-    key_secret: bytes
-    cursor_secret: bytes
-    share_secret: bytes
     store: Store
-    project_pool: ProjectPool
     #: The ask service's ``Answer`` (None: no answering service is configured).
     answerer: InferenceClient | None
+
+    @property
+    def pool(self) -> ConnectionPool:
+        """The runtime pool (the store's)."""
+        return self.store.pool
 
     @property
     def max_body(self) -> int:

@@ -113,7 +113,6 @@ class ToolRunner:
     store: Store
     per_credential: int
     running: Counter[str]
-    projects: project_memory.ProjectPool
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -121,9 +120,7 @@ class ToolRunner:
         token = get_access_token()
         principal = token.claims.get("principal") if token and token.claims else None
         if isinstance(principal, Principal) and principal.kind == "project_key":
-            shown = await anyio.to_thread.run_sync(
-                project_memory.tools_for, self.projects, principal
-            )
+            shown = await anyio.to_thread.run_sync(project_memory.tools_for, self.store, principal)
             listed = PROJECT_MEMORY_TOOLS if shown else ()
             return types.ListToolsResult(tools=[mcp_tool(tool) for tool in listed])
         return tool_list()
@@ -159,7 +156,7 @@ class ToolRunner:
         try:
             if params.name in PROJECT_MEMORY_TOOLS_BY_NAME:
                 data = await anyio.to_thread.run_sync(
-                    project_memory.call_tool, self.projects, principal, params.name, arguments
+                    project_memory.call_tool, self.store, principal, params.name, arguments
                 )
             elif principal.kind == "project_key":
                 raise project_memory.CredentialNotAllowed(
@@ -431,14 +428,7 @@ class Cors:
 
 def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int) -> AsgiTelemetry:
     """Build the ASGI app: /mcp (authenticated), the resource metadata, health probes."""
-    runner = ToolRunner(
-        store,
-        settings.mcp_per_credential_concurrency,
-        Counter(),
-        project_memory.ProjectPool(
-            store.pool, settings.project_memory_enabled, settings.quota_project_records
-        ),
-    )
+    runner = ToolRunner(store, settings.mcp_per_credential_concurrency, Counter())
     server: Server[Any] = Server(
         "grove",
         version="0.1.0",
@@ -525,7 +515,8 @@ def _ready(pool: ConnectionPool) -> Any:
 
 
 def store_from(settings: McpSettings) -> Store:
-    """The memory store for this process (pool, cursor secret, embeddings)."""
+    """The memory store for this process (pool, cursor secret, embeddings, the
+    project-memory switch and limit)."""
     secret = settings.secret_key.get_secret_value()
     embedder = (
         None
@@ -546,6 +537,8 @@ def store_from(settings: McpSettings) -> Store:
         max_distance=settings.semantic_max_distance,
         query_embed_seconds=settings.query_embed_timeout_ms / 1000,
         automatic_capture_paused=settings.automatic_capture == "paused",
+        project_memory_enabled=settings.project_memory_enabled,
+        max_project_records=settings.quota_project_records,
     )
 
 

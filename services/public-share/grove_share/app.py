@@ -25,6 +25,7 @@ from grove_db.pool import open_pool, transaction
 from grove_db.ratelimit import RateLimit
 from grove_memory import shares
 from grove_memory.errors import ServiceError
+from grove_memory.store import Store
 from grove_share import page
 from grove_share.render import Renderer
 from grove_share.settings import ShareSettings
@@ -52,11 +53,14 @@ NOT_FOUND_MESSAGE = "There is no shared page here: the link is wrong, expired or
 
 @dataclass(frozen=True)
 class Deps:
-    """What the app talks to: the share role's pool, the secrets and the renderer."""
+    """What the app talks to: the store and the renderer.
 
-    pool: ConnectionPool
-    token_secret: bytes
-    cursor_secret: bytes
+    The store is the share role's: its pool may only call the public share functions,
+    ``share_secret`` is the key links are hashed with and ``cursor_secret`` this
+    service's own (it holds no other secret of the api's).
+    """
+
+    store: Store
     renderer: Renderer
 
 
@@ -113,7 +117,7 @@ class SharePage:
         self.hops = settings.share_forwarded_hops
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
-        token_hash = shares.hash_token(self.deps.token_secret, token)
+        token_hash = shares.hash_token(self.deps.store.share_secret, token)
         address = client_address(req, self.hops)
         self._limit(self.per_ip, f"ip:{address}", "ip", "this address")
         try:
@@ -121,7 +125,7 @@ class SharePage:
         except ValidationError as ex:
             problems = "; ".join(f"{d.field}: {d.message}" for d in validation_details(ex))
             raise PublicError(400, "validation_error", problems) from ex
-        found = shares.public_page(self.deps.pool, self.deps.cursor_secret, token_hash, query)
+        found = shares.public_page(self.deps.store, token_hash, query)
         if found is None:
             NOT_FOUND.inc()
             raise PublicError(404, "not_found", NOT_FOUND_MESSAGE)
@@ -137,30 +141,30 @@ class SharePage:
                 createdAt=row["created_at"],
                 updatedAt=row["updated_at"],
             )
-            for row in found["notes"]
+            for row in found.notes
         ]
-        title = found["title"] or (shares.note_title(notes[0].content) if notes else "Shared note")
+        title = found.title or (shares.note_title(notes[0].content) if notes else "Shared note")
         public = PublicShare(
-            type=found["type"],
+            type=found.type,
             title=title,
-            updatedAt=found["updatedAt"],
+            updatedAt=found.updated_at,
             notes=notes,
-            nextCursor=found["nextCursor"],
+            nextCursor=found.next_cursor,
         )
-        req.context.indexable = found["indexable"]
+        req.context.indexable = found.indexable
         fmt = "json" if wants_json(req) else "html"
-        VIEWS.labels(found["type"], fmt).inc()
+        VIEWS.labels(found.type, fmt).inc()
         if fmt == "json":
             resp.media = success_envelope(public.model_dump(mode="json"))
             return
         links = {}
-        if found["type"] == "notebook":
+        if found.type == "notebook":
             base = f"/public/shares/{token}"
             if query.cursor:
                 links["newer"] = base
             if public.nextCursor:
                 links["older"] = f"{base}/notes?cursor={public.nextCursor}"
-        shown = {**public.model_dump(), "indexable": found["indexable"]}
+        shown = {**public.model_dump(), "indexable": found.indexable}
         resp.content_type = falcon.MEDIA_HTML
         resp.text = page.share_page(shown, [n.model_dump() for n in notes], links)
 
@@ -168,7 +172,7 @@ class SharePage:
 
     def _limit(self, limit: RateLimit, bucket: str, label: str, per: str) -> None:
         """Count the request in ``bucket``; over ``limit``: 429 with Retry-After."""
-        wait = limit.hit(self.deps.pool, bucket)
+        wait = limit.hit(self.deps.store.pool, bucket)
         if wait is not None:
             self._refuse(label, limit.refusal(wait, per), wait)
 
@@ -264,7 +268,7 @@ def create_app(settings: ShareSettings, deps: Deps) -> falcon.App[falcon.Request
     app.add_error_handler(ServiceError, _service_error)
     app.add_error_handler(PublicError, _public_error)
     app.add_route("/healthz", Health())
-    app.add_route("/readyz", Ready(deps.pool))
+    app.add_route("/readyz", Ready(deps.store.pool))
     pages = SharePage(deps, settings)
     app.add_route("/public/shares/{token}", pages)
     app.add_route("/public/shares/{token}/notes", pages, suffix="notes")
@@ -274,16 +278,16 @@ def create_app(settings: ShareSettings, deps: Deps) -> falcon.App[falcon.Request
 def deps_from(settings: ShareSettings) -> Deps:
     """Open the share role's pool and derive the secrets (one per worker process)."""
     token_secret = settings.token_secret()
-    return Deps(
+    store = Store(
         pool=open_pool(
             settings.share_database_url,
             max_size=settings.share_db_pool_size,
             statement_timeout_ms=settings.share_db_statement_timeout_ms,
         ),
-        token_secret=bytes.fromhex(token_secret),
         cursor_secret=derive_secret(token_secret, "share-cursor"),
-        renderer=Renderer(settings.share_image_origins),
+        share_secret=bytes.fromhex(token_secret),
     )
+    return Deps(store=store, renderer=Renderer(settings.share_image_origins))
 
 
 def get_app() -> falcon.App[falcon.Request, falcon.Response]:
@@ -298,5 +302,5 @@ def get_app() -> falcon.App[falcon.Request, falcon.Response]:
     for limit in ("ip", "link"):
         LIMITED.labels(limit)
     deps = deps_from(settings)
-    metrics.watch_pool(deps.pool)
+    metrics.watch_pool(deps.store.pool)
     return create_app(settings, deps)

@@ -4,6 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 T      ?= tests
+# The whole suite runs on one pytest worker per core, each with its own embedded PostgreSQL
+# and services; one file (T=...) runs in a single process.
+WORKERS ?= auto
 
 .DEFAULT_GOAL := help
 
@@ -25,7 +28,7 @@ dev: $(STAMP) ## run Grove locally on the embedded PostgreSQL (Ctrl-C stops)
 	$(BIN)/grove dev
 
 test: $(STAMP) ## run the whole suite (T=path for one file)
-	$(BIN)/pytest $(T)
+	$(BIN)/pytest $(if $(filter tests,$(T)),-n $(WORKERS)) $(T)
 
 bench: bench-quality bench-scale ## every benchmark (needs ../shared/data); results in bench/results/
 

@@ -43,13 +43,13 @@ from grove_auth.keys import derive_secret
 from grove_console.sessions import SessionStore
 from grove_db import embedded
 from grove_db.pool import open_pool
-from tests.integration.oidc_provider import OidcProvider
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
 from tests.integration.test_oidc import agent_session
 from tests.support import loopback
 from tests.support.clients import Client
 from tests.support.keys import SECRET
+from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import (
     Running,
     free_port,

@@ -27,11 +27,11 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from grove_db import embedded
-from tests.integration.oidc_provider import OidcProvider
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
 from tests.support.clients import Client
 from tests.support.keys import SECRET
+from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import Running, free_port, run_script, start_api, start_mcp
 from tests.support.waiting import wait_until
 

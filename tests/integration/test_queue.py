@@ -448,7 +448,8 @@ def test_sigterm_lets_the_worker_finish_its_batch_then_exit_cleanly(
     try:
         held_in_provider(stack, note, text)
         stopper.start()
-        time.sleep(1.0)
+        # The worker has taken the signal and waits for its batch's vectors.
+        wait_until(lambda: any('"event": "stopping"' in line for line in worker.lines))
         assert worker.process.poll() is None  # still busy with its batch
         assert the_job(stack, note)["status"] == "running"
     finally:

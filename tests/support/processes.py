@@ -21,16 +21,24 @@ from tests.support.waiting import wait_until
 
 @dataclass
 class Running:
-    """A service process started by a test; its stderr is collected in ``lines``."""
+    """A service process started by a test; its stderr is collected in ``lines``.
+
+    ``stop`` ends it with ``quit_signal`` unless told otherwise: for the gunicorn services
+    with threaded workers (api, share, console) that is SIGINT, gunicorn's quick shutdown
+    (on SIGTERM each worker first finishes a poll of up to a second). grove-mcp's uvicorn
+    workers ignore the quick shutdown until the graceful timeout, so it gets SIGTERM.
+    Tests of graceful shutdown send SIGTERM themselves.
+    """
 
     process: subprocess.Popen[str]
     url: str
     drain: threading.Thread
     lines: list[str]
+    quit_signal: int = signal.SIGTERM
 
-    def stop(self, sig: int = signal.SIGTERM) -> None:
+    def stop(self, sig: int | None = None) -> None:
         if self.process.poll() is None:
-            self.process.send_signal(sig)
+            self.process.send_signal(self.quit_signal if sig is None else sig)
         self.process.wait(timeout=30)
         self.drain.join(timeout=10)
         assert self.process.stderr is not None
@@ -56,8 +64,15 @@ def run_script(
     )
 
 
-def start_service(name: str, env: dict[str, str], ready: str) -> Running:
-    """Start a console script and wait for the stderr line matching ``ready``.
+#: The line gunicorn logs once it listens (the services behind it bind port 0).
+GUNICORN_READY = r"Listening at: http://127\.0\.0\.1:(\d+)"
+
+
+def start_service(
+    name: str, env: dict[str, str], ready: str, quit_signal: int = signal.SIGTERM
+) -> Running:
+    """Start a console script and wait for the stderr line matching ``ready``; ``stop``
+    ends it with ``quit_signal``.
 
     The pattern's first group, if any, is the port it listens on (it binds port 0).
     """
@@ -78,7 +93,7 @@ def start_service(name: str, env: dict[str, str], ready: str) -> Running:
             drain = threading.Thread(target=lambda: seen.extend(stream), daemon=True)
             drain.start()
             port = match.group(1) if match.groups() else ""
-            return Running(process, port, drain, seen)
+            return Running(process, port, drain, seen, quit_signal)
     process.wait(timeout=30)
     stream.close()
     raise RuntimeError(f"{name} exited with {process.returncode}: {''.join(seen)[-2000:]}")
@@ -103,7 +118,8 @@ def start_api(env: dict[str, str]) -> Running:
             "GROVE_SECRET_KEY": SECRET,
             **env,
         },
-        r"Listening at: http://127\.0\.0\.1:(\d+)",
+        GUNICORN_READY,
+        signal.SIGINT,
     )
     running.url = f"http://127.0.0.1:{running.url}"
     return running
@@ -125,7 +141,7 @@ def start_mcp(env: dict[str, str], workers: int = 2, port: int | None = None) ->
             "GROVE_MCP_WORKERS": "2",
             **env,
         },
-        r"Listening at: http://127\.0\.0\.1:(\d+)",
+        GUNICORN_READY,
     )
     wait_until(
         lambda: sum("Application startup complete" in line for line in running.lines) >= workers
@@ -150,7 +166,8 @@ def start_share(database: embedded.EmbeddedDatabase, **env: str) -> Running:
             "GROVE_SHARE_TOKEN_SECRET": share_token_secret(SECRET),
             **env,
         },
-        r"Listening at: http://127\.0\.0\.1:(\d+)",
+        GUNICORN_READY,
+        signal.SIGINT,
     )
     running.url = f"http://127.0.0.1:{running.url}"
     return running
@@ -170,7 +187,8 @@ def start_console(database: embedded.EmbeddedDatabase, port: int, env: dict[str,
             "GROVE_SECRET_KEY": SECRET,
             **env,
         },
-        r"Listening at: http://127\.0\.0\.1:(\d+)",
+        GUNICORN_READY,
+        signal.SIGINT,
     )
     running.url = f"http://127.0.0.1:{port}"
     return running

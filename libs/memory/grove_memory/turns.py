@@ -48,11 +48,10 @@ from grove_memory.conversations import (
     as_conversation,
     as_turn,
     conversation_row,
-    hold_account,
     preview,
 )
 from grove_memory.errors import IdempotencyConflict, NotFound, ServiceError, VersionConflict
-from grove_memory.idempotency import request_hash
+from grove_memory.idempotency import hold_account, request_hash
 from grove_memory.inference import EvidenceText, Generated
 from grove_memory.recall import lexical_candidates
 from grove_memory.rows import MEMORY_COLUMNS

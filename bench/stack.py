@@ -7,7 +7,6 @@ CC BY-NC 4.0, evaluation only; never shipped).
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import shutil
@@ -21,12 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import psycopg
 import requests
 
-from grove_cli import admin
+from grove_cli import admin, launch
 from grove_db import embedded
 from grove_db.migrate import migrate
 
@@ -54,7 +53,12 @@ def turns() -> list[str]:
 
 @dataclass
 class Stack:
-    """Running services and a demo account's key."""
+    """Running services and a demo account's key.
+
+    ``processes`` are the live service processes a benchmark may signal, kill or drop
+    (grove-ask first, if any, then grove-api, then workers in the order started);
+    ``started`` holds every service started, which ``stack`` stops at the end.
+    """
 
     db: embedded.EmbeddedDatabase
     api_url: str
@@ -62,23 +66,17 @@ class Stack:
     account_id: str
     env: dict[str, str]
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    started: list[launch.Running] = field(default_factory=list)
 
     def start_worker(self) -> None:
         """Start one more grove-worker; returns once its loop runs."""
-        worker, _ = _start(
-            "grove-worker", {**self.env, "GROVE_WORKER_POLL_SECONDS": "1"}, r'"event": "started"'
-        )
-        self.processes.append(worker)
+        env = {**self.env, "GROVE_WORKER_POLL_SECONDS": "1"}
+        self._start("grove-worker", env, launch.WORKER_READY)
 
     def start_api(self, **env: str) -> str:
         """Start another grove-api on the same database (e.g. lexical-only); its URL."""
-        api, port = _start(
-            "grove-api",
-            {**self.env, "GROVE_API_PORT": "0", **env},
-            r"Listening at: http://127\.0\.0\.1:(\d+)",
-        )
-        self.processes.append(api)
-        return f"http://127.0.0.1:{port}"
+        api = self._start("grove-api", {**self.env, "GROVE_API_PORT": "0", **env})
+        return f"http://127.0.0.1:{api.port}"
 
     def start_mcp(self, **env: str) -> str:
         """Start a grove-mcp on the same database; its origin (``/mcp`` is the endpoint)."""
@@ -87,21 +85,33 @@ class Stack:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        mcp, _ = _start(
-            "grove-mcp",
-            {**self.env, "GROVE_MCP_PORT": str(port), "GROVE_MCP_METRICS_PORT": "0", **env},
-            r"Listening at: http://127\.0\.0\.1:(\d+)",
-        )
-        self.processes.append(mcp)
+        env = {**self.env, "GROVE_MCP_PORT": str(port), "GROVE_MCP_METRICS_PORT": "0", **env}
+        self._start("grove-mcp", env)
         return f"http://127.0.0.1:{port}"
+
+    def start_ask(self, port: str = "0") -> subprocess.Popen[str]:
+        """Start grove-ask on ``port`` (0: any); services started after it use it."""
+        ask = self._start("grove-ask", {**self.env, "GROVE_ASK_PORT": port}, launch.ASK_READY)
+        self.env["GROVE_ASK_ADDRESS"] = f"127.0.0.1:{ask.port}"
+        return ask.process
 
     def restart_ask(self, stopped: subprocess.Popen[str]) -> subprocess.Popen[str]:
         """Start grove-ask again on the port the services know, in place of ``stopped``."""
         self.processes.remove(stopped)
-        port = self.env["GROVE_ASK_ADDRESS"].rsplit(":", 1)[1]
-        ask, _ = _start_ask(self.env, port)
-        self.processes.append(ask)
-        return ask
+        return self.start_ask(self.env["GROVE_ASK_ADDRESS"].rsplit(":", 1)[1])
+
+    def _start(
+        self, name: str, env: dict[str, str], ready: str = launch.GUNICORN_READY
+    ) -> launch.Running:
+        """Start a service once its log says it is ready; a benchmark reads figures, not
+        logs, so its stderr is read but not kept."""
+        try:
+            running = launch.start(name, env, ready, keep_lines=False)
+        except launch.LaunchError as ex:
+            sys.exit(f"bench: {ex}")
+        self.processes.append(running.process)
+        self.started.append(running)
+        return running
 
     def ready_count(self, conn: psycopg.Connection[Any] | None = None) -> int:
         """Notes of the account whose current revision is embedded."""
@@ -117,42 +127,12 @@ class Stack:
         return int(row[0])
 
 
-def _start(script: str, env: dict[str, str], ready: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [str(Path(sys.executable).with_name(script))],
-        env={**os.environ, **env},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    stream = process.stderr
-    assert stream is not None
-    for line in stream:
-        match = re.search(ready, line)
-        if match:
-            threading.Thread(target=_drain, args=(stream,), daemon=True).start()
-            return process, match.group(1) if match.groups() else ""
-    sys.exit(f"bench: {script} exited with {process.wait()}")
-
-
-def _start_ask(env: dict[str, str], port: str) -> tuple[subprocess.Popen[str], str]:
-    return _start(
-        "grove-ask", {**env, "GROVE_ASK_PORT": port}, r'"event": "listening".*"port": (\d+)'
-    )
-
-
-def _drain(stream: IO[str]) -> None:
-    """Read a service's stderr to its end (it never blocks on a full pipe), then close it."""
-    with stream:
-        for _ in stream:
-            pass
-
-
 @contextmanager
 def stack(profile: str = "minilm") -> Iterator[Stack]:
     """Start PostgreSQL, grove-ask and grove-api (workers on demand); stop them after."""
     root = Path(tempfile.mkdtemp(prefix="grove-bench-"))
     db = embedded.start(root / "pgdata", cleanup_mode="delete")
-    processes: list[subprocess.Popen[str]] = []
+    running: Stack | None = None
     try:
         migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE)
         env = {
@@ -165,22 +145,16 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
             "GROVE_API_RATE_LIMIT_PER_MINUTE": "0",  # measure the service, not the limiter
             "GROVE_ACCOUNT_RATE_LIMIT_PER_MINUTE": "0",
         }
-        if profile != "disabled":
-            ask, port = _start_ask(env, "0")
-            processes.append(ask)
-            env["GROVE_ASK_ADDRESS"] = f"127.0.0.1:{port}"
-        api, port = _start(
-            "grove-api", {**env, "GROVE_API_PORT": "0"}, r"Listening at: http://127\.0\.0\.1:(\d+)"
-        )
-        processes.append(api)
         account = admin.create_account(db.migration_url, "bench")
         issued = admin.create_key(db.migration_url, SECRET, account, "bench", all_notebooks=True)
-        yield Stack(db, f"http://127.0.0.1:{port}", issued.key, str(account), env, processes)
+        running = Stack(db, "", issued.key, str(account), env)
+        if profile != "disabled":
+            running.start_ask()
+        running.api_url = running.start_api()
+        yield running
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=30)
+        if running is not None:
+            launch.stop_all(running.started)
         db.server.cleanup()
         shutil.rmtree(root, ignore_errors=True)
 

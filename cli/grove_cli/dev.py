@@ -13,7 +13,6 @@ import json
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,12 +23,13 @@ import requests
 
 from grove_auth import devissuer
 from grove_auth.private_files import write_private
-from grove_cli import admin
+from grove_cli import admin, launch
 from grove_db import embedded
 from grove_db.migrate import migrate
 
 STATE_DIR = Path(".grove")
 READY_TIMEOUT_SECONDS = 60
+STOP_TIMEOUT_SECONDS = 15
 DEFAULT_API_PORT = "8080"
 DEFAULT_ASK_PORT = "50051"
 DEFAULT_MCP_PORT = "8081"
@@ -50,7 +50,6 @@ def run() -> int:
     profile = os.environ.get("GROVE_EMBEDDING_PROFILE", "minilm")
     api_url, ask_address = f"http://127.0.0.1:{port}", f"127.0.0.1:{ask_port}"
     env = {
-        **os.environ,
         "GROVE_DATABASE_URL": db.runtime_url,
         "GROVE_SECRET_KEY": secret,
         "GROVE_API_HOST": "127.0.0.1",
@@ -82,7 +81,8 @@ def run() -> int:
     names = ["grove-api", "grove-mcp", "grove-share", "grove-console"]
     if profile != "disabled":
         names = ["grove-ask", "grove-worker", *names]
-    processes = {name: subprocess.Popen([_script(name)], env=env) for name in names}
+    # Their logs go to this terminal; readiness is checked below through each service.
+    services = {name: launch.start(name, env) for name in names}
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -92,7 +92,7 @@ def run() -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
-        if "grove-ask" in processes and not _wait_ask(ask_address, processes["grove-ask"]):
+        if "grove-ask" in services and not _wait_ask(ask_address, services["grove-ask"]):
             print("grove dev: grove-ask did not become ready", file=sys.stderr)
             return 1
         for name, url in (
@@ -101,7 +101,7 @@ def run() -> int:
             ("grove-share", share_url),
             ("grove-console", console_url),
         ):
-            if not _wait_ready(f"{url}/readyz", processes[name]):
+            if not _wait_ready(f"{url}/readyz", services[name]):
                 print(f"grove dev: {name} did not become ready", file=sys.stderr)
                 return 1
         _write_env(
@@ -118,39 +118,28 @@ def run() -> int:
             db,
         )
         _banner(api_url, mcp_url, share_url, console_url, key)
-        while not stopping and all(p.poll() is None for p in processes.values()):
+        while not stopping and all(s.process.poll() is None for s in services.values()):
             time.sleep(0.2)
-        for name, process in processes.items():
-            if process.poll() is not None and not stopping:
-                print(f"grove dev: {name} exited with {process.returncode}", file=sys.stderr)
-                return process.returncode or 1
+        for name, service in services.items():
+            code = service.process.poll()
+            if code is not None and not stopping:
+                print(f"grove dev: {name} exited with {code}", file=sys.stderr)
+                return code or 1
         return 0
     finally:
-        _stop_all(list(processes.values()))
+        launch.stop_all(services.values(), timeout=STOP_TIMEOUT_SECONDS)
         (STATE_DIR / "dev.env").unlink(missing_ok=True)
         print("grove dev: stopped", file=sys.stderr)
 
 
-def _stop_all(processes: list[subprocess.Popen[bytes]]) -> None:
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_ask(address: str, process: subprocess.Popen[bytes]) -> bool:
+def _wait_ask(address: str, ask: launch.Running) -> bool:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     with grpc.insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline and process.poll() is None:
+        while time.monotonic() < deadline and ask.process.poll() is None:
             try:
                 reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
@@ -177,11 +166,6 @@ def _demo_account() -> str:
     return str(json.loads((STATE_DIR / "demo.json").read_text())["accountId"])
 
 
-def _script(name: str) -> str:
-    candidate = Path(sys.executable).with_name(name)
-    return str(candidate) if candidate.exists() else name
-
-
 def _secret() -> str:
     path = STATE_DIR / "secret"
     if not path.exists():
@@ -205,9 +189,9 @@ def _demo_key(migration_url: str, secret: str) -> str:
     return issued.key
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> bool:
+def _wait_ready(url: str, service: launch.Running) -> bool:
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    while time.monotonic() < deadline and process.poll() is None:
+    while time.monotonic() < deadline and service.process.poll() is None:
         try:
             if requests.get(url, timeout=1).status_code == 200:
                 return True

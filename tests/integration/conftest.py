@@ -1,7 +1,8 @@
 """Fixtures for integration tests: one embedded PostgreSQL and one grove-api per session.
 
 Each test makes fresh accounts (``tenant``), so tests never see each other's data. The
-helpers these fixtures use live in ``tests.support``.
+helpers these fixtures use live in ``tests.support``. Tests of pure API behaviour use the
+app in this process instead (``inprocess_tenant``): the same ``Client``, no gunicorn.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import pytest
 from grove_db import embedded
 from grove_db.migrate import migrate
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
+from tests.support.inprocess import InProcessApi
+from tests.support.keys import SECRET
 from tests.support.processes import start_api, start_ask, start_mcp, start_worker
 from tests.support.tenants import Tenant, new_tenant
 
@@ -47,6 +50,32 @@ def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
     )
     yield running.url
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def inprocess_api(database: embedded.EmbeddedDatabase) -> Iterator[InProcessApi]:
+    """grove-api's app built by ``create_app`` in this process, as the runtime role.
+
+    The settings of ``api_url`` (embeddings disabled, no per-key rate limit, the test
+    secret); its ``client()`` and ``inprocess_tenant`` call it without a socket.
+    """
+    # Imported here, not above: the app's import would slow every other run by ~0.3 s.
+    from pydantic import SecretStr
+
+    from grove_api.app import create_app, deps_from
+    from grove_api.settings import ApiSettings
+
+    settings = ApiSettings(
+        database_url=database.runtime_url,
+        secret_key=SecretStr(SECRET),
+        embedding_profile="disabled",
+        api_rate_limit_per_minute=0,
+    )
+    deps = deps_from(settings)
+    yield InProcessApi(create_app(settings, deps))
+    deps.pool.close()
+    if deps.answerer is not None:
+        deps.answerer.close()
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +122,20 @@ def make_tenant(database: embedded.EmbeddedDatabase, api_url: str) -> Callable[[
 def tenant(make_tenant: Callable[[], Tenant]) -> Tenant:
     """One fresh account on the lexical-only API."""
     return make_tenant()
+
+
+@pytest.fixture
+def make_inprocess_tenant(
+    database: embedded.EmbeddedDatabase, inprocess_api: InProcessApi
+) -> Callable[[], Tenant]:
+    """Factory of fresh accounts on the lexical-only app in this process."""
+    return lambda: new_tenant(database, inprocess_api.url, inprocess_api)
+
+
+@pytest.fixture
+def inprocess_tenant(make_inprocess_tenant: Callable[[], Tenant]) -> Tenant:
+    """One fresh account on the lexical-only app in this process."""
+    return make_inprocess_tenant()
 
 
 @pytest.fixture

@@ -1,15 +1,28 @@
-"""HTTP edges and every validation boundary, over real HTTP against gunicorn."""
+"""HTTP edges and every validation boundary.
+
+These are the app's own answers, so they run on ``create_app`` in this process: here
+``make_tenant`` (and so ``tenant``) makes accounts on the in-process app. What needs the
+socket (a body over the limit is drained, so the client sees the 413) stays on gunicorn.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 import pytest
-import requests
 
+from grove_db import embedded
 from tests.support.clients import Client, error_of
-from tests.support.tenants import Tenant
+from tests.support.inprocess import InProcessApi
+from tests.support.tenants import Tenant, new_tenant
+
+
+@pytest.fixture
+def make_tenant(make_inprocess_tenant: Callable[[], Tenant]) -> Callable[[], Tenant]:
+    """Accounts on the app in this process: these tests need no server."""
+    return make_inprocess_tenant
 
 
 def test_every_response_carries_a_request_id(tenant: Tenant) -> None:
@@ -19,17 +32,18 @@ def test_every_response_carries_a_request_id(tenant: Tenant) -> None:
     assert tenant.client.get("/nowhere").headers["X-Request-Id"]
 
 
-def test_health_and_readiness_need_no_key(api_url: str) -> None:
-    assert requests.get(f"{api_url}/healthz", timeout=10).json()["data"]["status"] == "ok"
-    assert requests.get(f"{api_url}/readyz", timeout=10).json()["data"]["database"] == "ok"
+def test_health_and_readiness_need_no_key(inprocess_api: InProcessApi) -> None:
+    anonymous = inprocess_api.client()
+    assert anonymous.get("/healthz").json()["data"]["status"] == "ok"
+    assert anonymous.get("/readyz").json()["data"]["database"] == "ok"
 
 
 @pytest.mark.parametrize("header", [None, "Bearer", "Bearer grv_not-a-real-key", "Basic abc"])
 def test_missing_or_bad_credentials_answer_401_with_challenge(
-    api_url: str, header: str | None
+    inprocess_api: InProcessApi, header: str | None
 ) -> None:
     headers = {"Authorization": header} if header else {}
-    response = requests.get(f"{api_url}/v1/memories", headers=headers, timeout=10)
+    response = inprocess_api.client().get("/v1/memories", headers=headers)
     assert response.status_code == 401
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
     assert error_of(response)["code"] == "unauthorized"
@@ -157,7 +171,10 @@ def test_wrong_content_type_answers_415(tenant: Tenant) -> None:
     assert error_of(response)["code"] == "unsupported_media_type"
 
 
-def test_body_over_64_kib_answers_413_and_stores_nothing(tenant: Tenant) -> None:
+def test_body_over_64_kib_answers_413_and_stores_nothing(
+    database: embedded.EmbeddedDatabase, api_url: str
+) -> None:
+    tenant = new_tenant(database, api_url)  # over a real socket, which must see the 413
     body = json.dumps(
         {"content": "x", "kind": "fact", "provenance": {"sourceRef": "y" * (64 * 1024)}}
     )

@@ -1,12 +1,25 @@
-"""Each /v1 route does its job: list, pagination, search, export, notebooks, revisions."""
+"""Each /v1 route does its job: list, pagination, search, export, notebooks, revisions.
+
+These are the app's own answers, so they run on ``create_app`` in this process: here
+``make_tenant`` (and so ``tenant``) makes accounts on the in-process app.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
+from collections.abc import Callable
+
+import pytest
 
 from tests.support.tenants import Tenant
+
+
+@pytest.fixture
+def make_tenant(make_inprocess_tenant: Callable[[], Tenant]) -> Callable[[], Tenant]:
+    """Accounts on the app in this process: these tests need no server."""
+    return make_inprocess_tenant
 
 
 def test_list_pages_through_every_note_once_with_a_cursor(tenant: Tenant) -> None:

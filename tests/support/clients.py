@@ -8,15 +8,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import requests
+from requests.adapters import BaseAdapter
 
 
 @dataclass
 class Client:
-    """HTTP calls to the API with one key."""
+    """HTTP calls to the API with one key.
+
+    ``transport``, if given, is mounted on the session for ``base``: it carries the calls
+    instead of a socket (``tests.support.inprocess.InProcessApi`` runs them in this process).
+    """
 
     base: str
     key: str | None
     session: requests.Session = field(default_factory=requests.Session)
+    transport: BaseAdapter | None = None
+
+    def __post_init__(self) -> None:
+        if self.transport is not None:
+            self.session.mount(self.base, self.transport)
+
+    def with_key(self, key: str | None) -> Client:
+        """A client of the same API (same transport) calling with ``key``."""
+        return Client(self.base, key, transport=self.transport)
 
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         base = {"Authorization": f"Bearer {self.key}"} if self.key else {}

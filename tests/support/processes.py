@@ -1,53 +1,31 @@
 """Grove's services as real processes on loopback, each started on port 0 (or a free
-port) and returned once its log says it listens."""
+port) and returned once its log says it listens.
+
+``grove_cli.launch`` starts and stops them, as it does for ``grove dev`` and the
+benchmarks; a test's ``Running`` keeps every stderr line in ``lines``. ``stop`` ends a
+service with the quit signal it was started with: for the gunicorn services with
+threaded workers (api, share, console) that is SIGINT, gunicorn's quick shutdown (on
+SIGTERM each worker first finishes a poll of up to a second). grove-mcp's uvicorn
+workers ignore the quick shutdown until the graceful timeout, so it gets SIGTERM. Tests
+of graceful shutdown send SIGTERM themselves.
+"""
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
-import threading
-from dataclasses import dataclass
-from pathlib import Path
 
 from grove_auth.keys import share_token_secret
+from grove_cli import launch
+from grove_cli.launch import ASK_READY, GUNICORN_READY, WORKER_READY, Running, script
 from grove_db import embedded
 from tests.support.keys import SECRET
 from tests.support.waiting import wait_until
 
-
-@dataclass
-class Running:
-    """A service process started by a test; its stderr is collected in ``lines``.
-
-    ``stop`` ends it with ``quit_signal`` unless told otherwise: for the gunicorn services
-    with threaded workers (api, share, console) that is SIGINT, gunicorn's quick shutdown
-    (on SIGTERM each worker first finishes a poll of up to a second). grove-mcp's uvicorn
-    workers ignore the quick shutdown until the graceful timeout, so it gets SIGTERM.
-    Tests of graceful shutdown send SIGTERM themselves.
-    """
-
-    process: subprocess.Popen[str]
-    url: str
-    drain: threading.Thread
-    lines: list[str]
-    quit_signal: int = signal.SIGTERM
-
-    def stop(self, sig: int | None = None) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(self.quit_signal if sig is None else sig)
-        self.process.wait(timeout=30)
-        self.drain.join(timeout=10)
-        assert self.process.stderr is not None
-        self.process.stderr.close()
-
-
-def script(name: str) -> str:
-    """The path of one of this install's console scripts (``grove``, ``grove-api``, ...)."""
-    return str(Path(sys.executable).with_name(name))
+#: Start a console script and wait for its readiness line (``grove_cli.launch.start``).
+start_service = launch.start
 
 
 def run_script(
@@ -62,41 +40,6 @@ def run_script(
         text=True,
         timeout=timeout,
     )
-
-
-#: The line gunicorn logs once it listens (the services behind it bind port 0).
-GUNICORN_READY = r"Listening at: http://127\.0\.0\.1:(\d+)"
-
-
-def start_service(
-    name: str, env: dict[str, str], ready: str, quit_signal: int = signal.SIGTERM
-) -> Running:
-    """Start a console script and wait for the stderr line matching ``ready``; ``stop``
-    ends it with ``quit_signal``.
-
-    The pattern's first group, if any, is the port it listens on (it binds port 0).
-    """
-    process = subprocess.Popen(
-        [script(name)],
-        env={**os.environ, **env},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    stream = process.stderr
-    assert stream is not None
-    seen: list[str] = []
-    for line in stream:
-        seen.append(line)
-        match = re.search(ready, line)
-        if match:
-            # Keep draining stderr so the process never blocks on a full pipe.
-            drain = threading.Thread(target=lambda: seen.extend(stream), daemon=True)
-            drain.start()
-            port = match.group(1) if match.groups() else ""
-            return Running(process, port, drain, seen, quit_signal)
-    process.wait(timeout=30)
-    stream.close()
-    raise RuntimeError(f"{name} exited with {process.returncode}: {''.join(seen)[-2000:]}")
 
 
 def free_port() -> int:
@@ -119,9 +62,9 @@ def start_api(env: dict[str, str]) -> Running:
             **env,
         },
         GUNICORN_READY,
-        signal.SIGINT,
+        quit_signal=signal.SIGINT,
     )
-    running.url = f"http://127.0.0.1:{running.url}"
+    running.url = f"http://127.0.0.1:{running.port}"
     return running
 
 
@@ -167,9 +110,9 @@ def start_share(database: embedded.EmbeddedDatabase, **env: str) -> Running:
             **env,
         },
         GUNICORN_READY,
-        signal.SIGINT,
+        quit_signal=signal.SIGINT,
     )
-    running.url = f"http://127.0.0.1:{running.url}"
+    running.url = f"http://127.0.0.1:{running.port}"
     return running
 
 
@@ -188,7 +131,7 @@ def start_console(database: embedded.EmbeddedDatabase, port: int, env: dict[str,
             **env,
         },
         GUNICORN_READY,
-        signal.SIGINT,
+        quit_signal=signal.SIGINT,
     )
     running.url = f"http://127.0.0.1:{port}"
     return running
@@ -204,9 +147,9 @@ def start_ask(env: dict[str, str]) -> Running:
             "GROVE_ASK_METRICS_PORT": "0",
             **env,
         },
-        r'"event": "listening".*"port": (\d+)',
+        ASK_READY,
     )
-    running.url = f"127.0.0.1:{running.url}"
+    running.url = f"127.0.0.1:{running.port}"
     return running
 
 
@@ -221,5 +164,5 @@ def start_worker(database: embedded.EmbeddedDatabase, ask: str, **env: str) -> R
             "GROVE_WORKER_METRICS_PORT": "0",
             **env,
         },
-        r'"event": "started"',
+        WORKER_READY,
     )

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from requests.adapters import BaseAdapter
+
 from grove_cli import admin
 from grove_db import embedded
 from tests.support.clients import Client
@@ -26,7 +28,7 @@ class Tenant:
         issued = admin.create_key(
             self.database.migration_url, SECRET, self.account_id, name, **grants
         )
-        return Client(self.client.base, issued.key)
+        return self.client.with_key(issued.key)
 
     def notebook(self, name: str = "notebook", parent: str | None = None) -> str:
         response = self.client.post("/v1/notebooks", {"name": name, "parentId": parent})
@@ -34,10 +36,15 @@ class Tenant:
         return str(response.json()["data"]["id"])
 
 
-def new_tenant(database: embedded.EmbeddedDatabase, base_url: str) -> Tenant:
-    """A fresh account with a full-access key, talking to the API at ``base_url``."""
+def new_tenant(
+    database: embedded.EmbeddedDatabase, base_url: str, transport: BaseAdapter | None = None
+) -> Tenant:
+    """A fresh account with a full-access key, talking to the API at ``base_url`` (through
+    ``transport`` if given, as ``Client`` says)."""
     account_id = admin.create_account(database.migration_url, "Test account")
     issued = admin.create_key(
         database.migration_url, SECRET, account_id, "full", personal=True, all_notebooks=True
     )
-    return Tenant(account_id, issued.id, Client(base_url, issued.key), database)
+    return Tenant(
+        account_id, issued.id, Client(base_url, issued.key, transport=transport), database
+    )

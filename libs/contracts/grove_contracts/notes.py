@@ -9,13 +9,17 @@ from uuid import UUID
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     field_validator,
     model_validator,
 )
 from pydantic.config import JsonDict
 from pydantic.json_schema import SkipJsonSchema
+
+from grove_contracts.errors import FieldError, validation_details
 
 MAX_CONTENT_CHARS = 6000
 MAX_QUERY_CHARS = 1000
@@ -408,3 +412,83 @@ class RestoreRequest(Strict):
     version: Version | None = None
     durable: bool = False
     operationId: UUID | None = None
+
+
+MAX_BATCH_ITEMS = 100
+
+
+class InvalidItem(BaseModel):
+    """An item of a batch that is no valid ``RememberRequest``: why, so it fails alone.
+
+    Never on the wire: the request's schema lists only ``RememberRequest`` items.
+    """
+
+    details: list[FieldError]
+
+
+def _items_each_alone(value: Any) -> Any:
+    """Validate each item by itself; one that fails becomes an ``InvalidItem``."""
+    if not isinstance(value, list):
+        return value  # the list's own validation refuses it
+    if len(value) > MAX_BATCH_ITEMS:
+        # Refused before any item is validated: a large body of tiny items costs nothing.
+        raise ValueError(f"give between 1 and {MAX_BATCH_ITEMS} items")
+    return [_item(raw) for raw in value]
+
+
+def _item(raw: Any) -> RememberRequest | InvalidItem:
+    if isinstance(raw, RememberRequest | InvalidItem):
+        return raw
+    try:
+        return RememberRequest.model_validate(raw)
+    except ValidationError as ex:
+        return InvalidItem(details=validation_details(ex))
+
+
+class BatchRememberRequest(Strict):
+    """Save up to 100 notes in one request, each as ``POST /v1/memories`` would.
+
+    Each item is a whole ``RememberRequest`` with its own ``operationId``; there is no
+    batch-wide one. The batch is not atomic: every item is saved (or refused) alone,
+    and an item that does not validate fails alone too (the list itself must hold 1
+    to 100 items, or the whole request is invalid).
+    """
+
+    items: Annotated[
+        list[RememberRequest | SkipJsonSchema[InvalidItem]],
+        BeforeValidator(_items_each_alone),
+        Field(min_length=1, max_length=MAX_BATCH_ITEMS),
+    ]
+
+
+BatchStatus = Literal["created", "updated", "replayed", "failed"]
+
+
+class ItemError(BaseModel):
+    """Why one item of a batch failed: what a single save would have answered."""
+
+    code: str
+    message: str
+    # Absent, never null, on the wire: only an item that did not validate has details.
+    details: list[FieldError] | None = Field(default=None, exclude_if=_is_none)
+
+
+class BatchItemResult(BaseModel):
+    """The outcome of one item of a batch save, by its position in the request.
+
+    ``created``, ``updated`` (a correction by ``id`` or of a task's handoff) and
+    ``replayed`` (its ``operationId`` already ran: the first answer) carry ``memory``;
+    ``failed`` carries ``error`` and saved nothing.
+    """
+
+    index: int
+    status: BatchStatus
+    # Absent, never null, on the wire: exactly one of the two is present.
+    memory: Memory | None = Field(default=None, exclude_if=_is_none)
+    error: ItemError | None = Field(default=None, exclude_if=_is_none)
+
+
+class BatchResult(BaseModel):
+    """Per-item outcomes of a batch save, in the order of the request's items."""
+
+    items: list[BatchItemResult]

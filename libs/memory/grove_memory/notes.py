@@ -123,10 +123,14 @@ LOCK_HANDOFF = f"""
 
 @dataclass(frozen=True)
 class SaveResult:
-    """A saved note and how it came about (``created`` answers 201, else 200)."""
+    """A saved note and how it came about (``created`` answers 201, else 200).
+
+    ``replayed``: the operationId already ran and ``memory`` is its first answer.
+    """
 
     memory: Memory
     created: bool
+    replayed: bool = False
 
 
 def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveResult:
@@ -134,7 +138,7 @@ def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveRe
     require(principal, "write")
     with idempotency.mutation(store, principal, "remember", req) as op:
         if op.replay is not None:
-            return SaveResult(op.replay.answer(Memory), created=False)
+            return SaveResult(op.replay.answer(Memory), created=False, replayed=True)
         conn = op.conn
         check_notebook(conn, principal, req.projectId)
         if req.capture == "automatic":
@@ -159,7 +163,7 @@ def update_memory(
         store, principal, "update_memory", req, supplied_only=True, path=path
     ) as op:
         if op.replay is not None:
-            return SaveResult(op.replay.answer(Memory), created=False)
+            return SaveResult(op.replay.answer(Memory), created=False, replayed=True)
         conn = op.conn
         current = lock_note(conn, principal, memory_id, req.expectedVersion)
         if req.capture == "automatic":

@@ -69,6 +69,8 @@ from grove_contracts.notebooks import (
     SubtreeResult,
 )
 from grove_contracts.notes import (
+    BatchRememberRequest,
+    BatchResult,
     ForgetRequest,
     ForgetResponse,
     ListQuery,
@@ -224,6 +226,14 @@ POOL = (
     "Owner sessions and project keys (`grvp_...`) only: personal API keys and agent tokens"
     " get 403 `credential_not_allowed`. A project you cannot read answers 404."
 )
+BATCH = (
+    "Each item is saved exactly as `POST /v1/memories` would save it, in its own"
+    " transaction, with its own `operationId`: the batch is not atomic, and one refused"
+    " item (`failed`, with the code and message a single save would answer; an item that"
+    " does not validate fails alone too) never undoes the others. Items answer in order:"
+    " `created`, `updated`, `replayed` or `failed`. The body may be up to"
+    " `GROVE_MAX_BATCH_BODY_BYTES` (1 MiB by default)."
+)
 EXPORT_LINES = (
     "NDJSON, one JSON object a line: an `export` header, then `notebook` lines, for an owner"
     " session `connection` and `conversation` lines, then one `memory` line per note with"
@@ -290,6 +300,19 @@ ROUTES: tuple[Route, ...] = (
             ),
             Operation(
                 "GET", "/v1/memories", "List notes, a page at a time", MemoryPage, query=ListQuery
+            ),
+        ),
+    ),
+    Route(
+        resources.MemoriesBatch,
+        (
+            Operation(
+                "POST",
+                "/v1/memories/batch",
+                "Remember up to 100 notes, each on its own",
+                BatchResult,
+                body=BatchRememberRequest,
+                description=BATCH,
             ),
         ),
     ),

@@ -12,6 +12,7 @@ import falcon
 from pydantic import BaseModel, ConfigDict
 
 from grove_api.body import operation_id, read_json, read_query
+from grove_api.errors import ApiError
 from grove_api.middleware import AccountSlots
 from grove_api.wiring import Wiring
 from grove_contracts.errors import success_envelope
@@ -21,6 +22,7 @@ from grove_contracts.notebooks import (
     SubtreeConfirmation,
 )
 from grove_contracts.notes import (
+    BatchRememberRequest,
     ForgetRequest,
     ListQuery,
     RecallRequest,
@@ -31,7 +33,17 @@ from grove_contracts.notes import (
     UpdateRequest,
 )
 from grove_contracts.tools import TOOLS
-from grove_memory import export, lifecycle, listing, notebooks, notes, recall, subtrees, tools
+from grove_memory import (
+    batch,
+    export,
+    lifecycle,
+    listing,
+    notebooks,
+    notes,
+    recall,
+    subtrees,
+    tools,
+)
 from grove_telemetry import metrics
 
 log = logging.getLogger("grove.api")
@@ -71,6 +83,28 @@ class Memories(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ListQuery)
         _ok(resp, listing.list_memories(self.store, req.context.principal, query))
+
+
+class MemoriesBatch(Resource):
+    """``POST /v1/memories/batch``: up to 100 saves, each on its own, answered per item.
+
+    Its body limit is its own (``GROVE_MAX_BATCH_BODY_BYTES``). Every item carries its
+    own ``operationId``, so an ``Idempotency-Key`` header, which would name the whole
+    batch, is refused rather than silently ignored.
+    """
+
+    def __init__(self, wiring: Wiring) -> None:
+        super().__init__(wiring)
+        self.max_body = wiring.max_batch_body
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json(req, BatchRememberRequest, self.max_body)
+        if req.get_header("Idempotency-Key") is not None:
+            raise ApiError(
+                "validation_error",
+                "a batch takes no Idempotency-Key; give each item its own operationId",
+            )
+        _ok(resp, batch.remember_batch(self.store, req.context.principal, body))
 
 
 class Memory(Resource):

@@ -17,6 +17,8 @@ DEFAULT_WORKERS = 2
 DEFAULT_THREADS = 8
 DEFAULT_POOL_SIZE = 4
 MAX_BODY_BYTES = 64 * 1024
+#: ``POST /v1/memories/batch``: 100 notes of 6,000 ASCII characters, with room to spare.
+MAX_BATCH_BODY_BYTES = 1024 * 1024
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 30
 DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
 DEFAULT_QUERY_EMBED_MS = 300
@@ -79,6 +81,8 @@ class ApiSettings(IdentitySettings, QuotaSettings):
     lexical_weight: Annotated[float, Field(ge=0, le=1)] = DEFAULT_LEXICAL_WEIGHT
     semantic_max_distance: Annotated[float, Field(gt=0, le=2)] = DEFAULT_MAX_DISTANCE
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
+    #: The body limit of ``POST /v1/memories/batch`` alone (every other route: the above).
+    max_batch_body_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = MAX_BATCH_BODY_BYTES
     #: The platform switch of project memory (``/v1/orgs/.../memory``); off: 404 everywhere.
     project_memory_enabled: bool = True
     dev_issuer_key: str = ".grove/dev-issuer.pem"

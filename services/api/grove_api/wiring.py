@@ -36,6 +36,11 @@ class Wiring:
         return self.settings.max_body_bytes
 
     @property
+    def max_batch_body(self) -> int:
+        """The largest body of a batch save, in bytes (its own limit)."""
+        return self.settings.max_batch_body_bytes
+
+    @property
     def answer_timeout(self) -> float:
         """How long an answer may take, in seconds."""
         return self.settings.answer_timeout_ms / 1000

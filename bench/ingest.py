@@ -10,6 +10,9 @@
 The ratio end-to-end / raw is the figure (aim: at least 0.8).
 
 3. Saves: notes per second through ``POST /v1/memories`` from 8 concurrent clients.
+   The write path alone (embeddings off, on a stack of its own): 8 clients saving one
+   note per ``POST /v1/memories`` against 8 clients sending batches of 100 through
+   ``POST /v1/memories/batch``, each into a fresh account.
 4. Two workers: as many notes again, saved with no worker running, then two workers
    start together: notes per second from their start to every note ``ready``.
 
@@ -27,6 +30,7 @@ import uuid
 from bench import bulk
 from bench.stack import Stack, save_all, stack, turns, wait_ready
 from grove_cli import admin
+from grove_contracts.notes import MAX_BATCH_ITEMS
 
 DEFAULT_NOTES = 2000
 DEFAULT_BATCH = 32
@@ -74,6 +78,22 @@ def run(running: Stack, texts: list[str], batch: int) -> dict[str, float]:
     }
 
 
+def write_paths(texts: list[str], batch: int = MAX_BATCH_ITEMS) -> dict[str, float]:
+    """Notes per second saved by 8 clients with embeddings off: one note a request
+    (``single``) and ``batch`` notes a request (``batch``), each into a fresh account."""
+    rates = {}
+    with stack("disabled") as running:
+        for name, per_request in (("single", 0), ("batch", batch)):
+            account = admin.create_account(running.db.migration_url, f"{name} saves")
+            key = admin.create_key(
+                running.db.migration_url, running.env["GROVE_SECRET_KEY"], account, "bench"
+            ).key
+            start = time.perf_counter()
+            save_all(running, texts, threads=8, key=key, batch=per_request)
+            rates[name] = len(texts) / (time.perf_counter() - start)
+    return rates
+
+
 def saves_at(
     running: Stack, sizes: list[int], texts: list[str], rounds: int = 2
 ) -> dict[int, float]:
@@ -112,6 +132,12 @@ def main() -> None:
         for size, rate in rates.items():
             print(f"saves into {size:>7} notes: {rate:7.1f} notes/s  ({rate / smallest:.2f}x)")
         return
+    paths = write_paths(texts)
+    print(f"write path, 8 clients, one note a request: {paths['single']:7.1f} notes/s")
+    print(
+        f"write path, 8 clients, {MAX_BATCH_ITEMS} notes a request: {paths['batch']:7.1f} notes/s"
+        f"  ({paths['batch'] / paths['single']:.1f}x)"
+    )
     raw = raw_throughput(texts, args.batch)
     print(
         f"raw model.encode:          {raw:7.1f} texts/s  ({len(texts)} texts, batch {args.batch})"

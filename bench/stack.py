@@ -159,22 +159,38 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def save_all(stack: Stack, texts: list[str], threads: int = 8, key: str | None = None) -> None:
+def save_all(
+    stack: Stack, texts: list[str], threads: int = 8, key: str | None = None, batch: int = 0
+) -> None:
     """Save notes over HTTP from a few threads (each with its own session), with the
-    stack's key or ``key``."""
+    stack's key or ``key``: one ``POST /v1/memories`` per note, or with ``batch`` that
+    many notes per ``POST /v1/memories/batch`` (every item must be created)."""
     local = threading.local()
 
-    def save(text: str) -> None:
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
         if not hasattr(local, "session"):
             local.session = requests.Session()
             local.session.headers["Authorization"] = f"Bearer {key or stack.key}"
-        response = local.session.post(
-            f"{stack.api_url}/v1/memories", json={"content": text, "kind": "fact"}, timeout=60
-        )
+        response = local.session.post(f"{stack.api_url}{path}", json=body, timeout=60)
         response.raise_for_status()
+        return response.json()["data"]  # type: ignore[no-any-return]
+
+    def save(text: str) -> None:
+        post("/v1/memories", {"content": text, "kind": "fact"})
+
+    def save_batch(chunk: list[str]) -> None:
+        items = [{"content": text, "kind": "fact"} for text in chunk]
+        answered = post("/v1/memories/batch", {"items": items})["items"]
+        failed = [item for item in answered if item["status"] != "created"]
+        if failed:
+            raise RuntimeError(f"batch items not created: {failed[:3]}")
 
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(save, texts))
+        if batch:
+            chunks = [texts[i : i + batch] for i in range(0, len(texts), batch)]
+            list(pool.map(save_batch, chunks))
+        else:
+            list(pool.map(save, texts))
 
 
 def wait_ready(stack: Stack, count: int, timeout: float = 1800) -> float:

@@ -91,6 +91,13 @@ def test_the_ingest_benchmark_runs(bench_stack: Stack, minilm_env: None) -> None
     assert bench_stack.ready_count() == 2 * len(texts)
 
 
+def test_the_ingest_benchmark_compares_single_and_batch_saves() -> None:
+    # Its own stack, embeddings off; 12 notes in batches of 5 (the last one short). A
+    # batch item not created, or any refused request, raises.
+    rates = ingest.write_paths(SENTENCES[:12], batch=5)
+    assert set(rates) == {"single", "batch"} and sane(*rates.values())
+
+
 def test_the_ingest_benchmark_times_saves_into_accounts_of_each_size(
     bench_stack: Stack, minilm_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -183,6 +183,36 @@ def test_the_request_over_the_api_limit_is_refused_and_nothing_is_lost(
     in_one_window(scenario)
 
 
+def test_a_batch_counts_once_against_the_request_limit(
+    database: embedded.EmbeddedDatabase, limited_apis: list[Running]
+) -> None:
+    # API_LIMIT batches of three notes each: three times more notes than requests the
+    # limit allows, all saved; the request after them is refused and saves nothing.
+    api = limited_apis[0]
+
+    def scenario() -> None:
+        tenant = new_tenant(database, api.url)
+        texts = [[unique(f"batch {b} note {n}") for n in range(3)] for b in range(API_LIMIT + 1)]
+        answers = [
+            tenant.client.post(
+                "/v1/memories/batch", {"items": [{"content": t, "kind": "fact"} for t in batch]}
+            )
+            for batch in texts
+        ]
+        assert [answer.status_code for answer in answers] == [200] * API_LIMIT + [429]
+        for answer in answers[:API_LIMIT]:
+            assert [item["status"] for item in data_of(answer)["items"]] == ["created"] * 3
+        rows = as_owner(
+            database,
+            tenant.account_id,
+            "SELECT count(*) AS n FROM memories WHERE account_id = %s",
+            tenant.account_id,
+        )
+        assert rows[0]["n"] == 3 * API_LIMIT
+
+    in_one_window(scenario)
+
+
 def test_the_api_limit_is_shared_by_every_replica(
     database: embedded.EmbeddedDatabase, limited_apis: list[Running]
 ) -> None:

@@ -1,4 +1,5 @@
-"""The ``grove`` command: ``migrate``, ``accounts``, ``keys``, ``reindex``, ``indexes``, ``dev``."""
+"""The ``grove`` command: ``migrate``, ``accounts``, ``keys``, ``reindex``, ``import``,
+``import-from``, ``indexes``, ``secrets``, ``dev``, ``dev-token``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from grove_auth.keys import share_token_secret
 from grove_cli import admin, indexes
+from grove_cli.importers import command as import_from
 from grove_db.migrate import migrate
 
 
@@ -131,6 +133,21 @@ def cmd_reindex(args: argparse.Namespace) -> None:
     print(f"queued {len(job_ids)} embedding job(s) for profile {args.profile}")
     if args.wait and job_ids and reindex.wait(url, job_ids):
         sys.exit("grove: some notes failed to embed (see GET /v1/memories/{id}: indexing)")
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    from grove_cli import restore
+
+    url = _env("GROVE_MIGRATION_DATABASE_URL")
+    profile = args.profile or os.environ.get("GROVE_EMBEDDING_PROFILE") or "minilm"
+    try:
+        with open(args.file, "rb") if args.file != "-" else sys.stdin.buffer as lines:
+            counts = restore.restore(
+                url, UUID(args.account), lines, profile=None if profile == "disabled" else profile
+            )
+    except (OSError, restore.RestoreError) as ex:
+        sys.exit(f"grove: {ex}")
+    print(counts.summary())
 
 
 def cmd_indexes(args: argparse.Namespace) -> None:
@@ -254,6 +271,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="report progress until finished")
     p.set_defaults(func=cmd_reindex)
 
+    p = commands.add_parser("import", help="restore a Grove export (NDJSON) into an account")
+    p.add_argument("file", help="the export file (GET /v1/export), or - for stdin")
+    p.add_argument("--account", required=True, help="the account to restore into")
+    p.add_argument(
+        "--profile",
+        help="embedding profile to queue jobs for, or disabled"
+        " (default: GROVE_EMBEDDING_PROFILE, else minilm)",
+    )
+    p.set_defaults(func=cmd_import)
+
     p = commands.add_parser(
         "indexes", help="give every account with many vectors an HNSW index of its own"
     )
@@ -281,6 +308,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("dev", help="run everything locally on the embedded PostgreSQL")
     p.set_defaults(func=cmd_dev)
+
+    import_from.add_parser(commands)
     return top
 
 

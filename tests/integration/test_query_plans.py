@@ -170,3 +170,30 @@ def test_retrieval_statements_are_planned_per_tenant_on_a_pooled_connection(
     for statement in retrieval:
         assert statement["generic_plans"] == 0, statement
         assert statement["custom_plans"] >= runs - 5, statement
+
+
+def test_the_services_row_filter_keeps_the_account_as_an_index_condition(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    """A policy that applied to the runtime role beside the tenant's would be OR'ed into
+    its row filter, and ``account_id = …`` could no longer bound an index scan (0028's
+    ID probe did, until it was limited to the schema owner: every listing became a
+    sequential scan)."""
+    pool = open_pool(database.runtime_url, max_size=1)
+    try:
+        with transaction(pool, uuid.uuid4()) as conn:
+            for table, order in (
+                ("memories", "updated_at"),
+                ("projects", "created_at"),
+                ("conversations", "updated_at"),
+            ):
+                row = conn.execute(
+                    f"EXPLAIN (FORMAT JSON) SELECT id FROM {table} ORDER BY {order} DESC LIMIT 10"
+                ).fetchone()
+                assert row is not None
+                (plan,) = row.values()
+                nodes = _nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
+                conditions = [node.get("Index Cond", "") for node in nodes]
+                assert any("account_id" in cond for cond in conditions), (table, nodes)
+    finally:
+        pool.close()

@@ -2129,6 +2129,27 @@ CREATE POLICY owner_lists ON public.accounts FOR SELECT USING (pg_has_role(CURRE
 
 
 --
+-- Name: conversations owner_probes; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY owner_probes ON public.conversations FOR SELECT TO grove_migrator USING ((current_setting('grove.id_probe'::text, true) = 'on'::text));
+
+
+--
+-- Name: memories owner_probes; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY owner_probes ON public.memories FOR SELECT TO grove_migrator USING ((current_setting('grove.id_probe'::text, true) = 'on'::text));
+
+
+--
+-- Name: projects owner_probes; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY owner_probes ON public.projects FOR SELECT TO grove_migrator USING ((current_setting('grove.id_probe'::text, true) = 'on'::text));
+
+
+--
 -- Name: orgs owner_updates; Type: POLICY; Schema: public; Owner: -
 --
 

@@ -1,0 +1,474 @@
+"""``grove import``: restore a Grove export (format v1) into an account.
+
+Runs with the migration role's credentials, like the other ``grove`` commands; that role
+is subject to (forced) row-level security, so every write happens in a transaction
+scoped to the target account (``set_tenant``) and cannot land in another account.
+
+What is restored: notebooks (names, tree, archive state, times) and notes with every
+revision (content, kind, scope, task, capture, provenance, retention and expiry,
+operation IDs, times, archive state). Connection lines are skipped: they are
+credentials, and a restore never grants access. Conversation lines are skipped too (not
+restored yet). Items are checked with the API's own request models, so a limit breaks
+with the API's message.
+
+IDs: an item keeps its ID unless another account holds it; then it becomes
+``uuid5(target account, original ID)``. The rule is deterministic, so references
+(notebook parents, a note's notebook, revisions) follow the same mapping and a re-run
+maps the same way. An item whose (kept or mapped) ID the target account already holds
+is skipped: that makes a re-run after a crash create nothing twice. The notebooks are
+restored in one transaction, each note with its revisions in one of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any, LiteralString
+from uuid import UUID, uuid5
+
+import psycopg
+from psycopg.rows import dict_row
+from pydantic import ValidationError
+
+from grove_contracts.errors import validation_details
+from grove_contracts.notebooks import CreateNotebookRequest, Notebook
+from grove_contracts.notes import Memory, RememberRequest, Revision
+from grove_db import queue
+from grove_db.errors import QUOTA_SQLSTATE
+from grove_db.pool import set_locally, set_tenant
+from grove_memory.idempotency import HOLD_ACCOUNT
+
+FORMAT_VERSION = 1
+PROGRESS_SECONDS = 2.0
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+#: Which of the candidate IDs exist, in any account (with ``grove.id_probe`` on).
+PROBE: dict[str, LiteralString] = {
+    "projects": "SELECT account_id, id FROM projects WHERE id = ANY(%s::uuid[])",
+    "memories": "SELECT account_id, id FROM memories WHERE id = ANY(%s::uuid[])",
+}
+
+INSERT_NOTEBOOK = """
+    INSERT INTO projects (account_id, id, parent_id, name, archived_at, created_at, updated_at)
+    VALUES (%(account)s, %(id)s, %(parent)s, %(name)s,
+            CASE WHEN %(archived)s THEN %(updated)s::timestamptz END, %(created)s, %(updated)s)
+"""
+
+INSERT_NOTE = """
+    INSERT INTO memories (account_id, id, project_id, kind, content, task_id, capture,
+                          source_agent, source_ref, retention_days, expires_at, archived_at,
+                          version, indexing, created_at, updated_at)
+    VALUES (%(account)s, %(id)s, %(project)s, %(kind)s, %(content)s, %(task)s, %(capture)s,
+            %(agent)s, %(ref)s, %(retention)s, %(expires)s,
+            CASE WHEN %(archived)s THEN %(updated)s::timestamptz END,
+            %(version)s, %(indexing)s, %(created)s, %(updated)s)
+"""
+
+INSERT_REVISION = """
+    INSERT INTO memory_revisions (account_id, memory_id, version, content, kind, project_id,
+                                  task_id, capture, source_agent, source_ref, retention_days,
+                                  expires_at, operation_id, created_at)
+    VALUES (%(account)s, %(id)s, %(version)s, %(content)s, %(kind)s, %(project)s, %(task)s,
+            %(capture)s, %(agent)s, %(ref)s, %(retention)s, %(expires)s, %(operation)s,
+            %(created)s)
+"""
+
+
+class RestoreError(Exception):
+    """The export cannot be restored."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+        self.line = line
+
+
+@dataclass
+class Counts:
+    """What a restore did; ``skipped`` items were already in the account."""
+
+    notebooks: int = 0
+    notes: int = 0
+    revisions: int = 0
+    skipped_notebooks: int = 0
+    skipped_notes: int = 0
+    connections: int = 0
+    conversations: int = 0
+
+    def summary(self) -> str:
+        """One line for people."""
+        return (
+            f"restored {self.notebooks} notebook(s), {self.notes} note(s) with"
+            f" {self.revisions} revision(s); already present: {self.skipped_notebooks}"
+            f" notebook(s), {self.skipped_notes} note(s); not restored:"
+            f" {self.connections} connection(s), {self.conversations} conversation(s)"
+        )
+
+
+@dataclass
+class Progress:
+    """A periodic line on ``stream`` with the counts and the rate of notes."""
+
+    counts: Counts
+    stream: IO[str]
+    interval: float = PROGRESS_SECONDS
+    started: float = field(default_factory=time.monotonic)
+    last: float = field(default_factory=time.monotonic)
+
+    def tick(self, force: bool = False) -> None:
+        """Report if ``interval`` has passed since the last report (or ``force``)."""
+        now = time.monotonic()
+        if not force and now - self.last < self.interval:
+            return
+        self.last = now
+        done = self.counts.notes + self.counts.skipped_notes
+        rate = done / max(now - self.started, 1e-6)
+        print(f"{self.counts.summary()} ({rate:.0f} notes/s)", file=self.stream, flush=True)
+
+
+def mapped_id(account_id: UUID, original: UUID) -> UUID:
+    """The ID an item takes in ``account_id`` when another account holds ``original``."""
+    return uuid5(account_id, str(original))
+
+
+def restore(
+    migration_url: str,
+    account_id: UUID,
+    lines: Iterable[bytes],
+    *,
+    profile: str | None,
+    progress: IO[str] = sys.stderr,
+) -> Counts:
+    """Restore the export ``lines`` into the account; the counts of what was done.
+
+    ``profile``: the deployment's embedding profile (None: embeddings disabled); each
+    restored note's current revision gets an embedding job for it, as a save does.
+    Raises ``RestoreError`` (with the line number) at the first line that cannot be
+    restored; everything before it stays restored, nothing of that line is written.
+    """
+    numbered = enumerate(lines, start=1)
+    _check_header(next(numbered, (1, b"")))
+    with psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn:
+        restorer = Restorer(conn, account_id, profile, Progress(Counts(), progress))
+        restorer.check_account()
+        for number, raw in numbered:
+            restorer.line(number, raw)
+        restorer.finish()
+    return restorer.progress.counts
+
+
+def _check_header(first: tuple[int, bytes]) -> None:
+    number, raw = first
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("type") != "export":
+        raise RestoreError("not a Grove export: the first line must be its header", number)
+    if header.get("version") != FORMAT_VERSION:
+        raise RestoreError(
+            f"export format version {header.get('version')!r} is not supported"
+            f" (this grove reads version {FORMAT_VERSION})",
+            number,
+        )
+
+
+class Restorer:
+    """Restores one export's lines, in order, into one account."""
+
+    def __init__(
+        self, conn: Conn, account_id: UUID, profile: str | None, progress: Progress
+    ) -> None:
+        self.conn = conn
+        self.account_id = account_id
+        self.profile = profile
+        self.progress = progress
+        self.counts = progress.counts
+        #: Notebook lines wait until the tree is complete (a parent may come after its
+        #: child), then are restored together; original ID -> ID in the account.
+        self.pending: list[tuple[int, Notebook]] = []
+        self.notebooks: dict[UUID, UUID] | None = None
+
+    def check_account(self) -> None:
+        """Refuse before anything is written if the account is missing or deleted."""
+        with self._transaction():
+            pass
+
+    def line(self, number: int, raw: bytes) -> None:
+        """Restore one line (its number for errors)."""
+        if not raw.strip():
+            return
+        data = _parse(number, raw)
+        kind = data.get("type")
+        if kind == "notebook":
+            if self.notebooks is not None:
+                raise RestoreError("a notebook line after the notes", number)
+            self.pending.append((number, _notebook(number, data)))
+        elif kind == "connection":
+            self.counts.connections += 1
+        elif kind == "conversation":
+            self.counts.conversations += 1
+        elif kind == "memory":
+            self._notebooks_done()
+            self._note(number, data)
+        else:
+            raise RestoreError(f"unknown line type {kind!r}", number)
+        self.progress.tick()
+
+    def finish(self) -> None:
+        """Restore what is still pending and report the final counts."""
+        self._notebooks_done()
+        self.progress.tick(force=True)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction in the account, which must be live (held against deletion)."""
+        with self.conn.transaction():
+            set_tenant(self.conn, self.account_id)
+            if self.conn.execute(HOLD_ACCOUNT, (self.account_id,)).fetchone() is None:
+                raise RestoreError(f"no live account {self.account_id}")
+            yield
+
+    def _notebooks_done(self) -> None:
+        if self.notebooks is not None:
+            return
+        ordered = _tree_order(self.pending)
+        with self._transaction():
+            originals = [notebook.id for _, notebook in ordered]
+            taken = self._probe("projects", originals)
+            self.notebooks = {o: self._choose(o, taken) for o in originals}
+            for number, notebook in ordered:
+                self._write_notebook(number, notebook, taken)
+        self.pending = []
+
+    def _write_notebook(self, number: int, notebook: Notebook, taken: _Taken) -> None:
+        assert self.notebooks is not None
+        final = self.notebooks[notebook.id]
+        if final in taken.here:
+            self.counts.skipped_notebooks += 1
+            return
+        parent = None if notebook.parentId is None else self.notebooks.get(notebook.parentId)
+        if notebook.parentId is not None and parent is None:
+            print(
+                f"line {number}: notebook {notebook.id}'s parent is not in the export;"
+                " restored at the top level",
+                file=self.progress.stream,
+            )
+        values = {
+            "account": self.account_id,
+            "id": final,
+            "parent": parent,
+            "name": notebook.name,
+            "archived": notebook.archived,
+            "created": notebook.createdAt,
+            "updated": notebook.updatedAt,
+        }
+        _execute(self.conn, number, INSERT_NOTEBOOK, values)
+        self.counts.notebooks += 1
+
+    def _note(self, number: int, data: dict[str, Any]) -> None:
+        memory, revisions = _memory(number, data)
+        with self._transaction():
+            taken = self._probe("memories", [memory.id])
+            final = self._choose(memory.id, taken)
+            if final in taken.here:
+                self.counts.skipped_notes += 1
+                return
+            project = self._scope(number, memory.projectId, required=True)
+            values = _note_values(memory) | {
+                "account": self.account_id,
+                "id": final,
+                "project": project,
+                "archived": memory.archived,
+                "version": memory.version,
+                "indexing": "pending" if self.profile else "disabled",
+                "updated": memory.updatedAt,
+            }
+            _execute(self.conn, number, INSERT_NOTE, values)
+            for revision in revisions:
+                scope = self._scope(number, revision.projectId, required=False)
+                values = _note_values(revision) | {
+                    "account": self.account_id,
+                    "id": final,
+                    "project": scope,
+                    "version": revision.version,
+                    "operation": revision.operationId,
+                }
+                _execute(self.conn, number, INSERT_REVISION, values)
+            queue.enqueue_expiry(self.conn, final)
+            if self.profile:
+                queue.enqueue_embedding(self.conn, final, self.profile)
+        self.counts.notes += 1
+        self.counts.revisions += len(revisions)
+
+    def _scope(self, number: int, notebook: UUID | None, *, required: bool) -> UUID | None:
+        """The account's ID for a notebook a note or revision names.
+
+        A note's notebook must be in the export; an old revision may name a notebook
+        deleted since (not exported), which maps by the same rule.
+        """
+        assert self.notebooks is not None
+        if notebook is None:
+            return None
+        if notebook in self.notebooks:
+            return self.notebooks[notebook]
+        if required:
+            raise RestoreError(f"notebook {notebook} is not in the export", number)
+        return self._choose(notebook, self._probe("projects", [notebook]))
+
+    def _probe(self, table: str, originals: list[UUID]) -> _Taken:
+        """Which of ``originals`` (and their mapped IDs) exist, here and elsewhere."""
+        candidates = originals + [mapped_id(self.account_id, o) for o in originals]
+        set_locally(self.conn, {"grove.id_probe": "on"})
+        try:
+            rows = self.conn.execute(PROBE[table], (candidates,)).fetchall()
+        finally:
+            # Everything after sees this account only again.
+            set_locally(self.conn, {"grove.id_probe": "off"})
+        taken = _Taken()
+        for row in rows:
+            (taken.here if row["account_id"] == self.account_id else taken.elsewhere).add(row["id"])
+        return taken
+
+    def _choose(self, original: UUID, taken: _Taken) -> UUID:
+        mapped = mapped_id(self.account_id, original)
+        if original in taken.here:
+            return original
+        if mapped in taken.here or original in taken.elsewhere:
+            return mapped
+        return original
+
+
+@dataclass
+class _Taken:
+    here: set[UUID] = field(default_factory=set)
+    elsewhere: set[UUID] = field(default_factory=set)
+
+
+def _parse(number: int, raw: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except ValueError as ex:
+        raise RestoreError(f"not valid JSON ({ex})", number) from ex
+    if not isinstance(data, dict):
+        raise RestoreError("not a JSON object", number)
+    return data
+
+
+def _invalid(number: int, where: str, ex: ValidationError) -> RestoreError:
+    details = "; ".join(f"{d.field}: {d.message}" for d in validation_details(ex))
+    return RestoreError(f"{where}: {details}", number)
+
+
+def _notebook(number: int, data: dict[str, Any]) -> Notebook:
+    try:
+        notebook = Notebook.model_validate(data.get("notebook"))
+        CreateNotebookRequest(name=notebook.name, parentId=notebook.parentId)
+    except ValidationError as ex:
+        raise _invalid(number, "notebook", ex) from ex
+    return notebook
+
+
+def _memory(number: int, data: dict[str, Any]) -> tuple[Memory, list[Revision]]:
+    """A memory line's note and revisions, checked as the API checks a save."""
+    try:
+        memory = Memory.model_validate(data.get("memory"))
+        _check_save(memory)
+    except ValidationError as ex:
+        raise _invalid(number, "memory", ex) from ex
+    raw = data.get("revisions")
+    if not isinstance(raw, list) or not raw:
+        raise RestoreError("revisions: a note needs its revisions", number)
+    revisions = []
+    for index, item in enumerate(raw):
+        try:
+            revision = Revision.model_validate(item)
+            _check_save(revision)
+        except ValidationError as ex:
+            raise _invalid(number, f"revisions.{index}", ex) from ex
+        if revision.memoryId != memory.id:
+            raise RestoreError(f"revisions.{index}: memoryId is not the note's id", number)
+        revisions.append(revision)
+    versions = [r.version for r in revisions]
+    if versions != sorted(set(versions)) or versions[-1] != memory.version:
+        raise RestoreError(
+            "revisions: versions must ascend, without repeats, to the note's version", number
+        )
+    return memory, revisions
+
+
+def _check_save(state: Memory | Revision) -> None:
+    """The API's limits on a saved state (content, kind, task, provenance, retention)."""
+    RememberRequest(
+        content=state.content,
+        kind=state.kind,
+        projectId=state.projectId,
+        taskId=state.taskId,
+        capture=state.capture,
+        provenance=state.provenance,
+        retentionDays=state.retentionDays,
+    )
+
+
+def _note_values(state: Memory | Revision) -> dict[str, Any]:
+    return {
+        "content": state.content,
+        "kind": state.kind,
+        "task": state.taskId,
+        "capture": state.capture,
+        "agent": state.provenance.sourceAgent,
+        "ref": state.provenance.sourceRef,
+        "retention": state.retentionDays,
+        "expires": state.expiresAt,
+        "created": state.createdAt,
+    }
+
+
+def _tree_order(notebooks: list[tuple[int, Notebook]]) -> list[tuple[int, Notebook]]:
+    """Parents before children (a parent missing from the export counts as a root)."""
+    known = {notebook.id for _, notebook in notebooks}
+    placed: set[UUID] = set()
+    ordered: list[tuple[int, Notebook]] = []
+    remaining = notebooks
+    while remaining:
+        ready = [
+            item
+            for item in remaining
+            if item[1].parentId is None
+            or item[1].parentId in placed
+            or item[1].parentId not in known
+        ]
+        if not ready:
+            raise RestoreError("the notebooks' parents form a cycle", remaining[0][0])
+        ordered += ready
+        placed |= {notebook.id for _, notebook in ready}
+        remaining = [item for item in remaining if item[1].id not in placed]
+    return ordered
+
+
+def _execute(conn: Conn, number: int, statement: LiteralString, values: dict[str, Any]) -> None:
+    """Run one write; a refusal of the database (a quota, a duplicate name or handoff)
+    becomes a ``RestoreError`` naming the line."""
+    try:
+        conn.execute(statement, values)
+    except psycopg.errors.UniqueViolation as ex:
+        raise RestoreError(_unique_message(ex), number) from ex
+    except psycopg.Error as ex:
+        if ex.sqlstate == QUOTA_SQLSTATE:
+            raise RestoreError(
+                ex.diag.message_primary or "over the account's quota", number
+            ) from ex
+        raise
+
+
+def _unique_message(ex: psycopg.errors.UniqueViolation) -> str:
+    constraint = ex.diag.constraint_name or ""
+    if constraint == "projects_sibling_name":
+        return "the account already has a notebook of that name in the same place"
+    if constraint == "memories_handoff_task":
+        return "the account already has a live handoff with this taskId in that scope"
+    return "the account already holds this item"

@@ -1,0 +1,299 @@
+"""``grove import``: restoring a Grove export (format v1) into an account."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from grove_cli.restore import mapped_id
+from grove_db import embedded
+from grove_db.pool import set_tenant
+from tests.support.clients import data_of
+from tests.support.processes import run_script
+from tests.support.tenants import Tenant
+
+UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def grove_import(
+    database: embedded.EmbeddedDatabase, path: Path, account: uuid.UUID, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return run_script(
+        "grove",
+        *("import", str(path), "--account", str(account), "--profile", "disabled", *extra),
+        env={"GROVE_MIGRATION_DATABASE_URL": database.migration_url},
+    )
+
+
+def restored(
+    database: embedded.EmbeddedDatabase, path: Path, account: uuid.UUID, *extra: str
+) -> str:
+    result = grove_import(database, path, account, *extra)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def export(tenant: Tenant) -> list[dict[str, Any]]:
+    response = tenant.client.get("/v1/export")
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+def write(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def body(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An export without its header (whose time differs)."""
+    assert lines[0]["type"] == "export" and lines[0]["version"] == 1
+    return lines[1:]
+
+
+def remapped(lines: list[dict[str, Any]], account: uuid.UUID) -> list[dict[str, Any]]:
+    """``lines`` with every ID mapped as a restore into ``account`` maps taken IDs
+    (operation IDs are kept: they are not items)."""
+    operations = {
+        r["operationId"] for line in lines for r in line.get("revisions", []) if r["operationId"]
+    }
+
+    def swap(match: re.Match[str]) -> str:
+        if match.group(0) in operations:
+            return match.group(0)
+        return str(mapped_id(account, uuid.UUID(match.group(0))))
+
+    result: list[dict[str, Any]] = json.loads(UUID_TEXT.sub(swap, json.dumps(lines)))
+    return result
+
+
+def table_counts(database: embedded.EmbeddedDatabase, account: uuid.UUID) -> dict[str, int]:
+    with psycopg.connect(database.migration_url, row_factory=dict_row) as conn:
+        with conn.transaction():
+            set_tenant(conn, account)
+            return {
+                table: conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone()["n"]  # type: ignore[index]
+                for table in ("projects", "memories", "memory_revisions", "jobs", "note_words")
+            }
+
+
+def populate(tenant: Tenant) -> None:
+    """Nested notebooks, an archived notebook, notes with several revisions (one moved
+    between notebooks), an archived note, a handoff with a lifetime, provenance."""
+    top = tenant.notebook("top")
+    middle = tenant.notebook("middle", top)
+    deep = tenant.notebook("deep", middle)
+    shelf = tenant.notebook("shelf")
+    tenant.client.save("personal preference for tabs", "preference")
+    moved = tenant.client.save(
+        "decided to use postgres",
+        "decision",
+        projectId=top,
+        provenance={"sourceAgent": "claude", "sourceRef": "chat 7"},
+    )
+    for change in ({"content": "decided to use PostgreSQL 18"}, {"projectId": deep}):
+        response = tenant.client.patch(f"/v1/memories/{moved['id']}", change)
+        assert response.status_code == 200, response.text
+    tenant.client.save("handoff: finish the restore", "handoff", taskId="t-1", retentionDays=30)
+    archived = tenant.client.save("an old fact", "fact", projectId=middle)
+    response = tenant.client.post("/v1/tools/archive_memories", {"ids": [archived["id"]]})
+    assert response.status_code == 200, response.text
+    tenant.client.save("x" * 6000, "solution", projectId=shelf)
+    with psycopg.connect(tenant.database.migration_url) as conn, conn.transaction():
+        set_tenant(conn, tenant.account_id)
+        conn.execute("UPDATE projects SET archived_at = now() WHERE id = %s", (shelf,))
+
+
+def test_round_trip_into_another_account_is_exact_with_ids_mapped(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    populate(source)
+    original = export(source)
+    result = grove_import(database, write(tmp_path / "a.ndjson", original), target.account_id)
+    assert result.returncode == 0, result.stderr
+    assert "notes/s)" in result.stderr  # the progress line: counts and rate
+    output = result.stdout
+    again = export(target)
+    assert body(again) == body(remapped(original, target.account_id))
+    notes = [line for line in again if line["type"] == "memory"]
+    assert len(notes) == 5 and sum(len(n["revisions"]) for n in notes) == 7
+    assert any(n["memory"]["archived"] for n in notes)
+    assert len([line for line in again if line["type"] == "notebook"]) == 4
+    assert "restored 4 notebook(s), 5 note(s) with 7 revision(s)" in output
+
+
+def test_ids_are_kept_when_no_account_holds_them(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    populate(source)
+    fresh: dict[str, str] = {}
+    text = UUID_TEXT.sub(
+        lambda m: fresh.setdefault(m.group(0), str(uuid.uuid4())), json.dumps(export(source))
+    )
+    lines = json.loads(text)
+    restored(database, write(tmp_path / "fresh.ndjson", lines), target.account_id)
+    assert body(export(target)) == body(lines)
+
+
+def test_rerun_creates_nothing_twice(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    populate(source)
+    path = write(tmp_path / "a.ndjson", export(source))
+    restored(database, path, target.account_id)
+    first = table_counts(database, target.account_id)
+    output = restored(database, path, target.account_id)
+    assert table_counts(database, target.account_id) == first
+    assert "restored 0 notebook(s), 0 note(s)" in output
+    assert "already present: 4 notebook(s), 5 note(s)" in output
+
+
+def test_restore_cut_short_resumes_without_duplicates(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    populate(source)
+    original = export(source)
+    full = write(tmp_path / "full.ndjson", original)
+    text = full.read_text()
+    # Cut in the middle of the fourth note's line, as a crash mid-copy would leave it.
+    cut = text.index('"type": "memory"', text.index('"type": "memory"') + 1)
+    for _ in range(2):
+        cut = text.index('"type": "memory"', cut + 1)
+    (tmp_path / "cut.ndjson").write_text(text[: cut + 40])
+    failed = grove_import(database, tmp_path / "cut.ndjson", target.account_id)
+    assert failed.returncode == 1
+    assert "grove: line 9: not valid JSON" in failed.stderr
+    assert table_counts(database, target.account_id)["memories"] == 3
+    restored(database, full, target.account_id)
+    assert body(export(target)) == body(remapped(original, target.account_id))
+
+
+def test_malformed_line_stops_there_and_writes_nothing_of_it(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    source.client.save("first", "fact")
+    source.client.save("second", "fact")
+    lines = export(source)
+    too_long = json.loads(json.dumps(lines[2]))
+    too_long["revisions"][0]["content"] = "y" * 6001
+    failed = grove_import(
+        database, write(tmp_path / "bad.ndjson", [*lines[:2], too_long]), target.account_id
+    )
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == (
+        "grove: line 3: revisions.0: content: content must be at most 6000 characters"
+        " after trimming"
+    )
+    restored_notes = [line for line in export(target) if line["type"] == "memory"]
+    assert [n["memory"]["content"] for n in restored_notes] == ["first"]
+    assert table_counts(database, target.account_id)["memory_revisions"] == 1
+    bad_kind = json.loads(json.dumps(lines[2]))
+    bad_kind["memory"]["kind"] = "rumour"
+    failed = grove_import(
+        database, write(tmp_path / "kind.ndjson", [lines[0], bad_kind]), target.account_id
+    )
+    assert failed.returncode == 1 and failed.stderr.startswith("grove: line 2: memory: kind: ")
+    assert table_counts(database, target.account_id)["memories"] == 1
+
+
+def test_other_version_or_no_header_is_refused_before_writing(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    source.notebook("kept out")
+    source.client.save("kept out", "fact")
+    lines = export(source)
+    newer = write(tmp_path / "v2.ndjson", [{**lines[0], "version": 2}, *lines[1:]])
+    failed = grove_import(database, newer, target.account_id)
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == (
+        "grove: line 1: export format version 2 is not supported (this grove reads version 1)"
+    )
+    headless = grove_import(database, write(tmp_path / "no.ndjson", lines[1:]), target.account_id)
+    assert headless.returncode == 1
+    assert "line 1: not a Grove export" in headless.stderr
+    assert table_counts(database, target.account_id) == {
+        "projects": 0,
+        "memories": 0,
+        "memory_revisions": 0,
+        "jobs": 0,
+        "note_words": 0,
+    }
+
+
+def test_restoring_an_accounts_export_elsewhere_leaves_it_untouched(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    populate(source)
+    before, counts = export(source), table_counts(database, source.account_id)
+    restored(database, write(tmp_path / "a.ndjson", before), target.account_id)
+    assert body(export(source)) == body(before)
+    assert table_counts(database, source.account_id) == counts
+    ids = {line["memory"]["id"] for line in before if line["type"] == "memory"}
+    ids |= {line["notebook"]["id"] for line in before if line["type"] == "notebook"}
+    now = export(target)
+    taken = {line["memory"]["id"] for line in now if line["type"] == "memory"}
+    taken |= {line["notebook"]["id"] for line in now if line["type"] == "notebook"}
+    assert len(taken) == len(ids) and not taken & ids
+
+
+def test_connections_are_skipped_and_restored_notes_are_queued_for_embedding(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    source.client.save("first", "fact")
+    note = source.client.save("second", "fact")
+    changed = source.client.patch(f"/v1/memories/{note['id']}", {"content": "second, fixed"})
+    assert changed.status_code == 200
+    lines = export(source)
+    connection = {"type": "connection", "connection": {"id": str(uuid.uuid4()), "name": "k"}}
+    path = write(tmp_path / "c.ndjson", [lines[0], connection, *lines[1:]])
+    output = restored(database, path, target.account_id, "--profile", "minilm")
+    assert "not restored: 1 connection(s)" in output
+    with psycopg.connect(database.migration_url, row_factory=dict_row) as conn:
+        with conn.transaction():
+            set_tenant(conn, target.account_id)
+            jobs = conn.execute(
+                "SELECT j.memory_id, j.version, j.profile, m.version AS current, m.indexing"
+                " FROM jobs j JOIN memories m ON m.id = j.memory_id"
+                " WHERE j.kind = 'embed_revision'"
+            ).fetchall()
+            connections = conn.execute("SELECT count(*) AS n FROM connections").fetchone()
+    assert len(jobs) == 2
+    assert all(j["version"] == j["current"] and j["profile"] == "minilm" for j in jobs)
+    assert {j["indexing"] for j in jobs} == {"pending"}
+    assert connections == {"n": 1}  # the account's own key, nothing from the file
+    listed = data_of(target.client.get("/v1/memories"))
+    assert {item["indexing"] for item in listed["items"]} == {"pending"}
+
+
+def test_only_the_schema_owner_may_probe_other_accounts_ids(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant]
+) -> None:
+    source, other = make_tenant(), make_tenant()
+    note = source.client.save("mine", "fact")
+    notebook = source.notebook("mine")
+    probe = (
+        "SELECT (SELECT count(*) FROM memories WHERE id = %s)"
+        " + (SELECT count(*) FROM projects WHERE id = %s) AS n"
+    )
+    seen: dict[str, Any] = {}
+    for role, url in (("owner", database.migration_url), ("runtime", database.runtime_url)):
+        with psycopg.connect(url, row_factory=dict_row) as conn, conn.transaction():
+            set_tenant(conn, other.account_id)
+            conn.execute("SELECT set_config('grove.id_probe', 'on', true)")
+            seen[role] = conn.execute(probe, (note["id"], notebook)).fetchone()
+    assert seen == {"owner": {"n": 2}, "runtime": {"n": 0}}

@@ -1,0 +1,367 @@
+"""grove-client (clients/python) against the real api: every method, paging, errors,
+retries, and its routes and models checked against the api's own OpenAPI document."""
+
+from __future__ import annotations
+
+import copy
+import time
+import types
+import typing
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from grove_client import (
+    USER_AGENT,
+    AuthError,
+    Conflict,
+    Gone,
+    Grove,
+    GroveError,
+    NewNote,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    RateLimited,
+    Unavailable,
+    ValidationError,
+)
+from grove_client.endpoints import ENDPOINTS, Endpoint
+from grove_db import embedded
+from tests.integration.test_owner import Provider, owned_tenant, superuser_sql
+from tests.support.processes import start_api
+from tests.support.proxy import Fault, FaultyProxy
+from tests.support.tenants import Tenant
+
+
+def connect(url: str, key: str | None, **options: Any) -> Grove:
+    assert key is not None
+    return Grove(url, key, **{"max_retries": 2, "backoff": 0.05, **options})
+
+
+@pytest.fixture
+def grove(tenant: Tenant) -> Iterator[Grove]:
+    with connect(tenant.client.base, tenant.client.key) as client:
+        yield client
+
+
+@pytest.fixture
+def proxied(tenant: Tenant) -> Iterator[tuple[Grove, FaultyProxy]]:
+    """The tenant's client through a ``FaultyProxy``; the test sets ``proxy.faults``."""
+    proxy = FaultyProxy(tenant.client.base)
+    with connect(proxy.url, tenant.client.key) as client:
+        yield client, proxy
+    proxy.close()
+
+
+def faults(proxy: FaultyProxy, *planned: Fault) -> None:
+    proxy.faults = list(planned)
+
+
+# Every method once
+
+
+def test_notes_round_trip_through_every_method(grove: Grove) -> None:
+    notebook = grove.create_notebook("work")
+    assert [n.id for n in grove.notebooks()] == [notebook.id]
+    note = grove.remember(
+        "we deploy on tuesdays", "decision", project_id=notebook.id, source_agent="agent-1"
+    )
+    assert (note.kind, note.version, note.project_id) == ("decision", 1, notebook.id)
+    assert note.provenance is not None and note.provenance.source_agent == "agent-1"
+    assert grove.get(note.id) == note
+
+    updated = grove.update(note.id, content="we deploy on wednesdays", expected_version=1)
+    assert (updated.content, updated.version) == ("we deploy on wednesdays", 2)
+    revisions = grove.revisions(note.id)
+    assert [r.version for r in revisions.items] == [1, 2]
+    assert revisions.items[0].content == "we deploy on tuesdays"
+    moved = grove.update(note.id, project_id=None)
+    assert (moved.project_id, moved.version) == (None, 3)
+
+    assert [i.memory.id for i in grove.search("wednesdays").items] == [note.id]
+    assert [i.memory.id for i in grove.recall("deploy wednesdays").items] == [note.id]
+    assert [n.id for n in grove.list_notes(project_id="personal")] == [note.id]
+    assert [n.id for n in grove.list_notes(project_id=notebook.id)] == []
+
+    forgotten = grove.forget([note.id])
+    assert [(r.id, r.outcome) for r in forgotten.results] == [(note.id, "deleted")]
+    with pytest.raises(NotFound):
+        grove.get(note.id)
+
+
+def test_a_batch_answers_each_item(grove: Grove) -> None:
+    result = grove.save_batch(
+        [NewNote(content="tea, not coffee", kind="preference"), NewNote(content=" ")]
+    )
+    assert [i.status for i in result.items] == ["created", "failed"]
+    assert result.items[0].memory is not None
+    assert result.items[0].memory.content == "tea, not coffee"
+    assert result.items[1].error is not None and result.items[1].error.code == "validation_error"
+
+
+@pytest.fixture(scope="module")
+def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[tuple[str, Provider]]:
+    """An api that accepts owner sessions from a fake provider; its URL and the provider."""
+    provider = Provider()
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_API_WORKERS": "1",
+            **provider.env(),
+        }
+    )
+    yield api.url, provider
+    api.stop()
+    provider.close()
+
+
+def test_the_owner_restores_an_expired_note_and_a_key_is_refused(
+    database: embedded.EmbeddedDatabase, owner_api: tuple[str, Provider]
+) -> None:
+    url, provider = owner_api
+    tenant, subject = owned_tenant(database, url)
+    with connect(url, tenant.client.key) as key, connect(url, provider.token(subject)) as owner:
+        note = key.remember("short-lived", retention_days=1)
+        superuser_sql(
+            database,
+            "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+            note.id,
+        )
+        with pytest.raises(NotFound):
+            key.get(note.id)
+        with pytest.raises(PermissionDenied) as refused:
+            key.restore(note.id)
+        assert refused.value.code == "owner_session_required"
+        restored = owner.restore(note.id)
+        assert (restored.id, restored.retention_days) == (note.id, 1)
+        assert key.get(note.id).content == "short-lived"
+
+
+# Paging
+
+
+def test_listing_follows_next_cursor_over_250_notes(
+    proxied: tuple[Grove, FaultyProxy],
+) -> None:
+    grove, proxy = proxied
+    saved = set()
+    for start in range(0, 250, 100):
+        batch = [NewNote(content=f"note {i}") for i in range(start, min(start + 100, 250))]
+        result = grove.save_batch(batch)
+        assert {i.status for i in result.items} == {"created"}
+        saved |= {i.memory.id for i in result.items if i.memory is not None}
+    listed = [n.id for n in grove.list_notes(limit=100)]
+    assert len(listed) == 250 and set(listed) == saved
+    assert [s.method for s in proxy.seen].count("GET") == 3  # three pages, cursors followed
+
+
+# Errors
+
+
+def test_errors_map_to_their_family_with_code_and_request_id(tenant: Tenant, grove: Grove) -> None:
+    note = grove.remember("a note")
+    reader = tenant.key("reader", personal=True, all_notebooks=True, read_only=True)
+    with connect(tenant.client.base, reader.key) as read_only:
+        cases: list[tuple[Any, type[GroveError], int, str]] = [
+            (lambda: grove.remember("   "), ValidationError, 400, "validation_error"),
+            (lambda: read_only.remember("not mine to write"), PermissionDenied, 403, "forbidden"),
+            (lambda: grove.get(uuid.uuid4()), NotFound, 404, "not_found"),
+            (
+                lambda: grove.update(note.id, content="b", expected_version=7),
+                Conflict,
+                409,
+                "version_conflict",
+            ),
+            (lambda: grove.remember("x" * 70_000), PayloadTooLarge, 413, "payload_too_large"),
+        ]
+        for call, family, status, code in cases:
+            with pytest.raises(family) as raised:
+                call()
+            assert (raised.value.status, raised.value.code) == (status, code)
+            assert raised.value.request_id and raised.value.message
+    with pytest.raises(ValidationError) as invalid:
+        grove.remember("   ")
+    assert [d["field"] for d in invalid.value.details] == ["content"]
+    with connect(tenant.client.base, "grv_not_a_key") as stranger, pytest.raises(AuthError) as ex:
+        stranger.get(note.id)
+    assert (ex.value.status, ex.value.code) == (401, "unauthorized")
+
+
+def test_replaying_a_save_of_a_forgotten_note_is_gone(grove: Grove) -> None:
+    operation = uuid.uuid4()
+    note = grove.remember("soon forgotten", operation_id=operation)
+    assert grove.remember("soon forgotten", operation_id=operation).id == note.id  # replayed
+    grove.forget([note.id])
+    with pytest.raises(Gone) as gone:
+        grove.remember("soon forgotten", operation_id=operation)
+    assert (gone.value.status, gone.value.code) == (410, "gone")
+
+
+# Retries
+
+
+def test_a_429_is_waited_out_and_the_save_happens_once(
+    proxied: tuple[Grove, FaultyProxy],
+) -> None:
+    grove, proxy = proxied
+    faults(proxy, "429")
+    started = time.monotonic()
+    note = grove.remember("after the wait")
+    assert time.monotonic() - started >= 1.0  # the proxy's Retry-After: 1
+    keys = [s.headers["idempotency-key"] for s in proxy.seen]
+    assert len(keys) == 2 and keys[0] == keys[1] == str(uuid.UUID(keys[0]))
+    assert {s.headers["user-agent"] for s in proxy.seen} == {USER_AGENT}
+    assert [n.id for n in grove.list_notes()] == [note.id]
+
+
+def test_a_429_beyond_the_retries_or_the_longest_wait_is_raised(tenant: Tenant) -> None:
+    proxy = FaultyProxy(tenant.client.base, ["429", "429"])
+    try:
+        with connect(proxy.url, tenant.client.key, max_retries=0) as once:
+            with pytest.raises(RateLimited) as limited:
+                once.remember("not now")
+            assert (limited.value.retry_after, limited.value.code) == (1.0, "rate_limited")
+        started = time.monotonic()
+        with connect(proxy.url, tenant.client.key, max_retry_wait=0.5) as impatient:
+            with pytest.raises(RateLimited):
+                impatient.remember("not now either")
+        assert time.monotonic() - started < 0.9
+    finally:
+        proxy.close()
+    assert len(proxy.seen) == 2
+
+
+def test_a_save_whose_answer_is_lost_is_resent_and_saved_once(
+    proxied: tuple[Grove, FaultyProxy],
+) -> None:
+    grove, proxy = proxied
+    faults(proxy, "drop")
+    note = grove.remember("saved despite the reset")
+    assert note.version == 1
+    keys = [s.headers["idempotency-key"] for s in proxy.seen]
+    assert len(keys) == 2 and keys[0] == keys[1]
+    assert [n.id for n in grove.list_notes()] == [note.id]
+    assert [r.version for r in grove.revisions(note.id).items] == [1]
+
+
+def test_a_batch_whose_answer_is_lost_replays_its_items(
+    proxied: tuple[Grove, FaultyProxy],
+) -> None:
+    grove, proxy = proxied
+    faults(proxy, "drop")
+    result = grove.save_batch([NewNote(content=f"batched {i}") for i in range(3)])
+    assert [i.status for i in result.items] == ["replayed"] * 3
+    assert proxy.seen[0].body == proxy.seen[1].body  # the same operationIds, resent
+    assert "idempotency-key" not in proxy.seen[0].headers
+    assert len(list(grove.list_notes())) == 3
+
+
+def test_a_restore_is_not_resent_after_a_lost_answer(
+    proxied: tuple[Grove, FaultyProxy],
+) -> None:
+    grove, proxy = proxied
+    faults(proxy, "drop")
+    with pytest.raises(Unavailable) as lost:
+        grove.restore(uuid.uuid4())
+    assert lost.value.code == "connection"
+    assert len(proxy.seen) == 1
+
+
+# Drift from the api's document
+
+
+def test_every_route_and_model_of_the_client_is_in_the_apis_document(api_url: str) -> None:
+    document = httpx.get(f"{api_url}/v1/openapi.json", timeout=30).json()
+    assert drift(document) == []
+
+
+def test_drift_is_found_when_a_path_or_a_field_changes(api_url: str) -> None:
+    document = httpx.get(f"{api_url}/v1/openapi.json", timeout=30).json()
+    renamed = copy.deepcopy(document)
+    paths = renamed["paths"]
+    paths["/v1/memories/{memory_id}/history"] = paths.pop("/v1/memories/{memory_id}/revisions")
+    del renamed["components"]["schemas"]["Memory"]["properties"]["version"]
+    renamed["components"]["schemas"]["Memory"]["required"].remove("version")
+    problems = drift(renamed)
+    assert "GET /v1/memories/{memory_id}/revisions: not in the document" in problems
+    assert "POST /v1/memories: Memory.version is not documented" in problems
+    optional = copy.deepcopy(document)
+    optional["components"]["schemas"]["Notebook"]["required"].remove("name")
+    assert drift(optional) == [
+        "POST /v1/notebooks: Notebook.name may be absent but the client requires it",
+        "GET /v1/notebooks: Notebook.name may be absent but the client requires it",
+    ]
+
+
+def drift(document: dict[str, Any], endpoints: tuple[Endpoint, ...] = ENDPOINTS) -> list[str]:
+    """What in the client's endpoints and models the document does not back."""
+    problems = []
+    for endpoint in endpoints:
+        where = f"{endpoint.method} {endpoint.path}"
+        operation = document["paths"].get(endpoint.path, {}).get(endpoint.method.lower())
+        if operation is None:
+            problems.append(f"{where}: not in the document")
+            continue
+        data = success_data(operation)
+        problems += model_drift(endpoint.response, data, document, where)
+    return problems
+
+
+def success_data(operation: dict[str, Any]) -> dict[str, Any]:
+    """The schema of ``data`` in the operation's first 2xx envelope."""
+    status = min(code for code in operation["responses"] if code.startswith("2"))
+    envelope = operation["responses"][status]["content"]["application/json"]["schema"]
+    return envelope["properties"]["data"]  # type: ignore[no-any-return]
+
+
+def model_drift(
+    model: type[BaseModel], schema: dict[str, Any], document: dict[str, Any], where: str
+) -> list[str]:
+    """Each field of ``model`` must be documented, and required where the client needs it;
+    fields holding models are compared with their own schemas."""
+    schema = object_schema(schema, document)
+    properties, required = schema.get("properties", {}), set(schema.get("required", []))
+    problems = []
+    for name, field in model.model_fields.items():
+        wire = field.alias or name
+        label = f"{where}: {model.__name__}.{wire}"
+        if wire not in properties:
+            problems.append(f"{label} is not documented")
+            continue
+        if field.is_required() and wire not in required:
+            problems.append(f"{label} may be absent but the client requires it")
+        nested = nested_model(field.annotation)
+        if nested is not None:
+            problems += model_drift(nested, properties[wire], document, where)
+    return problems
+
+
+def object_schema(schema: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
+    """The object schema behind ``$ref``, ``anyOf`` (with null) and array ``items``."""
+    if "$ref" in schema:
+        name = schema["$ref"].removeprefix("#/components/schemas/")
+        return object_schema(document["components"]["schemas"][name], document)
+    for option in schema.get("anyOf", []):
+        if option.get("type") != "null":
+            return object_schema(option, document)
+    if schema.get("type") == "array":
+        return object_schema(schema["items"], document)
+    return schema
+
+
+def nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, alone, optional or in a list."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is not None:
+        for argument in typing.get_args(annotation):
+            found = nested_model(argument)
+            if found is not None:
+                return found
+    return None

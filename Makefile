@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,inference,bench,embedded]'
-	$(BIN)/pip install --quiet -e clients/python
+	$(BIN)/pip install --quiet -e 'clients/python[langgraph,llamaindex]'
 	@touch $(STAMP)
 
 install: $(STAMP) ## install everything into .venv

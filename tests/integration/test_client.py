@@ -3,13 +3,15 @@ retries, and its routes and models checked against the api's own OpenAPI documen
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
 import types
 import typing
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -17,6 +19,7 @@ from pydantic import BaseModel
 
 from grove_client import (
     USER_AGENT,
+    AsyncGrove,
     AuthError,
     Conflict,
     Gone,
@@ -33,14 +36,26 @@ from grove_client import (
 from grove_client.endpoints import ENDPOINTS, Endpoint
 from grove_db import embedded
 from tests.integration.test_owner import Provider, owned_tenant, superuser_sql
-from tests.support.processes import start_api
+from tests.support.processes import free_port, start_api, start_ask
 from tests.support.proxy import Fault, FaultyProxy
-from tests.support.tenants import Tenant
+from tests.support.tenants import Tenant, new_tenant
+
+T = TypeVar("T")
+DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
 
 
 def connect(url: str, key: str | None, **options: Any) -> Grove:
     assert key is not None
     return Grove(url, key, **{"max_retries": 2, "backoff": 0.05, **options})
+
+
+def connect_async(url: str, key: str | None, **options: Any) -> AsyncGrove:
+    assert key is not None
+    return AsyncGrove(url, key, **{"max_retries": 2, "backoff": 0.05, **options})
+
+
+async def collect(items: AsyncIterator[T]) -> list[T]:
+    return [item async for item in items]
 
 
 @pytest.fixture
@@ -106,41 +121,257 @@ def test_a_batch_answers_each_item(grove: Grove) -> None:
 
 @pytest.fixture(scope="module")
 def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[tuple[str, Provider]]:
-    """An api that accepts owner sessions from a fake provider; its URL and the provider."""
+    """An api that accepts owner sessions from a fake provider and answers questions
+    (grove-ask, extractive and lexical only); its URL and the provider."""
     provider = Provider()
+    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
     api = start_api(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ASK_ADDRESS": ask.url,
             "GROVE_API_WORKERS": "1",
             **provider.env(),
         }
     )
     yield api.url, provider
     api.stop()
+    ask.stop()
     provider.close()
 
 
-def test_the_owner_restores_an_expired_note_and_a_key_is_refused(
+@dataclass
+class Account:
+    """A fresh account on ``owner_api``: a client with its API key and one as its owner."""
+
+    key: Grove
+    owner: Grove
+    url: str
+    owner_token: str
+
+
+@pytest.fixture
+def account(
     database: embedded.EmbeddedDatabase, owner_api: tuple[str, Provider]
-) -> None:
+) -> Iterator[Account]:
     url, provider = owner_api
     tenant, subject = owned_tenant(database, url)
-    with connect(url, tenant.client.key) as key, connect(url, provider.token(subject)) as owner:
-        note = key.remember("short-lived", retention_days=1)
-        superuser_sql(
-            database,
-            "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
-            note.id,
-        )
-        with pytest.raises(NotFound):
-            key.get(note.id)
-        with pytest.raises(PermissionDenied) as refused:
-            key.restore(note.id)
-        assert refused.value.code == "owner_session_required"
-        restored = owner.restore(note.id)
-        assert (restored.id, restored.retention_days) == (note.id, 1)
-        assert key.get(note.id).content == "short-lived"
+    session = provider.token(subject)
+    with connect(url, tenant.client.key) as key, connect(url, session) as owner:
+        yield Account(key, owner, url, session)
+
+
+def test_the_owner_restores_an_expired_note_and_a_key_is_refused(
+    database: embedded.EmbeddedDatabase, account: Account
+) -> None:
+    key, owner = account.key, account.owner
+    note = key.remember("short-lived", retention_days=1)
+    superuser_sql(
+        database,
+        "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+        note.id,
+    )
+    with pytest.raises(NotFound):
+        key.get(note.id)
+    with pytest.raises(PermissionDenied) as refused:
+        key.restore(note.id)
+    assert refused.value.code == "owner_session_required"
+    restored = owner.restore(note.id)
+    assert (restored.id, restored.retention_days) == (note.id, 1)
+    assert key.get(note.id).content == "short-lived"
+
+
+def test_ask_answers_with_citations_of_the_exact_revision(account: Account) -> None:
+    note = account.key.remember(DEPLOY)
+    account.key.remember("Priya maintains the billing service.")
+    result = account.key.ask("When do we deploy the billing service?")
+    assert result.status == "answered" and result.answer is not None
+    assert result.answer.citations and result.answer.generator == "extractive"
+    for citation in result.answer.citations:
+        assert citation.revision_id == f"{citation.note_id}:{citation.version}"
+        source = account.key.get(citation.note_id).content
+        assert source[citation.start : citation.end] == citation.quote
+    assert note.id in {c.note_id for c in result.answer.citations}
+    searched = account.key.ask("billing", mode="search", project_id=None)
+    assert (searched.status, searched.answer) == ("searched", None)
+    assert {s.note_id for s in searched.sources} >= {note.id}
+    nothing = account.key.ask("xylophone quarterly?")
+    assert (nothing.status, nothing.answer) == ("no_evidence", None)
+
+
+def test_ask_without_grove_ask_raises_unavailable_after_the_retries(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_API_WORKERS": "1",
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ASK_ADDRESS": f"127.0.0.1:{free_port()}",
+        }
+    )
+    proxy = FaultyProxy(api.url)
+    try:
+        tenant = new_tenant(database, api.url)
+        with connect(proxy.url, tenant.client.key) as grove, pytest.raises(Unavailable) as down:
+            grove.remember(DEPLOY)
+            grove.ask("When do we deploy?")
+    finally:
+        proxy.close()
+        api.stop()
+    assert (down.value.status, down.value.code) == (503, "inference_unavailable")
+    assert down.value.request_id
+    assert [s.path for s in proxy.seen].count("/v1/ask") == 3  # resent twice after a 503
+
+
+def test_a_conversation_through_every_method_and_a_key_is_refused(account: Account) -> None:
+    account.key.remember(DEPLOY)
+    with pytest.raises(PermissionDenied) as refused:
+        account.key.create_conversation()
+    assert refused.value.code == "owner_session_required"
+    owner = account.owner
+    started = owner.create_conversation(title="Deploys")
+    assert owner.create_conversation(started.id, title="Deploys") == started  # replayed
+    assert (started.title, started.version, started.turn_count) == ("Deploys", 1, 0)
+    reply = owner.add_turn(
+        started.id, "When do we deploy the billing service?", expected_version=started.version
+    )
+    assert (reply.turn.status, reply.turn.outcome) == ("completed", "answered")
+    assert reply.turn.answer is not None and reply.turn.answer.citations
+    assert (reply.conversation.version, reply.conversation.turn_count) == (2, 1)
+    with pytest.raises(Conflict) as stale:
+        owner.add_turn(started.id, "And staging?", expected_version=1)
+    assert stale.value.code == "version_conflict"
+    detail = owner.conversation(started.id)
+    assert [t.id for t in detail.turns] == [reply.turn.id]
+    other = owner.create_conversation(project_id=None)
+    assert [c.id for c in owner.conversations()] == [other.id, started.id]
+    assert [c.id for c in owner.search_conversations("billing")] == [started.id]
+    assert owner.delete_conversation(started.id).deleted is True
+    assert [c.id for c in owner.conversations()] == [other.id]
+    with pytest.raises(NotFound):
+        owner.conversation(started.id)
+
+
+def test_share_links_are_created_listed_and_revoked(account: Account) -> None:
+    note = account.key.remember("a note worth sharing")
+    with pytest.raises(PermissionDenied):
+        account.key.create_share("note", note.id)
+    created = account.owner.create_share("note", note.id, title="Worth sharing")
+    assert (created.target.type, created.target.id) == ("note", note.id)
+    assert created.token and created.token in created.url
+    assert (created.status, created.title) == ("active", "Worth sharing")
+    assert [s.id for s in account.owner.shares()] == [created.id]
+    revoked = account.owner.revoke_share(created.id)
+    assert (revoked.id, revoked.status) == (created.id, "revoked")
+    assert [s.status for s in account.owner.shares()] == ["revoked"]
+
+
+def test_a_notebook_subtree_is_previewed_archived_and_restored(account: Account) -> None:
+    notebook = account.key.create_notebook("old project")
+    account.key.remember("from the old project", project_id=notebook.id)
+    preview = account.owner.notebook_subtree(notebook.id)
+    assert (preview.notebooks, preview.notes) == (1, 1)
+    done = account.owner.apply_to_notebook(notebook.id, "archive", preview.fingerprint)
+    assert (done.action, done.notebooks, done.notes) == ("archive", 1, 1)
+    assert [n.id for n in account.owner.archived_notebooks()] == [notebook.id]
+    assert list(account.key.notebooks()) == []
+    with pytest.raises(Conflict) as changed:
+        account.owner.apply_to_notebook(notebook.id, "restore", preview.fingerprint)
+    assert changed.value.code == "subtree_changed"
+    again = account.owner.notebook_subtree(notebook.id)
+    account.owner.apply_to_notebook(notebook.id, "restore", again.fingerprint)
+    assert [n.id for n in account.key.notebooks()] == [notebook.id]
+
+
+def test_the_export_streams_its_lines_as_objects(account: Account) -> None:
+    notes = [account.key.remember(f"exported {i}") for i in range(3)]
+    account.key.update(notes[0].id, content="exported again")
+    lines = list(account.key.export())
+    assert lines[0]["type"] == "export" and lines[0]["version"] == 1
+    memories = {line["memory"]["id"]: line for line in lines if line["type"] == "memory"}
+    assert set(memories) == {str(n.id) for n in notes}
+    assert len(memories[str(notes[0].id)]["revisions"]) == 2
+    owner_lines = list(account.owner.export())
+    assert {line["type"] for line in owner_lines} >= {"export", "memory"}
+
+
+# The asyncio client
+
+
+def test_async_notes_round_trip_and_list_over_pages(tenant: Tenant) -> None:
+    async def flow() -> None:
+        async with connect_async(tenant.client.base, tenant.client.key) as grove:
+            saved = [await grove.remember(f"async note {i}") for i in range(5)]
+            note = await grove.update(saved[0].id, content="deploy on tuesdays")
+            assert (note.version, (await grove.get(note.id)).content) == (2, note.content)
+            listed = [n.id async for n in grove.list_notes(limit=2)]
+            assert sorted(map(str, listed)) == sorted(str(n.id) for n in saved)
+            page = await grove.list_notes_page(limit=2)
+            assert len(page.items) == 2 and page.next_cursor
+            assert [i.memory.id for i in (await grove.search("tuesdays")).items] == [note.id]
+            recalled = await grove.recall("tuesdays deploy")
+            assert [i.memory.id for i in recalled.items] == [note.id]
+            batch = await grove.save_batch([NewNote(content="batched")])
+            assert [i.status for i in batch.items] == ["created"]
+            forgotten = await grove.forget([note.id])
+            assert [r.outcome for r in forgotten.results] == ["deleted"]
+            exported = await collect(grove.export())
+            assert sum(line["type"] == "memory" for line in exported) == 5
+
+    asyncio.run(flow())
+
+
+def test_async_errors_map_to_their_family(tenant: Tenant) -> None:
+    async def flow() -> None:
+        async with connect_async(tenant.client.base, tenant.client.key) as grove:
+            with pytest.raises(NotFound) as missing:
+                await grove.get(uuid.uuid4())
+            assert (missing.value.status, missing.value.code) == (404, "not_found")
+            assert missing.value.request_id
+            with pytest.raises(ValidationError) as invalid:
+                await grove.remember("   ")
+            assert [d["field"] for d in invalid.value.details] == ["content"]
+            with pytest.raises(PermissionDenied) as refused:
+                await collect(grove.conversations())
+            assert refused.value.code == "owner_session_required"
+
+    asyncio.run(flow())
+
+
+def test_async_a_429_is_waited_out_and_the_save_happens_once(tenant: Tenant) -> None:
+    proxy = FaultyProxy(tenant.client.base, ["429"])
+
+    async def flow() -> None:
+        async with connect_async(proxy.url, tenant.client.key) as grove:
+            started = time.monotonic()
+            note = await grove.remember("after the wait")
+            assert time.monotonic() - started >= 1.0  # the proxy's Retry-After: 1
+            assert [n.id async for n in grove.list_notes()] == [note.id]
+
+    try:
+        asyncio.run(flow())
+    finally:
+        proxy.close()
+    keys = [s.headers["idempotency-key"] for s in proxy.seen if s.method == "POST"]
+    assert len(keys) == 2 and keys[0] == keys[1]
+    assert {s.headers["user-agent"] for s in proxy.seen} == {USER_AGENT}
+
+
+def test_async_owner_methods_reach_their_routes(account: Account) -> None:
+    async def flow() -> None:
+        async with connect_async(account.url, account.owner_token) as grove:
+            note = await grove.remember(DEPLOY)
+            answer = await grove.ask("When do we deploy the billing service?")
+            assert answer.status == "answered"
+            started = await grove.create_conversation()
+            reply = await grove.add_turn(started.id, "When do we deploy?", expected_version=1)
+            assert reply.turn.outcome == "answered"
+            assert [c.id async for c in grove.search_conversations("deploy")] == [started.id]
+            share = await grove.create_share("note", note.id)
+            assert [s.id async for s in grove.shares()] == [share.id]
+
+    asyncio.run(flow())
 
 
 # Paging
@@ -296,6 +527,15 @@ def test_drift_is_found_when_a_path_or_a_field_changes(api_url: str) -> None:
     assert drift(optional) == [
         "POST /v1/notebooks: Notebook.name may be absent but the client requires it",
         "GET /v1/notebooks: Notebook.name may be absent but the client requires it",
+        "GET /v1/notebooks/archived: Notebook.name may be absent but the client requires it",
+    ]
+    enveloped = copy.deepcopy(document)
+    export = enveloped["paths"]["/v1/export"]["get"]["responses"]["200"]
+    export["content"] = {"application/json": export["content"].popitem()[1]}
+    del enveloped["paths"]["/v1/conversations/{conversation_id}/turns"]
+    assert drift(enveloped) == [
+        "GET /v1/export: answers an envelope but the client reads lines",
+        "POST /v1/conversations/{conversation_id}/turns: not in the document",
     ]
 
 
@@ -307,6 +547,10 @@ def drift(document: dict[str, Any], endpoints: tuple[Endpoint, ...] = ENDPOINTS)
         operation = document["paths"].get(endpoint.path, {}).get(endpoint.method.lower())
         if operation is None:
             problems.append(f"{where}: not in the document")
+            continue
+        if endpoint.response is None:  # not an envelope: the route must say so too
+            if "application/json" in operation["responses"]["200"]["content"]:
+                problems.append(f"{where}: answers an envelope but the client reads lines")
             continue
         data = success_data(operation)
         problems += model_drift(endpoint.response, data, document, where)

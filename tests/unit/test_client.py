@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import asyncio
+import json
 import sys
 import tomllib
 from datetime import UTC, datetime, timedelta
@@ -10,10 +12,11 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import httpx
+import pydantic
 import pytest
 
 import grove_client
-from grove_client import Grove, GroveError, Unavailable
+from grove_client import AsyncGrove, Conflict, Grove, GroveError, NotFound, Unavailable
 from grove_client.retries import retry_after
 
 CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
@@ -103,3 +106,51 @@ def test_retry_after_is_read_as_seconds_or_a_date() -> None:
     assert 28 <= (retry_after(httpx.Response(429, headers={"Retry-After": later})) or 0) <= 30
     assert retry_after(httpx.Response(429, headers={"Retry-After": "soon"})) is None
     assert retry_after(httpx.Response(429)) is None
+
+
+def test_the_async_client_resends_a_503_then_maps_the_error_as_the_sync_one() -> None:
+    unavailable = {"success": False, "error": {"code": "unavailable", "message": "later"}}
+    answers = [httpx.Response(503, json=unavailable)] * 4
+    answers += [httpx.Response(404, json={"success": False, "error": {"code": "not_found"}})]
+    sent: list[httpx.Request] = []
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return answers[len(sent) - 1]
+
+    async def calls() -> tuple[GroveError, GroveError]:
+        transport = httpx.MockTransport(answer)
+        async with AsyncGrove("http://grove.test", "k", backoff=0.01, transport=transport) as grove:
+            with pytest.raises(Unavailable) as down:
+                await grove.get(NOTE_ID)
+            with pytest.raises(NotFound) as missing:
+                await grove.get(NOTE_ID)
+        return down.value, missing.value
+
+    down, missing = asyncio.run(calls())
+    assert (down.status, down.code, missing.code, len(sent)) == (503, "unavailable", "not_found", 5)
+    assert {r.headers["user-agent"] for r in sent} == {grove_client.USER_AGENT}
+
+
+def test_bodies_send_null_only_where_it_was_given() -> None:
+    grove, sent = answering(*[httpx.Response(200, json={"success": True, "data": NOTE})] * 2)
+    grove.update(NOTE_ID, project_id=None, content="moved")
+    assert json.loads(sent[0].content) == {"projectId": None, "content": "moved"}
+    assert sent[0].headers["idempotency-key"]
+    with pytest.raises(pydantic.ValidationError):  # the answer is not an ask result
+        grove.ask("where?", project_id=None, previous_questions=("first?",))
+    assert json.loads(sent[1].content) == {
+        "query": "where?",
+        "projectId": None,
+        "previousQuestions": ["first?"],
+    }
+
+
+def test_an_export_is_read_line_by_line_and_its_error_raised() -> None:
+    lines = b'{"type": "export", "version": 1}\n\n{"type": "memory"}\n'
+    refused = {"success": False, "error": {"code": "rate_limited", "message": "one at a time"}}
+    grove, sent = answering(httpx.Response(200, content=lines), httpx.Response(409, json=refused))
+    assert [line["type"] for line in grove.export()] == ["export", "memory"]
+    with pytest.raises(Conflict) as busy:
+        list(grove.export())
+    assert (busy.value.code, len(sent)) == ("rate_limited", 2)

@@ -1,11 +1,13 @@
 """grove-client: a small, typed client of Grove's REST API.
 
-``Grove(url, api_key)`` calls the API; every error answer raises a subclass of
-``GroveError``. See docs/python.md in the Grove repository.
+``Grove(url, api_key)`` calls the API (``AsyncGrove`` is the same, awaited); every
+error answer raises a subclass of ``GroveError``. See docs/python.md in the Grove
+repository.
 """
 
 from __future__ import annotations
 
+from grove_client.aclient import AsyncGrove
 from grove_client.client import USER_AGENT, VERSION, Grove
 from grove_client.errors import (
     AuthError,
@@ -21,8 +23,16 @@ from grove_client.errors import (
     ValidationError,
 )
 from grove_client.models import (
+    Answer,
+    AskResult,
     BatchItemResult,
     BatchResult,
+    Citation,
+    Conversation,
+    ConversationDetail,
+    ConversationHit,
+    CreatedShare,
+    DeletedConversation,
     ForgetResponse,
     ForgetResult,
     Memory,
@@ -36,16 +46,33 @@ from grove_client.models import (
     RevisionPage,
     SearchItem,
     SearchPage,
+    Share,
+    ShareTarget,
+    Source,
+    SubtreePreview,
+    SubtreeResult,
+    Turn,
+    TurnReply,
+    TurnSource,
 )
 
 __version__ = VERSION
 
 __all__ = [
     "USER_AGENT",
+    "Answer",
+    "AskResult",
+    "AsyncGrove",
     "AuthError",
     "BatchItemResult",
     "BatchResult",
+    "Citation",
     "Conflict",
+    "Conversation",
+    "ConversationDetail",
+    "ConversationHit",
+    "CreatedShare",
+    "DeletedConversation",
     "ForgetResponse",
     "ForgetResult",
     "Gone",
@@ -67,6 +94,14 @@ __all__ = [
     "SearchItem",
     "SearchPage",
     "ServerError",
+    "Share",
+    "ShareTarget",
+    "Source",
+    "SubtreePreview",
+    "SubtreeResult",
+    "Turn",
+    "TurnReply",
+    "TurnSource",
     "Unavailable",
     "ValidationError",
     "__version__",

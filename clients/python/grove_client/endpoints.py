@@ -16,9 +16,10 @@ from pydantic import BaseModel
 from grove_client import models
 
 #: How a call is made idempotent: an ``Idempotency-Key`` header, an ``operationId`` on
-#: each item of the body (a batch refuses the header), or not at all (reads; restore,
-#: which the API does not record).
-Idempotency = Literal["header", "items", "none"]
+#: each item of the body (a batch refuses the header), the ``id`` the body gives the
+#: resource (conversations and their turns), or not at all (reads; mutations the API
+#: does not record, such as restore).
+Idempotency = Literal["header", "items", "body", "none"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class Endpoint:
 
     method: str
     path: str
-    response: type[BaseModel]
+    #: The model of ``data``; None for an answer that is not an envelope (the export).
+    response: type[BaseModel] | None
     idempotency: Idempotency = "none"
     #: Whether the call may be resent after the connection failed mid-request: reads
     #: and idempotent mutations may; a mutation the API does not record may not.
@@ -48,8 +50,28 @@ UPDATE = Endpoint("PATCH", "/v1/memories/{memory_id}", models.Memory, "header")
 REVISIONS = Endpoint("GET", "/v1/memories/{memory_id}/revisions", models.RevisionPage)
 RESTORE = Endpoint("POST", "/v1/memories/{memory_id}/restore", models.Memory, resend=False)
 RECALL = Endpoint("POST", "/v1/recall", models.RecallResult)
+ASK = Endpoint("POST", "/v1/ask", models.AskResult)
+EXPORT = Endpoint("GET", "/v1/export", None)
 CREATE_NOTEBOOK = Endpoint("POST", "/v1/notebooks", models.Notebook, "header")
 NOTEBOOKS = Endpoint("GET", "/v1/notebooks", models.NotebookList)
+ARCHIVED_NOTEBOOKS = Endpoint("GET", "/v1/notebooks/archived", models.ArchivedNotebookList)
+SUBTREE = Endpoint("GET", "/v1/notebooks/{notebook_id}/subtree", models.SubtreePreview)
+# Not resent after a lost answer: the second apply would find the fingerprint changed
+# (409) and hide that the first one worked.
+SUBTREE_ACTION = Endpoint(
+    "POST", "/v1/notebooks/{notebook_id}/{action}", models.SubtreeResult, resend=False
+)
+CREATE_CONVERSATION = Endpoint("POST", "/v1/conversations", models.Conversation, "body")
+CONVERSATIONS = Endpoint("GET", "/v1/conversations", models.ConversationList)
+SEARCH_CONVERSATIONS = Endpoint("POST", "/v1/conversations/search", models.ConversationSearchPage)
+CONVERSATION = Endpoint("GET", "/v1/conversations/{conversation_id}", models.ConversationDetail)
+DELETE_CONVERSATION = Endpoint(
+    "DELETE", "/v1/conversations/{conversation_id}", models.DeletedConversation, resend=False
+)
+ADD_TURN = Endpoint("POST", "/v1/conversations/{conversation_id}/turns", models.TurnReply, "body")
+CREATE_SHARE = Endpoint("POST", "/v1/shares", models.CreatedShare, resend=False)
+SHARES = Endpoint("GET", "/v1/shares", models.ShareList)
+REVOKE_SHARE = Endpoint("DELETE", "/v1/shares/{share_id}", models.Share, resend=False)
 
 ENDPOINTS: tuple[Endpoint, ...] = (
     REMEMBER,
@@ -62,6 +84,20 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     REVISIONS,
     RESTORE,
     RECALL,
+    ASK,
+    EXPORT,
     CREATE_NOTEBOOK,
     NOTEBOOKS,
+    ARCHIVED_NOTEBOOKS,
+    SUBTREE,
+    SUBTREE_ACTION,
+    CREATE_CONVERSATION,
+    CONVERSATIONS,
+    SEARCH_CONVERSATIONS,
+    CONVERSATION,
+    DELETE_CONVERSATION,
+    ADD_TURN,
+    CREATE_SHARE,
+    SHARES,
+    REVOKE_SHARE,
 )

@@ -10,7 +10,7 @@ document.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +21,29 @@ class Model(BaseModel):
     """A wire object: camelCase on the wire, unknown fields kept."""
 
     model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+
+
+T = TypeVar("T")
+
+
+class Page(Model, Generic[T]):
+    """One page of a listing; ``cursor()`` asks for the next one (None: the last)."""
+
+    items: list[T]
+
+    def cursor(self) -> str | None:
+        """What the next request passes to continue, or None after the last page."""
+        return None
+
+
+class CursorPage(Page[T]):
+    """A page continued by its ``nextCursor``."""
+
+    next_cursor: str | None = None
+
+    def cursor(self) -> str | None:
+        """The ``nextCursor``."""
+        return self.next_cursor
 
 
 class Provenance(Model):
@@ -62,11 +85,8 @@ class Revision(Model):
     operation_id: UUID | None = None
 
 
-class MemoryPage(Model):
+class MemoryPage(CursorPage[Memory]):
     """One page of listed notes; ``next_cursor`` asks for the next."""
-
-    items: list[Memory]
-    next_cursor: str | None = None
 
 
 class RevisionPage(Model):
@@ -143,11 +163,31 @@ class Notebook(Model):
     updated_at: datetime | None = None
 
 
-class NotebookList(Model):
+class NotebookList(CursorPage[Notebook]):
     """One page of notebooks."""
 
+
+class ArchivedNotebookList(Model):
+    """Every archived notebook of the account (one answer, no paging)."""
+
     items: list[Notebook]
-    next_cursor: str | None = None
+
+
+class SubtreePreview(Model):
+    """What archiving, restoring or deleting a notebook's subtree would touch; pass
+    ``fingerprint`` back to apply exactly that."""
+
+    notebooks: int
+    notes: int
+    fingerprint: str
+
+
+class SubtreeResult(Model):
+    """A subtree operation done, and how many notebooks and notes it covered."""
+
+    action: str
+    notebooks: int
+    notes: int
 
 
 class ItemError(Model):
@@ -171,6 +211,150 @@ class BatchResult(Model):
     """Per-item outcomes of a batch save, in the order of its items."""
 
     items: list[BatchItemResult]
+
+
+class Citation(Model):
+    """A verbatim span of one revision: ``quote == content[start:end]`` at ``version``."""
+
+    note_id: UUID
+    revision_id: str
+    version: int
+    quote: str
+    start: int
+    end: int
+
+
+class Answer(Model):
+    """An answer's text, what wrote it, and the citations that back it."""
+
+    text: str
+    format: str
+    generator: str
+    citations: list[Citation]
+
+
+class TurnSource(Model):
+    """One note revision used as a turn's evidence, best first (its text not repeated)."""
+
+    note_id: UUID
+    version: int
+    kind: str
+    project_id: UUID | None = None
+    score: float | None = None
+
+
+class Source(TurnSource):
+    """One note revision used as an answer's evidence, with its text."""
+
+    content: str
+
+
+class AskResult(Model):
+    """``status``: ``answered``, ``no_evidence``, ``disabled`` or ``searched``."""
+
+    status: str
+    answer: Answer | None = None
+    sources: list[Source]
+
+
+class Conversation(Model):
+    """A conversation's summary; ``version`` is the next turn's ``expected_version``."""
+
+    id: UUID
+    version: int
+    turn_count: int
+    created_at: datetime
+    updated_at: datetime
+    title: str | None = None
+    project_id: UUID | None = None
+    include_personal: bool = True
+    all_scopes: bool = False
+
+
+class Turn(Model):
+    """One question and, once ``completed``, its ``outcome`` and answer."""
+
+    id: UUID
+    ordinal: int
+    query: str
+    status: str
+    outcome: str | None = None
+    answer: Answer | None = None
+    sources: list[TurnSource]
+    error: str | None = None
+    created_at: datetime
+
+
+class ConversationDetail(Conversation):
+    """A conversation with all of its turns, oldest first."""
+
+    turns: list[Turn]
+
+
+class TurnReply(Model):
+    """A turn and its conversation as they stand after it."""
+
+    conversation: Conversation
+    turn: Turn
+
+
+class ConversationList(Page[Conversation]):
+    """One page of conversations, newest first; ``next_after`` continues."""
+
+    next_after: UUID | None = None
+
+    def cursor(self) -> str | None:
+        """The ``nextAfter``."""
+        return str(self.next_after) if self.next_after else None
+
+
+class ConversationHit(Conversation):
+    """A conversation found by a search, with a preview of a matching question."""
+
+    question_preview: str | None = None
+
+
+class ConversationSearchPage(CursorPage[ConversationHit]):
+    """One page of conversation search results, newest first."""
+
+
+class DeletedConversation(Model):
+    """A conversation hidden for good (its history is retained)."""
+
+    id: UUID
+    deleted: bool
+
+
+class ShareTarget(Model):
+    """What a share link shows: a ``note`` or a ``notebook`` (its direct notes)."""
+
+    type: Literal["note", "notebook"]
+    id: UUID
+
+
+class Share(Model):
+    """A share link as its owner sees it (``status``: active, expired or revoked)."""
+
+    id: UUID
+    target: ShareTarget
+    status: str
+    created_at: datetime
+    title: str | None = None
+    allow_indexing: bool = False
+    target_available: bool = True
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+class CreatedShare(Share):
+    """A new link: ``url`` embeds ``token``, which only this answer shows."""
+
+    url: str
+    token: str
+
+
+class ShareList(CursorPage[Share]):
+    """One page of share links, newest first."""
 
 
 class NewNote(BaseModel):

@@ -15,6 +15,8 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from grove_client.errors import Unavailable
+
 #: Statuses that say "not now": nothing was done, and the same request may succeed later.
 RETRY_STATUSES = frozenset({429, 503})
 
@@ -32,6 +34,13 @@ class RetryPolicy:
         """The wait before resending after the ``attempt``-th failed connection (0-based)."""
         ceiling = min(self.max_backoff, self.backoff * 2.0**attempt)
         return ceiling * (0.5 + random.random() / 2)  # noqa: S311 (jitter, not a secret)
+
+    def after_failure(self, ex: httpx.TransportError, attempt: int, resend: bool) -> float:
+        """The wait before resending after no answer, or ``Unavailable`` raised (the call
+        may not be resent, or it has been resent ``max_retries`` times)."""
+        if not resend or attempt >= self.max_retries:
+            raise Unavailable(f"no answer from Grove: {ex}", code="connection") from ex
+        return self.after_connection_error(attempt)
 
     def after_status(self, response: httpx.Response, attempt: int) -> float | None:
         """The wait before resending after a 429 or 503, or None to give up."""

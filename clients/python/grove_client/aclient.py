@@ -1,0 +1,210 @@
+"""``AsyncGrove``: the asyncio client, with the methods of ``Grove`` to await.
+
+Requests are built and answers read by ``grove_client.calls``, and resends decided by
+``RetryPolicy``, exactly as for ``Grove``; only the sending (``httpx.AsyncClient``, and
+``asyncio.sleep`` between attempts) is this module's. Listings are async iterators.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, Unpack
+
+import httpx
+from pydantic import BaseModel
+
+from grove_client import calls, models
+from grove_client.calls import Call, Id
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+class AsyncGrove:
+    """``Grove`` for asyncio: the same constructor, methods and errors, awaited.
+
+    Each method is documented on ``Grove``; those that list (``list_notes``,
+    ``notebooks``, ``conversations``, ``search_conversations``, ``shares``, ``export``)
+    are async iterators here. Use it as an async context manager, or await ``aclose()``.
+    """
+
+    def __init__(self, url: str, api_key: str, **options: Unpack[calls.AsyncOptions]) -> None:
+        self.retries = calls.retry_policy(options)
+        config = calls.connection(url, api_key, options)
+        self._http = httpx.AsyncClient(transport=options.get("transport"), **config)
+
+    async def __aenter__(self) -> AsyncGrove:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
+        await self._http.aclose()
+
+    # Notes
+
+    async def remember(
+        self, content: str, kind: str = "fact", **options: Unpack[calls.NoteOptions]
+    ) -> models.Memory:
+        return await self._run(calls.remember(content, kind, options))
+
+    async def save(self, note: models.NewNote, *, operation_id: Id | None = None) -> models.Memory:
+        return await self._run(calls.save(note, operation_id))
+
+    async def get(self, memory_id: Id) -> models.Memory:
+        return await self._run(calls.get(memory_id))
+
+    async def update(self, memory_id: Id, **correction: Unpack[calls.Correction]) -> models.Memory:
+        return await self._run(calls.update(memory_id, correction))
+
+    async def list_notes_page(
+        self, *, cursor: str | None = None, **filters: Unpack[calls.ListFilters]
+    ) -> models.MemoryPage:
+        return await self._run(calls.list_notes(filters, cursor))
+
+    def list_notes(
+        self, *, cursor: str | None = None, **filters: Unpack[calls.ListFilters]
+    ) -> AsyncIterator[models.Memory]:
+        return self._pages(lambda after: calls.list_notes(filters, after), cursor)
+
+    async def revisions(
+        self, memory_id: Id, *, after_version: int = 0, limit: int = 100
+    ) -> models.RevisionPage:
+        return await self._run(calls.revisions(memory_id, after_version, limit))
+
+    async def forget(
+        self, ids: Iterable[Id], *, expected_versions: Mapping[str, int] | None = None
+    ) -> models.ForgetResponse:
+        return await self._run(calls.forget(ids, expected_versions))
+
+    async def restore(self, memory_id: Id) -> models.Memory:
+        return await self._run(calls.restore(memory_id))
+
+    async def save_batch(self, notes: Sequence[models.NewNote]) -> models.BatchResult:
+        return await self._run(calls.save_batch(notes))
+
+    async def export(self) -> AsyncIterator[dict[str, Any]]:
+        response = await self._send(calls.EXPORT, stream=True)
+        try:
+            if not response.is_success:
+                await response.aread()
+                calls.data(response)
+            async for line in response.aiter_lines():
+                item = calls.export_line(line)
+                if item is not None:
+                    yield item
+        finally:
+            await response.aclose()
+
+    # Finding notes and answers
+
+    async def search(self, query: str, **options: Unpack[calls.SearchOptions]) -> models.SearchPage:
+        return await self._run(calls.search(query, options))
+
+    async def recall(
+        self, query: str | None = None, **options: Unpack[calls.RecallOptions]
+    ) -> models.RecallResult:
+        return await self._run(calls.recall(query, options))
+
+    async def ask(self, question: str, **options: Unpack[calls.AskOptions]) -> models.AskResult:
+        return await self._run(calls.ask(question, options))
+
+    # Notebooks
+
+    async def create_notebook(self, name: str, *, parent_id: Id | None = None) -> models.Notebook:
+        return await self._run(calls.create_notebook(name, parent_id))
+
+    def notebooks(
+        self, *, parent_id: Id | None = None, root: bool = False
+    ) -> AsyncIterator[models.Notebook]:
+        return self._pages(lambda after: calls.notebooks(parent_id, root, after))
+
+    async def archived_notebooks(self) -> list[models.Notebook]:
+        listing: models.ArchivedNotebookList = await self._run(calls.archived_notebooks())
+        return listing.items
+
+    async def notebook_subtree(self, notebook_id: Id) -> models.SubtreePreview:
+        return await self._run(calls.subtree(notebook_id))
+
+    async def apply_to_notebook(
+        self, notebook_id: Id, action: calls.SubtreeAction, fingerprint: str
+    ) -> models.SubtreeResult:
+        return await self._run(calls.apply_subtree(notebook_id, action, fingerprint))
+
+    # Conversations (owner session)
+
+    async def create_conversation(
+        self, conversation_id: Id | None = None, **scope: Unpack[calls.ConversationScope]
+    ) -> models.Conversation:
+        return await self._run(calls.create_conversation(conversation_id, scope))
+
+    def conversations(self) -> AsyncIterator[models.Conversation]:
+        return self._pages(calls.conversations)
+
+    async def conversation(self, conversation_id: Id) -> models.ConversationDetail:
+        return await self._run(calls.conversation(conversation_id))
+
+    async def add_turn(
+        self, conversation_id: Id, question: str, **turn: Unpack[calls.TurnOptions]
+    ) -> models.TurnReply:
+        return await self._run(calls.add_turn(conversation_id, question, turn))
+
+    def search_conversations(
+        self, query: str | None = None
+    ) -> AsyncIterator[models.ConversationHit]:
+        return self._pages(lambda after: calls.search_conversations(query, after))
+
+    async def delete_conversation(self, conversation_id: Id) -> models.DeletedConversation:
+        return await self._run(calls.delete_conversation(conversation_id))
+
+    # models.Share links (owner session)
+
+    async def create_share(
+        self,
+        target: Literal["note", "notebook"],
+        target_id: Id,
+        **options: Unpack[calls.ShareOptions],
+    ) -> models.CreatedShare:
+        return await self._run(calls.create_share(target, target_id, options))
+
+    def shares(self) -> AsyncIterator[models.Share]:
+        return self._pages(calls.shares)
+
+    async def revoke_share(self, share_id: Id) -> models.Share:
+        return await self._run(calls.revoke_share(share_id))
+
+    # The requests
+
+    async def _pages(
+        self, page: Callable[[str | None], Call[models.Page[T]]], cursor: str | None = None
+    ) -> AsyncIterator[T]:
+        while True:
+            current = await self._run(page(cursor))
+            for item in current.items:
+                yield item
+            cursor = current.cursor()
+            if cursor is None:
+                return
+
+    async def _run(self, call: Call[M]) -> M:
+        return call.parse(await self._send(call.request))
+
+    async def _send(self, request: calls.Request, *, stream: bool = False) -> httpx.Response:
+        built = request.build(self._http)
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.send(built, stream=stream)
+            except httpx.TransportError as ex:
+                wait = self.retries.after_failure(ex, attempt, request.endpoint.resend)
+            else:
+                later = self.retries.after_status(response, attempt)
+                if later is None:
+                    return response
+                await response.aclose()
+                wait = later
+            await asyncio.sleep(wait)
+            attempt += 1

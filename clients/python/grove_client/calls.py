@@ -1,0 +1,498 @@
+"""What each client method sends, and how its answer is read: one rule for both clients.
+
+A method of ``Grove`` or ``AsyncGrove`` builds its ``Call`` here (route, parameters,
+body, idempotency key, model of the answer), the client sends it, and ``Call.parse``
+reads the envelope. Only the sending differs between the two clients, so a rule about a
+request or an answer is written once, here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, Required, TypedDict, TypeVar
+from uuid import UUID, uuid4
+
+import httpx
+from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
+
+from grove_client import endpoints
+from grove_client.endpoints import Endpoint
+from grove_client.errors import GroveError, error_for
+from grove_client.models import (
+    ArchivedNotebookList,
+    AskResult,
+    BatchResult,
+    Conversation,
+    ConversationDetail,
+    ConversationList,
+    ConversationSearchPage,
+    CreatedShare,
+    DeletedConversation,
+    ForgetResponse,
+    Memory,
+    MemoryPage,
+    NewNote,
+    Notebook,
+    NotebookList,
+    Provenance,
+    RecallResult,
+    RevisionPage,
+    SearchPage,
+    Share,
+    ShareList,
+    SubtreePreview,
+    SubtreeResult,
+    TurnReply,
+)
+from grove_client.retries import RetryPolicy, retry_after
+
+VERSION = "0.1.0"
+USER_AGENT = f"grove-client/{VERSION}"
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 3
+
+M = TypeVar("M", bound=BaseModel)
+M_co = TypeVar("M_co", bound=BaseModel, covariant=True)
+Id = UUID | str
+SubtreeAction = Literal["archive", "restore", "delete"]
+
+
+class ClientOptions(TypedDict, total=False):
+    """A client's bounds: ``timeout`` of each attempt and ``RetryPolicy``'s (seconds)."""
+
+    timeout: float
+    max_retries: int
+    backoff: float
+    max_retry_wait: float
+
+
+class SyncOptions(ClientOptions, total=False):
+    """``Grove``'s options: ``transport`` replaces the network (tests)."""
+
+    transport: httpx.BaseTransport | None
+
+
+class AsyncOptions(ClientOptions, total=False):
+    """``AsyncGrove``'s options: ``transport`` replaces the network (tests)."""
+
+    transport: httpx.AsyncBaseTransport | None
+
+
+def connection(url: str, api_key: str, options: ClientOptions) -> dict[str, Any]:
+    """The ``httpx`` client's arguments: base URL, timeout, credential and User-Agent."""
+    return {
+        "base_url": url.rstrip("/"),
+        "timeout": options.get("timeout", DEFAULT_TIMEOUT),
+        "headers": {"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT},
+    }
+
+
+def retry_policy(options: ClientOptions) -> RetryPolicy:
+    """The ``RetryPolicy`` of a client's options (the longest backoff at least 8 s)."""
+    backoff = options.get("backoff", 0.5)
+    return RetryPolicy(
+        options.get("max_retries", DEFAULT_MAX_RETRIES),
+        backoff,
+        max(backoff, 8.0),
+        options.get("max_retry_wait", 60.0),
+    )
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request to send, resent as is: route, parameters, body, idempotency key."""
+
+    endpoint: Endpoint
+    path: Mapping[str, object] = field(default_factory=dict)
+    params: Mapping[str, Any] | None = None
+    body: Any = None
+    key: Id | None = None
+
+    def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        """The request, with its ``Idempotency-Key`` made once (so resends keep it)."""
+        headers = {}
+        if self.endpoint.idempotency == "header":
+            headers["Idempotency-Key"] = str(self.key or uuid4())
+        url = self.endpoint.url(**self.path)
+        return http.build_request(
+            self.endpoint.method, url, params=self.params, json=self.body, headers=headers
+        )
+
+
+@dataclass(frozen=True)
+class Call(Generic[M_co]):
+    """A ``Request`` whose answer is an envelope with ``data`` of ``model``."""
+
+    request: Request
+    model: type[M_co]
+
+    def parse(self, response: httpx.Response) -> M_co:
+        """The answer's ``data`` as ``model``, or its error raised."""
+        return self.model.model_validate(data(response))
+
+
+def call(
+    endpoint: Endpoint,
+    model: type[M],
+    path: Mapping[str, object] | None = None,
+    params: Mapping[str, Any] | None = None,
+    body: Any = None,
+    key: Id | None = None,
+) -> Call[M]:
+    """A ``Call`` of ``endpoint`` answering ``model``."""
+    return Call(Request(endpoint, path or {}, params, body, key), model)
+
+
+def data(response: httpx.Response) -> Any:
+    """The ``data`` of a success envelope, or the error of a failure raised."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if response.is_success and isinstance(body, dict) and body.get("success") is True:
+        return body.get("data")
+    request_id = response.headers.get("X-Request-Id")
+    if response.is_success:
+        raise GroveError(
+            "the answer is not a Grove envelope",
+            code="invalid_response",
+            status=response.status_code,
+            request_id=request_id,
+        )
+    raise error_for(response.status_code, body, request_id, retry_after(response))
+
+
+EXPORT = Request(endpoints.EXPORT)
+
+
+def export_line(line: str) -> dict[str, Any] | None:
+    """One NDJSON line of an export as an object (None for a blank line)."""
+    if not line.strip():
+        return None
+    value = json.loads(line)
+    if not isinstance(value, dict):
+        raise GroveError("an export line is not an object", code="invalid_response")
+    return value
+
+
+def query(**values: Any) -> dict[str, Any]:
+    """The given values (``None`` left out), UUIDs as strings."""
+    return {k: str(v) if isinstance(v, UUID) else v for k, v in values.items() if v is not None}
+
+
+# Notes
+
+
+class NoteOptions(TypedDict, total=False):
+    """The optional fields of ``remember``."""
+
+    project_id: Id | None
+    task_id: str | None
+    source_agent: str | None
+    source_ref: str | None
+    retention_days: int | None
+    operation_id: Id | None
+
+
+class Correction(TypedDict, total=False):
+    """The fields of ``update``: those left out keep their values.
+
+    ``project_id=None`` moves the note to personal notes; ``retention_days=None`` keeps
+    it until removed; a stale ``expected_version`` raises ``Conflict``.
+    """
+
+    content: str
+    kind: str
+    project_id: Id | None
+    task_id: str | None
+    retention_days: int | None
+    expected_version: int
+
+
+class ListFilters(TypedDict, total=False):
+    """The filters of ``list_notes``."""
+
+    kind: str | None
+    project_id: Id | Literal["personal"] | None
+    source_agent: str | None
+    updated_after: datetime | None
+    lifetime: Literal["permanent", "ephemeral"] | None
+    archived: bool | None
+    sort: str | None
+    limit: int | None
+
+
+def remember(content: str, kind: str, options: NoteOptions) -> Call[Memory]:
+    """Save a note built from ``remember``'s arguments."""
+    fields: dict[str, Any] = {"content": content, "kind": kind}
+    for name in ("project_id", "task_id", "retention_days"):
+        if options.get(name) is not None:
+            fields[name] = options.get(name)
+    agent, ref = options.get("source_agent"), options.get("source_ref")
+    if agent is not None or ref is not None:
+        fields["provenance"] = Provenance(source_agent=agent, source_ref=ref)
+    return save(NewNote(**fields), options.get("operation_id"))
+
+
+def save(note: NewNote, operation_id: Id | None) -> Call[Memory]:
+    """``POST /v1/memories``; the operation ID goes as the ``Idempotency-Key`` header."""
+    body = note.body()
+    body.pop("operationId", None)
+    key = operation_id or note.operation_id
+    return call(endpoints.REMEMBER, Memory, body=body, key=key)
+
+
+def get(memory_id: Id) -> Call[Memory]:
+    """One note."""
+    return call(endpoints.GET, Memory, {"memory_id": memory_id})
+
+
+def update(memory_id: Id, correction: Correction) -> Call[Memory]:
+    """A partial correction: only the fields given are sent (None included)."""
+    body = {to_camel(k): str(v) if isinstance(v, UUID) else v for k, v in correction.items()}
+    return call(endpoints.UPDATE, Memory, {"memory_id": memory_id}, body=body)
+
+
+def list_notes(filters: ListFilters, cursor: str | None) -> Call[MemoryPage]:
+    """One page of notes."""
+    after = filters.get("updated_after")
+    params = query(
+        kind=filters.get("kind"),
+        projectId=filters.get("project_id"),
+        sourceAgent=filters.get("source_agent"),
+        updatedAfter=after.isoformat() if after else None,
+        lifetime=filters.get("lifetime"),
+        archived=filters.get("archived"),
+        sort=filters.get("sort"),
+        limit=filters.get("limit"),
+        cursor=cursor,
+    )
+    return call(endpoints.LIST, MemoryPage, params=params)
+
+
+def revisions(memory_id: Id, after_version: int, limit: int) -> Call[RevisionPage]:
+    """A note's revisions after ``after_version``."""
+    params = query(afterVersion=after_version, limit=limit)
+    return call(endpoints.REVISIONS, RevisionPage, {"memory_id": memory_id}, params)
+
+
+def forget(ids: Iterable[Id], expected_versions: Mapping[str, int] | None) -> Call[ForgetResponse]:
+    """Forget notes, with their expected versions if given (by note ID)."""
+    targets = [str(i) for i in ids]
+    if expected_versions is None:
+        body: dict[str, Any] = {"ids": targets}
+    else:
+        items = [{"id": i, "expectedVersion": expected_versions.get(i)} for i in targets]
+        body = {"items": [{k: v for k, v in i.items() if v is not None} for i in items]}
+    return call(endpoints.FORGET, ForgetResponse, body=body)
+
+
+def restore(memory_id: Id) -> Call[Memory]:
+    """Bring back an expired note (owner session)."""
+    return call(endpoints.RESTORE, Memory, {"memory_id": memory_id}, body={})
+
+
+def save_batch(notes: Sequence[NewNote]) -> Call[BatchResult]:
+    """A batch whose every item has an ``operationId`` (made here if not given)."""
+    items = [n.body() | {"operationId": str(n.operation_id or uuid4())} for n in notes]
+    return call(endpoints.BATCH, BatchResult, body={"items": items})
+
+
+# Finding notes
+
+
+class SearchOptions(TypedDict, total=False):
+    """The options of ``search``."""
+
+    project_id: Id | None
+    kind: str | None
+    limit: int | None
+    sort: str | None
+    cursor: str | None
+    matches: bool | None
+    mode: str | None
+
+
+class RecallOptions(TypedDict, total=False):
+    """The options of ``recall``."""
+
+    project_id: Id | None
+    include_personal: bool | None
+    task_id: str | None
+    limit: int | None
+    max_chars: int | None
+
+
+class AskOptions(TypedDict, total=False):
+    """The options of ``ask``: the scope as in ``recall``, and what to answer."""
+
+    project_id: Id | None
+    include_personal: bool | None
+    previous_questions: Sequence[str] | None
+    mode: Literal["answer", "search"] | None
+    format: Literal["plain", "markdown"] | None
+
+
+def camel(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with camelCase names, ``None`` left out, UUIDs as strings."""
+    return query(**{to_camel(k): v for k, v in values.items()})
+
+
+def search(text: str, options: SearchOptions) -> Call[SearchPage]:
+    """One page of search results."""
+    return call(endpoints.SEARCH, SearchPage, body={"query": text} | camel(options))
+
+
+def recall(text: str | None, options: RecallOptions) -> Call[RecallResult]:
+    """Recall within a budget."""
+    return call(endpoints.RECALL, RecallResult, body=query(query=text) | camel(options))
+
+
+def ask(question: str, options: AskOptions) -> Call[AskResult]:
+    """An answer with citations (``project_id=None`` given means personal notes only)."""
+    body: dict[str, Any] = {"query": question} | camel(options)
+    if "project_id" in options and options["project_id"] is None:
+        body["projectId"] = None
+    if "previousQuestions" in body:
+        body["previousQuestions"] = list(body["previousQuestions"])
+    return call(endpoints.ASK, AskResult, body=body)
+
+
+# Notebooks
+
+
+def create_notebook(name: str, parent_id: Id | None) -> Call[Notebook]:
+    """Create a notebook."""
+    return call(endpoints.CREATE_NOTEBOOK, Notebook, body=query(name=name, parentId=parent_id))
+
+
+def notebooks(parent_id: Id | None, root: bool, cursor: str | None) -> Call[NotebookList]:
+    """One page of notebooks."""
+    params = query(parentId=parent_id, root=root or None, cursor=cursor)
+    return call(endpoints.NOTEBOOKS, NotebookList, params=params)
+
+
+def archived_notebooks() -> Call[ArchivedNotebookList]:
+    """The archived notebooks (owner session)."""
+    return call(endpoints.ARCHIVED_NOTEBOOKS, ArchivedNotebookList)
+
+
+def subtree(notebook_id: Id) -> Call[SubtreePreview]:
+    """Preview a whole-notebook operation (owner session)."""
+    return call(endpoints.SUBTREE, SubtreePreview, {"notebook_id": notebook_id})
+
+
+def apply_subtree(notebook_id: Id, action: SubtreeAction, fingerprint: str) -> Call[SubtreeResult]:
+    """Archive, restore or delete a notebook's subtree as previewed (owner session)."""
+    path = {"notebook_id": notebook_id, "action": action}
+    return call(endpoints.SUBTREE_ACTION, SubtreeResult, path, body={"fingerprint": fingerprint})
+
+
+# Conversations (owner session)
+
+
+class ConversationScope(TypedDict, total=False):
+    """A conversation's scope, as in ``ask``, and its title."""
+
+    project_id: Id | None
+    include_personal: bool | None
+    title: str | None
+
+
+class TurnOptions(TypedDict, total=False):
+    """A turn: the conversation's ``version`` as ``expected_version`` (stale: ``Conflict``),
+    the turn's ID (made if not given; a resend replays it), its format, and the notes and
+    notebooks to answer from (``only``: from those alone)."""
+
+    expected_version: Required[int]
+    turn_id: Id | None
+    format: Literal["plain", "markdown"] | None
+    notes: Sequence[Id] | None
+    notebooks: Sequence[Id] | None
+    only: bool | None
+
+
+def create_conversation(conversation_id: Id | None, scope: ConversationScope) -> Call[Conversation]:
+    """Start a conversation under an ID (made here if not given; a resend replays it)."""
+    body: dict[str, Any] = {"id": str(conversation_id or uuid4())} | camel(scope)
+    if "project_id" in scope and scope["project_id"] is None:
+        body["projectId"] = None
+    return call(endpoints.CREATE_CONVERSATION, Conversation, body=body)
+
+
+def conversations(after: str | None) -> Call[ConversationList]:
+    """One page of conversations, newest first."""
+    return call(endpoints.CONVERSATIONS, ConversationList, params=query(after=after))
+
+
+def conversation(conversation_id: Id) -> Call[ConversationDetail]:
+    """One conversation with its turns."""
+    path = {"conversation_id": conversation_id}
+    return call(endpoints.CONVERSATION, ConversationDetail, path)
+
+
+def add_turn(conversation_id: Id, question: str, options: TurnOptions) -> Call[TurnReply]:
+    """Ask a conversation's next question under a turn ID (a resend replays it)."""
+    turn_id, version = options.get("turn_id") or uuid4(), options["expected_version"]
+    body = {"id": str(turn_id), "query": question, "expectedVersion": version}
+    body |= query(format=options.get("format"))
+    context = {k: options.get(k) for k in ("notes", "notebooks", "only")}
+    if any(v is not None for v in context.values()):
+        notes, books = options.get("notes") or [], options.get("notebooks") or []
+        body["context"] = query(
+            notes=[str(n) for n in notes],
+            notebooks=[str(n) for n in books],
+            only=options.get("only"),
+        )
+    path = {"conversation_id": conversation_id}
+    return call(endpoints.ADD_TURN, TurnReply, path, body=body)
+
+
+def search_conversations(text: str | None, after: str | None) -> Call[ConversationSearchPage]:
+    """One page of conversations whose title or questions contain ``text``."""
+    body = query(query=text, after=after)
+    return call(endpoints.SEARCH_CONVERSATIONS, ConversationSearchPage, body=body)
+
+
+def delete_conversation(conversation_id: Id) -> Call[DeletedConversation]:
+    """Hide a conversation for good."""
+    path = {"conversation_id": conversation_id}
+    return call(endpoints.DELETE_CONVERSATION, DeletedConversation, path)
+
+
+# Shares (owner session)
+
+
+class ShareOptions(TypedDict, total=False):
+    """A share link's title, expiry and whether search engines may index it."""
+
+    title: str | None
+    expires_at: datetime | None
+    allow_indexing: bool | None
+
+
+def create_share(
+    target: Literal["note", "notebook"], target_id: Id, options: ShareOptions
+) -> Call[CreatedShare]:
+    """Publish a read-only link to a note or a notebook."""
+    expires = options.get("expires_at")
+    body = {"target": {"type": target, "id": str(target_id)}} | query(
+        title=options.get("title"),
+        expiresAt=expires.isoformat() if expires else None,
+        allowIndexing=options.get("allow_indexing"),
+    )
+    return call(endpoints.CREATE_SHARE, CreatedShare, body=body)
+
+
+def shares(cursor: str | None) -> Call[ShareList]:
+    """One page of share links, newest first."""
+    return call(endpoints.SHARES, ShareList, params=query(cursor=cursor))
+
+
+def revoke_share(share_id: Id) -> Call[Share]:
+    """Revoke a share link."""
+    return call(endpoints.REVOKE_SHARE, Share, {"share_id": share_id})

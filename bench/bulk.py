@@ -69,10 +69,19 @@ def vectors(notes: list[str]) -> np.ndarray[Any, Any]:
 
 
 def load(
-    superuser_url: str, account_id: str, notes: list[str], vecs: Any, analyze: bool = True
+    superuser_url: str,
+    account_id: str,
+    notes: list[str],
+    vecs: Any | None,
+    analyze: bool = True,
 ) -> None:
     """Write the notes (version 1, ``ready``), their revisions and vectors with COPY, then
-    (unless ``analyze`` is False, for a caller loading many accounts) ``settle``."""
+    (unless ``analyze`` is False, for a caller loading many accounts) ``settle``.
+
+    With ``vecs`` None the notes have no vectors and say ``disabled`` (enough for what
+    reads text only, such as an export).
+    """
+    indexing = "ready" if vecs is not None else "disabled"
     ids = [uuid.uuid4() for _ in notes]
     account = uuid.UUID(account_id)
     # COPY FROM is refused on tables with row-level security, so this is the superuser.
@@ -82,22 +91,29 @@ def load(
             "COPY memories (account_id, id, kind, content, version, indexing) FROM STDIN"
         ) as copy:
             for note_id, content in zip(ids, notes, strict=True):
-                copy.write_row((account, note_id, "fact", content, 1, "ready"))
+                copy.write_row((account, note_id, "fact", content, 1, indexing))
         with conn.cursor().copy(
             "COPY memory_revisions (account_id, memory_id, version, content, kind, capture)"
             " FROM STDIN"
         ) as copy:
             for note_id, content in zip(ids, notes, strict=True):
                 copy.write_row((account, note_id, 1, content, "fact", "explicit"))
-        with conn.cursor().copy(
-            "COPY embeddings (account_id, memory_id, version, profile, dimensions, embedding)"
-            " FROM STDIN"
-        ) as copy:
-            for note_id, vector in zip(ids, vecs, strict=True):
-                literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-                copy.write_row((account, note_id, 1, "minilm", 384, literal))
+        if vecs is not None:
+            _copy_vectors(conn, account, ids, vecs)
     if analyze:
         settle(superuser_url)
+
+
+def _copy_vectors(
+    conn: psycopg.Connection[Any], account: uuid.UUID, ids: list[uuid.UUID], vecs: Any
+) -> None:
+    with conn.cursor().copy(
+        "COPY embeddings (account_id, memory_id, version, profile, dimensions, embedding)"
+        " FROM STDIN"
+    ) as copy:
+        for note_id, vector in zip(ids, vecs, strict=True):
+            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+            copy.write_row((account, note_id, 1, "minilm", 384, literal))
 
 
 def settle(superuser_url: str) -> None:

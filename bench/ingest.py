@@ -19,21 +19,39 @@ The ratio end-to-end / raw is the figure (aim: at least 0.8).
 ``--saves-at 1000 100000`` measures only saves, into accounts that already hold that
 many notes (bulk-loaded with bench.bulk's cached vectors), in turn on one stack: writes
 must not slow down as an account grows (target: at 100,000 within 20% of at 1,000).
+
+5. Import: an account of 20,000 notes (bench.bulk's varied texts, bulk-loaded) is
+   exported (``GET /v1/export``), then ``grove import FILE --account NEW`` runs as a
+   process of its own into a fresh account, queueing embedding jobs as a restore does:
+   notes stored per second and the importing process's peak RSS (its high-water mark,
+   polled; target: at least 2,000 notes/s, memory bounded).
+   ``--import-notes N`` measures only this, at N notes.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import tempfile
 import time
 import uuid
+from pathlib import Path
+
+import psutil
+import psycopg
+import requests
 
 from bench import bulk
 from bench.stack import Stack, save_all, stack, turns, wait_ready
-from grove_cli import admin
+from grove_cli import admin, launch
 from grove_contracts.notes import MAX_BATCH_ITEMS
 
 DEFAULT_NOTES = 2000
 DEFAULT_BATCH = 32
+DEFAULT_IMPORT_NOTES = 20_000
+#: The profile the restored notes are queued for (no worker runs: the queue is kept).
+IMPORT_PROFILE = "minilm"
 
 
 def raw_throughput(texts: list[str], batch: int) -> float:
@@ -118,12 +136,131 @@ def saves_at(
     return best
 
 
+def import_throughput(running: Stack, notes: int, work: Path) -> dict[str, float]:
+    """Export an account of ``notes`` bulk-loaded notes, then time ``grove import`` of it.
+
+    The stack's account receives the notes and is exported with its key into ``work``;
+    the import runs as the real command into a fresh account. Returns ``notes`` (stored
+    in the new account), ``jobs`` (embedding jobs queued for them), ``seconds``,
+    ``rate`` (notes stored per second), ``peak_rss`` (bytes, the importing process's
+    own), and the export's ``lines`` and ``bytes``.
+    """
+    bulk.load(running.db.grove_superuser_url, running.account_id, bulk.texts(notes), None)
+    path = work / "export.ndjson"
+    lines = _export(running, path)
+    target = admin.create_account(running.db.migration_url, "import target")
+    seconds, peak = _run_import(running, path, target, work)
+    with psycopg.connect(running.db.grove_superuser_url) as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM memories WHERE account_id = %(a)s),"
+            " (SELECT count(*) FROM jobs WHERE account_id = %(a)s"
+            "  AND kind = 'embed_revision' AND profile = %(p)s)",
+            {"a": target, "p": IMPORT_PROFILE},
+        ).fetchone()
+    assert row is not None
+    stored, jobs = int(row[0]), int(row[1])
+    return {
+        "notes": stored,
+        "jobs": jobs,
+        "seconds": seconds,
+        "rate": stored / seconds,
+        "peak_rss": peak,
+        "lines": lines,
+        "bytes": path.stat().st_size,
+    }
+
+
+def _export(running: Stack, path: Path) -> int:
+    """Stream the stack's account's export into ``path``; its number of lines."""
+    lines = 0
+    with (
+        requests.get(
+            f"{running.api_url}/v1/export",
+            stream=True,
+            timeout=600,
+            headers={"Authorization": f"Bearer {running.key}"},
+        ) as response,
+        path.open("wb") as out,
+    ):
+        response.raise_for_status()
+        for line in response.iter_lines():
+            out.write(line + b"\n")
+            lines += 1
+    return lines
+
+
+def _run_import(running: Stack, path: Path, account: uuid.UUID, work: Path) -> tuple[float, int]:
+    """Run ``grove import`` to its end: its seconds and peak RSS in bytes, the largest of
+    its resident high-water marks read every 10 ms while it runs."""
+    command = [launch.script("grove"), "import", str(path), "--account", str(account)]
+    env = {**os.environ, "GROVE_MIGRATION_DATABASE_URL": running.db.migration_url}
+    peak = 0
+    with (work / "import.out").open("w+") as out, (work / "import.err").open("w+") as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            [*command, "--profile", IMPORT_PROFILE], stdout=out, stderr=err, env=env
+        )
+        while process.poll() is None:
+            peak = max(peak, high_water(process.pid))
+            time.sleep(0.01)
+        seconds = time.perf_counter() - start
+        if process.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"grove import failed: {err.read()[-2000:]}")
+    return seconds, peak
+
+
+def high_water(pid: int) -> int:
+    """The process's peak resident memory so far, in bytes (0 once it has gone).
+
+    Linux's ``VmHWM`` belongs to the program the process runs now. (``ru_maxrss`` from
+    ``wait4`` would not do: it keeps the peak of the process image before ``exec``, so
+    a child of a large parent, one that loaded MiniLM, reports the parent's size.)
+    Elsewhere, the resident size at this moment.
+    """
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:
+        return 0
+
+
+def show_import(figures: dict[str, float]) -> None:
+    """Print the import's figures."""
+    mib = 1024 * 1024
+    print(
+        f"import of {int(figures['lines'])} lines ({figures['bytes'] / mib:.1f} MiB):"
+        f" {int(figures['notes'])} notes stored in {figures['seconds']:.1f} s,"
+        f" {figures['rate']:7.1f} notes/s (target >= 2000);"
+        f" {int(figures['jobs'])} embedding jobs queued"
+    )
+    print(f"grove import peak RSS: {figures['peak_rss'] / mib:.1f} MiB")
+
+
+def import_only(notes: int) -> dict[str, float]:
+    """The import benchmark on a stack of its own (embeddings off: no grove-ask)."""
+    with stack("disabled") as running, tempfile.TemporaryDirectory() as work:
+        return import_throughput(running, notes, Path(work))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--notes", type=int, default=DEFAULT_NOTES)
     parser.add_argument("--batch", type=int, default=DEFAULT_BATCH)
     parser.add_argument("--saves-at", type=int, nargs="+", metavar="NOTES")
+    parser.add_argument(
+        "--import-notes", type=int, metavar="NOTES", help="measure only grove import, at NOTES"
+    )
     args = parser.parse_args()
+    if args.import_notes:
+        show_import(import_only(args.import_notes))
+        return
     texts = turns()[: args.notes]
     if args.saves_at:
         with stack("minilm") as running:
@@ -149,6 +286,7 @@ def main() -> None:
     print(f"one worker commit -> ready:{end_to_end:7.1f} notes/s  ({seconds:.1f} s)")
     print(f"two workers:               {len(texts) / two:7.1f} notes/s  ({two:.1f} s)")
     print(f"ratio end-to-end / raw:    {end_to_end / raw:7.2f}  (target >= 0.80)")
+    show_import(import_only(DEFAULT_IMPORT_NOTES))
 
 
 if __name__ == "__main__":

@@ -16,13 +16,20 @@ IDs: an item keeps its ID unless another account holds it; then it becomes
 (notebook parents, a note's notebook, revisions) follow the same mapping and a re-run
 maps the same way. An item whose (kept or mapped) ID the target account already holds
 is skipped: that makes a re-run after a crash create nothing twice. The notebooks are
-restored in one transaction, each note with its revisions in one of its own.
+restored in one transaction, then the notes in groups of ``GROUP_NOTES``, a group in one
+transaction (one ID probe, then one statement each for the notes, their revisions and
+their jobs). A group that fails (a quota, a duplicate, a notebook not in the export) is
+rolled back and written again one note a transaction, so the notes before the failing
+one are restored and nothing of it is written. Lines are read
+and checked a little ahead, in a thread, while the database writes the group before.
 """
 
 from __future__ import annotations
 
 import json
+import queue as queues
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -44,6 +51,10 @@ from grove_memory.idempotency import HOLD_ACCOUNT
 
 FORMAT_VERSION = 1
 PROGRESS_SECONDS = 2.0
+#: Notes restored in one transaction (when none is refused).
+GROUP_NOTES = 100
+#: Lines read and checked ahead of the writes (bounds the memory they hold).
+READ_AHEAD = 2 * GROUP_NOTES
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -59,23 +70,29 @@ INSERT_NOTEBOOK = """
             CASE WHEN %(archived)s THEN %(updated)s::timestamptz END, %(created)s, %(updated)s)
 """
 
-INSERT_NOTE = """
+# Notes and revisions are written a group at a time, one statement each (a column an
+# array): statement triggers (the account's usage and quota) run once per group.
+INSERT_NOTES = """
     INSERT INTO memories (account_id, id, project_id, kind, content, task_id, capture,
                           source_agent, source_ref, retention_days, expires_at, archived_at,
                           version, indexing, created_at, updated_at)
-    VALUES (%(account)s, %(id)s, %(project)s, %(kind)s, %(content)s, %(task)s, %(capture)s,
-            %(agent)s, %(ref)s, %(retention)s, %(expires)s,
-            CASE WHEN %(archived)s THEN %(updated)s::timestamptz END,
-            %(version)s, %(indexing)s, %(created)s, %(updated)s)
+    SELECT %(account)s::uuid, u.*
+    FROM unnest(%(id)s::uuid[], %(project)s::uuid[], %(kind)s::text[], %(content)s::text[],
+                %(task)s::text[], %(capture)s::text[], %(agent)s::text[], %(ref)s::text[],
+                %(retention)s::integer[], %(expires)s::timestamptz[],
+                %(archived)s::timestamptz[], %(version)s::integer[], %(indexing)s::text[],
+                %(created)s::timestamptz[], %(updated)s::timestamptz[]) AS u
 """
 
-INSERT_REVISION = """
+INSERT_REVISIONS = """
     INSERT INTO memory_revisions (account_id, memory_id, version, content, kind, project_id,
                                   task_id, capture, source_agent, source_ref, retention_days,
                                   expires_at, operation_id, created_at)
-    VALUES (%(account)s, %(id)s, %(version)s, %(content)s, %(kind)s, %(project)s, %(task)s,
-            %(capture)s, %(agent)s, %(ref)s, %(retention)s, %(expires)s, %(operation)s,
-            %(created)s)
+    SELECT %(account)s::uuid, u.*
+    FROM unnest(%(id)s::uuid[], %(version)s::integer[], %(content)s::text[], %(kind)s::text[],
+                %(project)s::uuid[], %(task)s::text[], %(capture)s::text[], %(agent)s::text[],
+                %(ref)s::text[], %(retention)s::integer[], %(expires)s::timestamptz[],
+                %(operation)s::uuid[], %(created)s::timestamptz[]) AS u
 """
 
 
@@ -152,13 +169,84 @@ def restore(
     """
     numbered = enumerate(lines, start=1)
     _check_header(next(numbered, (1, b"")))
-    with psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn:
+    with (
+        psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn,
+        _read_ahead(numbered) as checked,
+    ):
         restorer = Restorer(conn, account_id, profile, Progress(Counts(), progress))
         restorer.check_account()
-        for number, raw in numbered:
-            restorer.line(number, raw)
+        for line in checked:
+            restorer.line(line)
         restorer.finish()
     return restorer.progress.counts
+
+
+@dataclass
+class _Line:
+    """A line read and checked on its own (no database): its ``type`` (None if it is not
+    a JSON object) and what it holds, or the ``error`` that stops the restore there."""
+
+    number: int
+    kind: object
+    item: Notebook | _Note | None = None
+    error: RestoreError | None = None
+
+
+def _check(number: int, raw: bytes) -> _Line:
+    try:
+        data = _parse(number, raw)
+    except RestoreError as ex:
+        return _Line(number, None, error=ex)
+    kind = data.get("type")
+    try:
+        if kind == "notebook":
+            return _Line(number, kind, _notebook(number, data))
+        if kind == "memory":
+            return _Line(number, kind, _Note(number, *_memory(number, data)))
+    except RestoreError as ex:
+        return _Line(number, kind, error=ex)
+    return _Line(number, kind)
+
+
+@contextmanager
+def _read_ahead(numbered: Iterator[tuple[int, bytes]]) -> Iterator[Iterator[_Line]]:
+    """The lines checked (JSON, the API's models) in a thread, up to ``READ_AHEAD``
+    ahead of the caller, in order; reading stops when the caller leaves."""
+    ready: queues.Queue[_Line | BaseException | None] = queues.Queue(READ_AHEAD)
+    stop = threading.Event()
+
+    def put(item: _Line | BaseException | None) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+            except queues.Full:
+                continue
+            return True
+        return False
+
+    def read() -> None:
+        try:
+            for number, raw in numbered:
+                if raw.strip() and not put(_check(number, raw)):
+                    return
+        except BaseException as ex:  # handed to the caller, raised there
+            put(ex)
+            return
+        put(None)
+
+    def lines() -> Iterator[_Line]:
+        while (item := ready.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    reader = threading.Thread(target=read, name="grove-import-read", daemon=True)
+    reader.start()
+    try:
+        yield lines()
+    finally:
+        stop.set()
+        reader.join(timeout=1.0)  # a read blocked on a pipe must not hold up an error
 
 
 def _check_header(first: tuple[int, bytes]) -> None:
@@ -192,36 +280,46 @@ class Restorer:
         #: child), then are restored together; original ID -> ID in the account.
         self.pending: list[tuple[int, Notebook]] = []
         self.notebooks: dict[UUID, UUID] | None = None
+        #: Checked notes waiting to be written together.
+        self.group: list[_Note] = []
 
     def check_account(self) -> None:
         """Refuse before anything is written if the account is missing or deleted."""
         with self._transaction():
             pass
 
-    def line(self, number: int, raw: bytes) -> None:
-        """Restore one line (its number for errors)."""
-        if not raw.strip():
-            return
-        data = _parse(number, raw)
-        kind = data.get("type")
-        if kind == "notebook":
-            if self.notebooks is not None:
-                raise RestoreError("a notebook line after the notes", number)
-            self.pending.append((number, _notebook(number, data)))
+    def line(self, line: _Line) -> None:
+        """Restore one checked line; notes are written by the group."""
+        try:
+            self._line(line)
+        except RestoreError:
+            self._flush()  # the lines before this one are restored, as the docs promise
+            raise
+        self.progress.tick()
+
+    def _line(self, line: _Line) -> None:
+        number, kind = line.number, line.kind
+        if kind == "notebook" and self.notebooks is not None:
+            raise RestoreError("a notebook line after the notes", number)
+        if kind == "memory":
+            self._notebooks_done()
+        if line.error is not None:
+            raise line.error
+        if isinstance(line.item, Notebook):
+            self.pending.append((number, line.item))
+        elif isinstance(line.item, _Note):
+            self._queue_note(line.item)
         elif kind == "connection":
             self.counts.connections += 1
         elif kind == "conversation":
             self.counts.conversations += 1
-        elif kind == "memory":
-            self._notebooks_done()
-            self._note(number, data)
         else:
             raise RestoreError(f"unknown line type {kind!r}", number)
-        self.progress.tick()
 
     def finish(self) -> None:
         """Restore what is still pending and report the final counts."""
         self._notebooks_done()
+        self._flush()
         self.progress.tick(force=True)
 
     @contextmanager
@@ -270,40 +368,84 @@ class Restorer:
         _execute(self.conn, number, INSERT_NOTEBOOK, values)
         self.counts.notebooks += 1
 
-    def _note(self, number: int, data: dict[str, Any]) -> None:
-        memory, revisions = _memory(number, data)
-        with self._transaction():
-            taken = self._probe("memories", [memory.id])
-            final = self._choose(memory.id, taken)
-            if final in taken.here:
-                self.counts.skipped_notes += 1
-                return
-            project = self._scope(number, memory.projectId, required=True)
-            values = _note_values(memory) | {
-                "account": self.account_id,
+    def _queue_note(self, note: _Note) -> None:
+        """Hold a checked note for its group."""
+        self.group.append(note)
+        if len(self.group) >= GROUP_NOTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the waiting notes."""
+        group, self.group = self.group, []
+        if group:
+            self._write(group)
+
+    def _write(self, group: list[_Note]) -> None:
+        """Write ``group`` in one transaction; if the database refuses any of it, write
+        it again one note a transaction, so the notes before the refused one are
+        restored and that one stops the restore with its own line number."""
+        try:
+            with self._transaction():
+                written = self._write_group(group)
+        except (psycopg.Error, RestoreError):
+            if len(group) == 1:
+                raise
+            for note in group:
+                self._write([note])
+            return
+        self.counts.notes += len(written)
+        self.counts.revisions += sum(len(note.revisions) for note in written)
+        self.counts.skipped_notes += len(group) - len(written)
+
+    def _write_group(self, group: list[_Note]) -> list[_Note]:
+        """Write the notes the account does not hold yet, in the caller's transaction; the
+        notes written. A refusal names the group's first line."""
+        taken = self._probe("memories", [note.memory.id for note in group])
+        new, finals = [], []
+        for note in group:
+            final = self._choose(note.memory.id, taken)
+            if final not in taken.here:
+                new.append(note)
+                finals.append(final)
+        if not new:
+            return new
+        pairs = list(zip(new, finals, strict=True))
+        notes = [self._note_row(note, final) for note, final in pairs]
+        revisions = [row for note, final in pairs for row in self._revision_rows(note, final)]
+        number = group[0].number
+        _execute(self.conn, number, INSERT_NOTES, self._columns(notes))
+        _execute(self.conn, number, INSERT_REVISIONS, self._columns(revisions))
+        queue.enqueue_expiries(self.conn, finals)
+        if self.profile:
+            queue.enqueue_embeddings(self.conn, finals, self.profile)
+        return new
+
+    def _columns(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Rows as one array a column, plus the account (the statements' parameters)."""
+        return {"account": self.account_id} | {key: [row[key] for row in rows] for key in rows[0]}
+
+    def _note_row(self, note: _Note, final: UUID) -> dict[str, Any]:
+        memory = note.memory
+        return _note_values(memory) | {
+            "id": final,
+            "project": self._scope(note.number, memory.projectId, required=True),
+            "archived": memory.updatedAt if memory.archived else None,
+            "version": memory.version,
+            "indexing": "pending" if self.profile else "disabled",
+            "updated": memory.updatedAt,
+        }
+
+    def _revision_rows(self, note: _Note, final: UUID) -> list[dict[str, Any]]:
+        return [
+            _note_values(revision)
+            | {
                 "id": final,
-                "project": project,
-                "archived": memory.archived,
-                "version": memory.version,
-                "indexing": "pending" if self.profile else "disabled",
-                "updated": memory.updatedAt,
+                "project": self._scope(note.number, revision.projectId, required=False),
+                "version": revision.version,
+                "operation": revision.operationId,
             }
-            _execute(self.conn, number, INSERT_NOTE, values)
-            for revision in revisions:
-                scope = self._scope(number, revision.projectId, required=False)
-                values = _note_values(revision) | {
-                    "account": self.account_id,
-                    "id": final,
-                    "project": scope,
-                    "version": revision.version,
-                    "operation": revision.operationId,
-                }
-                _execute(self.conn, number, INSERT_REVISION, values)
-            queue.enqueue_expiry(self.conn, final)
-            if self.profile:
-                queue.enqueue_embedding(self.conn, final, self.profile)
-        self.counts.notes += 1
-        self.counts.revisions += len(revisions)
+            for revision in note.revisions
+        ]
 
     def _scope(self, number: int, notebook: UUID | None, *, required: bool) -> UUID | None:
         """The account's ID for a notebook a note or revision names.
@@ -341,6 +483,15 @@ class Restorer:
         if mapped in taken.here or original in taken.elsewhere:
             return mapped
         return original
+
+
+@dataclass
+class _Note:
+    """A checked memory line waiting for its group."""
+
+    number: int
+    memory: Memory
+    revisions: list[Revision]
 
 
 @dataclass

@@ -113,6 +113,27 @@ def test_the_ingest_benchmark_times_saves_into_accounts_of_each_size(
     assert held == [("holds 20", 26), ("holds 5", 11)]  # bulk-loaded, then 6 saved
 
 
+def test_the_ingest_benchmark_times_grove_import_of_an_export(
+    bench_stack: Stack, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(bulk, "turns", lambda: SENTENCES)
+    figures = ingest.import_throughput(bench_stack, 25, tmp_path)
+    assert figures["lines"] == 1 + 25  # the header, then one line per note
+    assert figures["notes"] == figures["jobs"] == 25  # all stored, each queued to embed
+    assert sane(figures["seconds"], figures["rate"], figures["bytes"])
+    assert figures["rate"] == pytest.approx(25 / figures["seconds"])
+    # The child's own peak: a Python process that loaded psycopg and pydantic, far below
+    # this test process's (which holds MiniLM's neighbours and the whole suite).
+    assert 20 * 1024 * 1024 < figures["peak_rss"] < 500 * 1024 * 1024
+    with psycopg.connect(bench_stack.db.grove_superuser_url) as conn:
+        rows = conn.execute(
+            "SELECT m.content FROM memories m JOIN accounts a ON a.id = m.account_id"
+            " WHERE a.name = 'import target' AND m.account_id <> %s",
+            (bench_stack.account_id,),
+        ).fetchall()
+    assert sorted(content for (content,) in rows) == sorted(bulk.texts(25))
+
+
 def test_the_latency_benchmark_measures_service_and_floor(
     bench_stack: Stack, api_url: str, tmp_path: Path
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg.rows import dict_row
 
+from grove_cli import restore
 from grove_cli.restore import mapped_id
 from grove_db import embedded
 from grove_db.pool import set_tenant
@@ -297,3 +300,55 @@ def test_only_the_schema_owner_may_probe_other_accounts_ids(
             conn.execute("SELECT set_config('grove.id_probe', 'on', true)")
             seen[role] = conn.execute(probe, (note["id"], notebook)).fetchone()
     assert seen == {"owner": {"n": 2}, "runtime": {"n": 0}}
+
+
+def test_a_note_the_database_refuses_mid_group_stops_there_with_the_notes_before_it(
+    database: embedded.EmbeddedDatabase,
+    make_tenant: Callable[[], Tenant],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Groups of three: lines 2-4 are one group, 5-7 the next. Line 6's handoff collides
+    # with the target's own live handoff: the first group stays restored, of the second
+    # only line 5; nothing of line 6, nor of what follows it.
+    monkeypatch.setattr(restore, "GROUP_NOTES", 3)
+    source, target = make_tenant(), make_tenant()
+    target.client.save("the target's own handoff", "handoff", taskId="t-9")
+    for index in range(7):
+        if index == 4:
+            source.client.save("handoff: collides", "handoff", taskId="t-9")
+        else:
+            source.client.save(f"note {index}", "fact")
+    lines = [json.dumps(line).encode() for line in export(source)]
+    with pytest.raises(restore.RestoreError) as raised:
+        restore.restore(
+            database.migration_url, target.account_id, lines, profile=None, progress=io.StringIO()
+        )
+    assert str(raised.value) == (
+        "line 6: the account already has a live handoff with this taskId in that scope"
+    )
+    contents = {n["memory"]["content"] for n in export(target) if n["type"] == "memory"}
+    assert contents == {"the target's own handoff"} | {f"note {i}" for i in range(4)}
+    assert table_counts(database, target.account_id)["memory_revisions"] == 5
+    # Run again without the collision: it resumes, and writes nothing twice.
+    del lines[5]
+    counts = restore.restore(
+        database.migration_url, target.account_id, lines, profile=None, progress=io.StringIO()
+    )
+    assert (counts.notes, counts.skipped_notes) == (2, 4)
+    assert table_counts(database, target.account_id)["memories"] == 7
+
+
+def test_a_note_whose_notebook_is_not_in_the_export_stops_at_its_line(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    for content in ("first", "second", "third"):
+        source.client.save(content, "fact")
+    lines = export(source)
+    stray = str(uuid.uuid4())
+    lines[2]["memory"]["projectId"] = stray
+    failed = grove_import(database, write(tmp_path / "stray.ndjson", lines), target.account_id)
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == f"grove: line 3: notebook {stray} is not in the export"
+    restored_notes = [line for line in export(target) if line["type"] == "memory"]
+    assert [n["memory"]["content"] for n in restored_notes] == ["first"]

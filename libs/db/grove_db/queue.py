@@ -160,25 +160,28 @@ class Job:
         return (self.account_id, self.id)
 
 
-def enqueue_embedding(conn: Conn, memory_id: UUID, profile: str) -> None:
-    """Queue embedding of a note's current revision, in the caller's transaction."""
+def enqueue_embeddings(conn: Conn, memory_ids: list[UUID], profile: str) -> None:
+    """Queue embedding of each note's current revision, in the caller's transaction (one
+    statement, whether a save's one note or a restore's group)."""
     conn.execute(
         "INSERT INTO jobs (account_id, kind, memory_id, version, profile)"
-        " SELECT m.account_id, %s, m.id, m.version, %s FROM memories m WHERE m.id = %s",
-        (EMBED_REVISION, profile, memory_id),
+        " SELECT m.account_id, %s, m.id, m.version, %s FROM memories m"
+        " WHERE m.id = ANY(%s::uuid[])",
+        (EMBED_REVISION, profile, memory_ids),
     )
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
 
 
-def enqueue_expiry(conn: Conn, memory_id: UUID) -> None:
-    """Queue the sweep of a note at its expiry (once per expiry time), caller's transaction."""
+def enqueue_expiries(conn: Conn, memory_ids: list[UUID]) -> None:
+    """Queue the sweep of each note at its expiry (once per expiry time), in the caller's
+    transaction (one statement for any number of notes)."""
     conn.execute(
         "INSERT INTO jobs (account_id, kind, memory_id, run_after)"
         " SELECT m.account_id, %(kind)s, m.id, m.expires_at FROM memories m"
-        " WHERE m.id = %(id)s AND m.expires_at IS NOT NULL AND NOT EXISTS ("
+        " WHERE m.id = ANY(%(ids)s::uuid[]) AND m.expires_at IS NOT NULL AND NOT EXISTS ("
         "   SELECT 1 FROM jobs j WHERE j.account_id = m.account_id AND j.memory_id = m.id"
         "   AND j.kind = %(kind)s AND j.status = 'queued' AND j.run_after = m.expires_at)",
-        {"kind": EXPIRE_NOTE, "id": memory_id},
+        {"kind": EXPIRE_NOTE, "ids": memory_ids},
     )
 
 

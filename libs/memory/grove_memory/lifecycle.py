@@ -156,5 +156,5 @@ def restore_expired(store: Store, principal: Principal, memory_id: Any) -> Memor
         ).fetchone()
         if row is None:
             raise NotFound("no expired note with that ID awaits restoration")
-        queue.enqueue_expiry(conn, memory_id)
+        queue.enqueue_expiries(conn, [memory_id])
     return memory_of(row)

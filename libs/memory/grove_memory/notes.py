@@ -378,11 +378,11 @@ def record_revision(
     vector is reused and the note stays ``ready``; otherwise an embedding job is queued.
     """
     conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
-    queue.enqueue_expiry(conn, row["id"])
+    queue.enqueue_expiries(conn, [row["id"]])
     if store.profile is not None:
         keys = {"id": row["id"], "profile": store.profile}
         if conn.execute(COPY_EMBEDDING, keys).rowcount:
             row = conn.execute(MARK_READY, keys).fetchone() or row
         else:
-            queue.enqueue_embedding(conn, row["id"], store.profile)
+            queue.enqueue_embeddings(conn, [row["id"]], store.profile)
     return memory_of(row)

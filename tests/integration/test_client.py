@@ -11,6 +11,7 @@ import typing
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
@@ -23,19 +24,23 @@ from grove_client import (
     AuthError,
     Conflict,
     Gone,
+    Grants,
     Grove,
     GroveError,
     NewNote,
+    NewRecord,
     NotFound,
     PayloadTooLarge,
     PermissionDenied,
     RateLimited,
+    RecordProvenance,
     Unavailable,
     ValidationError,
 )
 from grove_client.endpoints import ENDPOINTS, Endpoint
 from grove_db import embedded
 from tests.integration.test_owner import Provider, owned_tenant, superuser_sql
+from tests.integration.test_project_memory import Stack, Team, new_team
 from tests.support.processes import free_port, start_api, start_ask
 from tests.support.proxy import Fault, FaultyProxy
 from tests.support.tenants import Tenant, new_tenant
@@ -120,9 +125,9 @@ def test_a_batch_answers_each_item(grove: Grove) -> None:
 
 
 @pytest.fixture(scope="module")
-def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[tuple[str, Provider]]:
+def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
     """An api that accepts owner sessions from a fake provider and answers questions
-    (grove-ask, extractive and lexical only); its URL and the provider."""
+    (grove-ask, extractive and lexical only), with its provider and database."""
     provider = Provider()
     ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
     api = start_api(
@@ -134,7 +139,7 @@ def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[tuple[str, Provid
             **provider.env(),
         }
     )
-    yield api.url, provider
+    yield Stack(provider, api, database)
     api.stop()
     ask.stop()
     provider.close()
@@ -151,10 +156,8 @@ class Account:
 
 
 @pytest.fixture
-def account(
-    database: embedded.EmbeddedDatabase, owner_api: tuple[str, Provider]
-) -> Iterator[Account]:
-    url, provider = owner_api
+def account(database: embedded.EmbeddedDatabase, owner_api: Stack) -> Iterator[Account]:
+    url, provider = owner_api.api.url, owner_api.provider
     tenant, subject = owned_tenant(database, url)
     session = provider.token(subject)
     with connect(url, tenant.client.key) as key, connect(url, session) as owner:
@@ -294,6 +297,106 @@ def test_the_export_streams_its_lines_as_objects(account: Account) -> None:
     assert len(memories[str(notes[0].id)]["revisions"]) == 2
     owner_lines = list(account.owner.export())
     assert {line["type"] for line in owner_lines} >= {"export", "memory"}
+
+
+# Connections and API keys
+
+
+def test_api_keys_and_connections_are_created_granted_and_revoked(account: Account) -> None:
+    owner = account.owner
+    with pytest.raises(PermissionDenied) as refused:
+        account.key.api_keys()
+    assert refused.value.code == "owner_session_required"
+    created = owner.create_api_key("ci", grants=Grants(capabilities=["memory:read"]))
+    assert created.key and created.connection.key_prefix
+    assert created.key.startswith(created.connection.key_prefix)
+    assert created.connection.grants == Grants(capabilities=["memory:read"])
+    assert created.id in {k.id for k in owner.api_keys()}
+    assert "key" not in (owner.api_keys()[0].model_extra or {})
+    connection = created.connection
+    assert connection.id in {c.id for c in owner.connections()}
+    with connect(account.url, created.key) as ci:
+        with pytest.raises(PermissionDenied):
+            ci.remember("refused: read only")
+        granted = owner.update_connection(connection.id, Grants(), expected_state=connection.state)
+        assert granted.grants is not None and "memory:write" in granted.grants.capabilities
+        with pytest.raises(Conflict):
+            owner.update_connection(connection.id, Grants(), expected_state=connection.state)
+        assert ci.remember("written once granted").version == 1
+        revoked = owner.revoke_api_key(created.id)
+        assert (revoked.id, revoked.status) == (connection.id, "revoked")
+        with pytest.raises(AuthError):
+            ci.list_notes_page()
+    other = owner.create_api_key("other")
+    gone = owner.revoke_connection(other.connection.id)
+    assert (gone.id, gone.status) == (other.connection.id, "revoked")
+    statuses = {c.id: c.status for c in owner.connections()}
+    assert statuses[other.connection.id] == "revoked"
+
+
+# A project's shared pool
+
+
+def record(key: str, body: str, **fields: Any) -> NewRecord:
+    provenance = RecordProvenance(
+        source="chat", ref="thread-1", observed_at=datetime(2026, 11, 30, tzinfo=UTC)
+    )
+    return NewRecord(key=key, title=key, body=body, provenance=provenance, **fields)
+
+
+@pytest.fixture
+def team(owner_api: Stack) -> Team:
+    """An org with one project, and project keys that read and write, or only read."""
+    return new_team(owner_api)
+
+
+def test_a_project_key_uses_the_pool_through_every_method(team: Team) -> None:
+    url, org, project = team.stack.api.url, team.org, team.project
+    with connect(url, team.writer.key) as pool, connect(url, team.reader.key) as reader:
+        status = pool.pool_status(org, project)
+        assert status.enabled and status.access["write"] is True
+        assert reader.pool_status(org, project).access["write"] is False
+        written = pool.write_record(org, project, record("deploy/day", "Tuesdays", kind="decision"))
+        assert (written.record.version, written.record.authority) == (1, "observed")
+        assert written.data_trust == "untrusted_memory"
+        replaced = pool.write_record(org, project, record("deploy/day", "Wednesdays"))
+        assert (replaced.record.version, replaced.record.body) == (2, "Wednesdays")
+        with pytest.raises(PermissionDenied):
+            reader.write_record(org, project, record("other", "refused"))
+        assert reader.get_record(org, project, "deploy/day").record == replaced.record
+        for key in ("a+b c%", "z.ü/é"):
+            pool.write_record(org, project, record(key, f"the {key} record"))
+        keys = [r.key for r in reader.list_records(org, project, limit=2)]
+        assert keys == ["a+b c%", "deploy/day", "z.ü/é"]  # over two pages
+        first = reader.list_records_page(org, project, limit=1)
+        assert [r.key for r in first.items] == ["a+b c%"] and first.next_cursor
+        assert [r.key for r in reader.list_records(org, project, kind="decision")] == []
+        hits = reader.retrieve_records(org, project, "wednesdays", limit=5)
+        assert [r.key for r in hits.records] == ["deploy/day"]
+        assert hits.records[0].score > 0 and hits.semantic.applied is False
+        deleted = pool.delete_record(org, project, "deploy/day")
+        assert (deleted.key, deleted.deleted) == ("deploy/day", True)
+        with pytest.raises(NotFound):
+            reader.get_record(org, project, "deploy/day")
+
+
+def test_async_the_pool_round_trips_a_record(team: Team) -> None:
+    async def flow() -> None:
+        url, org, project = team.stack.api.url, team.org, team.project
+        async with connect_async(url, team.writer.key) as pool:
+            assert (await pool.pool_status(org, project)).access["read"] is True
+            written = await pool.write_record(org, project, record("k", "hello pool"))
+            assert (await pool.get_record(org, project, "k")).record == written.record
+            assert [r.key async for r in pool.list_records(org, project)] == ["k"]
+            page = await pool.list_records_page(org, project, after="k")
+            assert (page.items, page.next_cursor) == ([], None)
+            hits = await pool.retrieve_records(org, project, "hello")
+            assert [r.key for r in hits.records] == ["k"]
+            assert (await pool.delete_record(org, project, "k")).deleted is True
+            with pytest.raises(NotFound):
+                await pool.get_record(org, project, "k")
+
+    asyncio.run(flow())
 
 
 # The asyncio client

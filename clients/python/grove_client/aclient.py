@@ -25,8 +25,9 @@ class AsyncGrove:
     """``Grove`` for asyncio: the same constructor, methods and errors, awaited.
 
     Each method is documented on ``Grove``; those that list (``list_notes``,
-    ``notebooks``, ``conversations``, ``search_conversations``, ``shares``, ``export``)
-    are async iterators here. Use it as an async context manager, or await ``aclose()``.
+    ``notebooks``, ``conversations``, ``search_conversations``, ``shares``,
+    ``list_records``, ``export``) are async iterators here. Use it as an async context
+    manager, or await ``aclose()``.
     """
 
     def __init__(self, url: str, api_key: str, **options: Unpack[calls.AsyncOptions]) -> None:
@@ -175,6 +176,73 @@ class AsyncGrove:
 
     async def revoke_share(self, share_id: Id) -> models.Share:
         return await self._run(calls.revoke_share(share_id))
+
+    # Connections and API keys (owner session)
+
+    async def connections(self) -> list[models.Connection]:
+        return (await self._run(calls.connections())).items
+
+    async def update_connection(
+        self, connection_id: Id, grants: models.Grants, *, expected_state: str | None = None
+    ) -> models.Connection:
+        return await self._run(calls.update_connection(connection_id, grants, expected_state))
+
+    async def revoke_connection(self, connection_id: Id) -> models.Connection:
+        return await self._run(calls.revoke_connection(connection_id))
+
+    async def create_api_key(
+        self, name: str, *, grants: models.Grants | None = None
+    ) -> models.CreatedKey:
+        return await self._run(calls.create_key(name, grants))
+
+    async def api_keys(self) -> list[models.ApiKey]:
+        return (await self._run(calls.keys())).items
+
+    async def revoke_api_key(self, key_id: Id) -> models.Connection:
+        return await self._run(calls.revoke_key(key_id))
+
+    # A project's shared pool
+
+    async def pool_status(self, org_id: Id, project_id: Id) -> models.PoolStatus:
+        return await self._run(calls.pool_status(org_id, project_id))
+
+    async def write_record(
+        self, org_id: Id, project_id: Id, record: models.NewRecord
+    ) -> models.RecordReply:
+        return await self._run(calls.write_record(org_id, project_id, record))
+
+    async def get_record(self, org_id: Id, project_id: Id, key: str) -> models.RecordReply:
+        return await self._run(calls.get_record(org_id, project_id, key))
+
+    async def list_records_page(
+        self,
+        org_id: Id,
+        project_id: Id,
+        *,
+        kind: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> models.RecordPage:
+        return await self._run(calls.records(org_id, project_id, kind, limit, after))
+
+    def list_records(
+        self, org_id: Id, project_id: Id, *, kind: str | None = None, limit: int | None = None
+    ) -> AsyncIterator[models.Record]:
+        return self._pages(lambda after: calls.records(org_id, project_id, kind, limit, after))
+
+    async def retrieve_records(
+        self,
+        org_id: Id,
+        project_id: Id,
+        query: str,
+        *,
+        limit: int | None = None,
+        embedding: models.RecordEmbedding | None = None,
+    ) -> models.RetrieveResult:
+        return await self._run(calls.retrieve_records(org_id, project_id, query, limit, embedding))
+
+    async def delete_record(self, org_id: Id, project_id: Id, key: str) -> models.DeletedRecord:
+        return await self._run(calls.delete_record(org_id, project_id, key))
 
     # The requests
 

@@ -23,23 +23,35 @@ from grove_client import endpoints
 from grove_client.endpoints import Endpoint
 from grove_client.errors import GroveError, error_for
 from grove_client.models import (
+    ApiKeyList,
     ArchivedNotebookList,
     AskResult,
     BatchResult,
+    Connection,
+    ConnectionList,
     Conversation,
     ConversationDetail,
     ConversationList,
     ConversationSearchPage,
+    CreatedKey,
     CreatedShare,
     DeletedConversation,
+    DeletedRecord,
     ForgetResponse,
+    Grants,
     Memory,
     MemoryPage,
     NewNote,
+    NewRecord,
     Notebook,
     NotebookList,
+    PoolStatus,
     Provenance,
     RecallResult,
+    RecordEmbedding,
+    RecordPage,
+    RecordReply,
+    RetrieveResult,
     RevisionPage,
     SearchPage,
     Share,
@@ -496,3 +508,90 @@ def shares(cursor: str | None) -> Call[ShareList]:
 def revoke_share(share_id: Id) -> Call[Share]:
     """Revoke a share link."""
     return call(endpoints.REVOKE_SHARE, Share, {"share_id": share_id})
+
+
+# Connections and API keys (owner session)
+
+
+def connections() -> Call[ConnectionList]:
+    """Every connection of the account."""
+    return call(endpoints.CONNECTIONS, ConnectionList)
+
+
+def update_connection(
+    connection_id: Id, grants: Grants, expected_state: str | None
+) -> Call[Connection]:
+    """Replace a connection's grants (if its ``state`` is still ``expected_state``)."""
+    body = {"grants": grants.wire()} | query(expectedState=expected_state)
+    path = {"connection_id": connection_id}
+    return call(endpoints.UPDATE_CONNECTION, Connection, path, body=body)
+
+
+def revoke_connection(connection_id: Id) -> Call[Connection]:
+    """Revoke a connection and its keys."""
+    return call(endpoints.REVOKE_CONNECTION, Connection, {"connection_id": connection_id})
+
+
+def create_key(name: str, grants: Grants | None) -> Call[CreatedKey]:
+    """Create an API key and its connection (the API's default grants if not given)."""
+    body: dict[str, Any] = {"name": name}
+    if grants is not None:
+        body["grants"] = grants.wire()
+    return call(endpoints.CREATE_KEY, CreatedKey, body=body)
+
+
+def keys() -> Call[ApiKeyList]:
+    """Every API key of the account."""
+    return call(endpoints.KEYS, ApiKeyList)
+
+
+def revoke_key(key_id: Id) -> Call[Connection]:
+    """Revoke an API key (its connection, as it now stands, is the answer)."""
+    return call(endpoints.REVOKE_KEY, Connection, {"key_id": key_id})
+
+
+# A project's shared pool (project key or owner session)
+
+
+def pool(org_id: Id, project_id: Id) -> dict[str, Id]:
+    """The path parameters naming one project's pool."""
+    return {"org_id": org_id, "project_id": project_id}
+
+
+def pool_status(org_id: Id, project_id: Id) -> Call[PoolStatus]:
+    """Whether the pool is on, and what the caller may do in it."""
+    return call(endpoints.POOL_STATUS, PoolStatus, pool(org_id, project_id))
+
+
+def records(
+    org_id: Id, project_id: Id, kind: str | None, limit: int | None, after: str | None
+) -> Call[RecordPage]:
+    """One page of records in key order, after the key ``after``."""
+    params = query(kind=kind, limit=limit, after=after)
+    return call(endpoints.POOL_RECORDS, RecordPage, pool(org_id, project_id), params)
+
+
+def get_record(org_id: Id, project_id: Id, key: str) -> Call[RecordReply]:
+    """One record by its exact key (sent as a query parameter, so any key round-trips)."""
+    return call(endpoints.POOL_GET, RecordReply, pool(org_id, project_id), {"key": key})
+
+
+def write_record(org_id: Id, project_id: Id, record: NewRecord) -> Call[RecordReply]:
+    """Write a record, or replace the one with the same key."""
+    path = pool(org_id, project_id)
+    return call(endpoints.POOL_WRITE, RecordReply, path, body=record.wire())
+
+
+def delete_record(org_id: Id, project_id: Id, key: str) -> Call[DeletedRecord]:
+    """Delete a record by its exact key."""
+    return call(endpoints.POOL_DELETE, DeletedRecord, pool(org_id, project_id), {"key": key})
+
+
+def retrieve_records(
+    org_id: Id, project_id: Id, text: str, limit: int | None, embedding: RecordEmbedding | None
+) -> Call[RetrieveResult]:
+    """Records ranked for ``text`` (and for ``embedding``'s vector, if given)."""
+    body = query(query=text, limit=limit)
+    if embedding is not None:
+        body["embedding"] = embedding.model_dump(mode="json")
+    return call(endpoints.POOL_RETRIEVE, RetrieveResult, pool(org_id, project_id), body=body)

@@ -215,6 +215,88 @@ class Grove:
         """Revoke a share link."""
         return self._run(calls.revoke_share(share_id))
 
+    # Connections and API keys (owner session)
+
+    def connections(self) -> list[models.Connection]:
+        """Every connection (API keys and OAuth clients) of the account, newest first."""
+        return self._run(calls.connections()).items
+
+    def update_connection(
+        self, connection_id: Id, grants: models.Grants, *, expected_state: str | None = None
+    ) -> models.Connection:
+        """Replace a connection's grants; with the ``state`` read as ``expected_state``,
+        ``Conflict`` if it changed since."""
+        return self._run(calls.update_connection(connection_id, grants, expected_state))
+
+    def revoke_connection(self, connection_id: Id) -> models.Connection:
+        """Revoke a connection and its keys, effective on their next request."""
+        return self._run(calls.revoke_connection(connection_id))
+
+    def create_api_key(
+        self, name: str, *, grants: models.Grants | None = None
+    ) -> models.CreatedKey:
+        """Create an API key (``key``, its secret, is shown only in this answer)."""
+        return self._run(calls.create_key(name, grants))
+
+    def api_keys(self) -> list[models.ApiKey]:
+        """Every API key of the account (never their secrets), newest first."""
+        return self._run(calls.keys()).items
+
+    def revoke_api_key(self, key_id: Id) -> models.Connection:
+        """Revoke an API key; the answer is its connection, now revoked."""
+        return self._run(calls.revoke_key(key_id))
+
+    # A project's shared pool (a project key, or an owner session of a member)
+
+    def pool_status(self, org_id: Id, project_id: Id) -> models.PoolStatus:
+        """Whether the project's pool is on, and what this credential may do in it."""
+        return self._run(calls.pool_status(org_id, project_id))
+
+    def write_record(
+        self, org_id: Id, project_id: Id, record: models.NewRecord
+    ) -> models.RecordReply:
+        """Write a record, or replace the one with its key (``version`` + 1); not resent
+        after a lost answer, as the API keeps no idempotency record of it."""
+        return self._run(calls.write_record(org_id, project_id, record))
+
+    def get_record(self, org_id: Id, project_id: Id, key: str) -> models.RecordReply:
+        """One record by its exact key (missing or expired: ``NotFound``)."""
+        return self._run(calls.get_record(org_id, project_id, key))
+
+    def list_records_page(
+        self,
+        org_id: Id,
+        project_id: Id,
+        *,
+        kind: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> models.RecordPage:
+        """One page of records in key order (``next_cursor`` goes back as ``after``)."""
+        return self._run(calls.records(org_id, project_id, kind, limit, after))
+
+    def list_records(
+        self, org_id: Id, project_id: Id, *, kind: str | None = None, limit: int | None = None
+    ) -> Iterator[models.Record]:
+        """Every record in key order, fetching a page (of ``limit``) when one is used up."""
+        return self._pages(lambda after: calls.records(org_id, project_id, kind, limit, after))
+
+    def retrieve_records(
+        self,
+        org_id: Id,
+        project_id: Id,
+        query: str,
+        *,
+        limit: int | None = None,
+        embedding: models.RecordEmbedding | None = None,
+    ) -> models.RetrieveResult:
+        """Records ranked for ``query`` (full text, fused with ``embedding``'s cosine)."""
+        return self._run(calls.retrieve_records(org_id, project_id, query, limit, embedding))
+
+    def delete_record(self, org_id: Id, project_id: Id, key: str) -> models.DeletedRecord:
+        """Delete a record by its exact key (not resent after a lost answer)."""
+        return self._run(calls.delete_record(org_id, project_id, key))
+
     # The requests
 
     def _pages(

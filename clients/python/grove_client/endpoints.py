@@ -72,6 +72,28 @@ ADD_TURN = Endpoint("POST", "/v1/conversations/{conversation_id}/turns", models.
 CREATE_SHARE = Endpoint("POST", "/v1/shares", models.CreatedShare, resend=False)
 SHARES = Endpoint("GET", "/v1/shares", models.ShareList)
 REVOKE_SHARE = Endpoint("DELETE", "/v1/shares/{share_id}", models.Share, resend=False)
+# Connections and API keys (owner session). The API keeps no idempotency record of
+# these, so none is resent after a lost answer (a second create would make a second key).
+CONNECTIONS = Endpoint("GET", "/v1/connections", models.ConnectionList)
+UPDATE_CONNECTION = Endpoint(
+    "PATCH", "/v1/connections/{connection_id}", models.Connection, resend=False
+)
+REVOKE_CONNECTION = Endpoint(
+    "DELETE", "/v1/connections/{connection_id}", models.Connection, resend=False
+)
+CREATE_KEY = Endpoint("POST", "/v1/keys", models.CreatedKey, resend=False)
+KEYS = Endpoint("GET", "/v1/keys", models.ApiKeyList)
+REVOKE_KEY = Endpoint("DELETE", "/v1/keys/{key_id}", models.Connection, resend=False)
+# A project's shared pool (project key or owner session). The API records none of its
+# writes for idempotency (no ``Idempotency-Key``), so writes and deletes are not resent
+# after a lost answer: a second write would add a version, a second delete answer 404.
+POOL = "/v1/orgs/{org_id}/projects/{project_id}/memory"
+POOL_STATUS = Endpoint("GET", POOL + "/status", models.PoolStatus)
+POOL_RECORDS = Endpoint("GET", POOL, models.RecordPage)
+POOL_GET = Endpoint("GET", POOL + "/entry", models.RecordReply)
+POOL_WRITE = Endpoint("PUT", POOL + "/entry", models.RecordReply, resend=False)
+POOL_DELETE = Endpoint("DELETE", POOL + "/entry", models.DeletedRecord, resend=False)
+POOL_RETRIEVE = Endpoint("POST", POOL + "/retrieve", models.RetrieveResult)
 
 ENDPOINTS: tuple[Endpoint, ...] = (
     REMEMBER,
@@ -100,4 +122,16 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     CREATE_SHARE,
     SHARES,
     REVOKE_SHARE,
+    CONNECTIONS,
+    UPDATE_CONNECTION,
+    REVOKE_CONNECTION,
+    CREATE_KEY,
+    KEYS,
+    REVOKE_KEY,
+    POOL_STATUS,
+    POOL_RECORDS,
+    POOL_GET,
+    POOL_WRITE,
+    POOL_DELETE,
+    POOL_RETRIEVE,
 )

@@ -357,6 +357,180 @@ class ShareList(CursorPage[Share]):
     """One page of share links, newest first."""
 
 
+class Grants(Model):
+    """What a connection may reach and do (a notebook grant never covers its children);
+    the defaults are the API's: personal notes, every capability, no notebooks."""
+
+    personal: bool = True
+    all_projects: bool = False
+    project_ids: list[UUID] = Field(default_factory=list)
+    capabilities: list[str] = Field(
+        default_factory=lambda: ["memory:read", "memory:write", "memory:delete"]
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The wire body of the grants."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Connection(Model):
+    """An agent's standing access (an API key or an OAuth client) as its owner sees it;
+    ``state`` goes back as ``expected_state`` to change the grants safely."""
+
+    id: UUID
+    name: str
+    kind: str
+    status: str
+    created_at: datetime
+    state: str
+    grants: Grants | None = None
+    key_prefix: str | None = None
+    client_id: str | None = None
+    last_contact_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+class ApiKey(Model):
+    """An API key (never its secret) and its connection."""
+
+    id: UUID
+    connection: Connection
+
+
+class CreatedKey(ApiKey):
+    """A new API key: ``key`` is the secret, which only this answer shows."""
+
+    key: str
+
+
+class ConnectionList(Model):
+    """Every connection of the account, newest first (one answer, no paging)."""
+
+    items: list[Connection]
+
+
+class ApiKeyList(Model):
+    """Every API key of the account, newest first (one answer, no paging)."""
+
+    items: list[ApiKey]
+
+
+class Trusted(Model):
+    """A project-memory answer: ``data_trust`` and ``notice`` say that what it carries
+    is untrusted memory, which grants no authority."""
+
+    data_trust: str | None = None
+    notice: str | None = None
+
+
+class PoolStatus(Trusted):
+    """Project memory's status: ``enabled``, the org and project, and ``access`` (the
+    caller's ``role``, ``permissions``, ``read`` and ``write``)."""
+
+    enabled: bool
+    org: dict[str, Any]
+    project: dict[str, Any]
+    access: dict[str, Any]
+
+
+class RecordEmbedding(BaseModel):
+    """A vector the caller computed in a ``space`` it names (Grove computes none)."""
+
+    space: str
+    values: list[float]
+
+
+class RecordProvenance(Model):
+    """A recorded claim about where a record came from (Grove never checks it):
+    ``verification`` is ``unverified``, ``source_verified`` or ``owner_confirmed``."""
+
+    source: str
+    ref: str
+    verification: str = "unverified"
+    observed_at: datetime
+
+
+class Record(Model):
+    """One record of a project's shared pool, keyed by ``key``."""
+
+    key: str
+    title: str
+    body: str
+    kind: str
+    authority: str
+    version: int
+    provenance: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    body_sha256: str | None = None
+    expires_at: datetime | None = None
+    embedding: dict[str, Any] | None = None
+    written_by: dict[str, Any] | None = None
+
+
+class RecordReply(Trusted):
+    """One record (as read, or as written: a replacement has ``version`` + 1)."""
+
+    record: Record
+
+
+class RecordPage(Trusted, CursorPage[Record]):
+    """One page of records in key order; ``next_cursor`` goes back as ``after``."""
+
+    items: list[Record] = Field(alias="records")
+
+
+class RankedRecord(Record):
+    """A retrieved record, its fused ``score`` and its rank in each signal."""
+
+    score: float
+    ranks: dict[str, int | None] | None = None
+
+
+class SemanticInfo(Model):
+    """Whether a vector was sent, and whether compatible stored vectors were used."""
+
+    requested: bool
+    applied: bool
+
+
+class RetrieveResult(Trusted):
+    """Ranked records for a query, best first."""
+
+    records: list[RankedRecord]
+    semantic: SemanticInfo
+
+
+class DeletedRecord(Trusted):
+    """A record deleted by key."""
+
+    key: str
+    deleted: bool
+
+
+class NewRecord(BaseModel):
+    """A record to write to a project's pool: the body of ``PUT .../memory/entry``.
+
+    ``kind``: ``fact``, ``decision``, ``preference``, ``state`` (needs ``expires_at``),
+    ``rule`` or ``authority``; project keys write ``observed`` records only.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    key: str
+    title: str
+    body: str
+    kind: str = "fact"
+    provenance: RecordProvenance
+    authority: str | None = None
+    expires_at: datetime | None = None
+    embedding: RecordEmbedding | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The wire body, the fields left as None left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 class NewNote(BaseModel):
     """A note to save: the body of ``POST /v1/memories`` (one item of a batch).
 

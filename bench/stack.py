@@ -80,11 +80,7 @@ class Stack:
 
     def start_mcp(self, **env: str) -> str:
         """Start a grove-mcp on the same database; its origin (``/mcp`` is the endpoint)."""
-        import socket
-
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = launch.free_port()
         env = {**self.env, "GROVE_MCP_PORT": str(port), "GROVE_MCP_METRICS_PORT": "0", **env}
         self._start("grove-mcp", env)
         return f"http://127.0.0.1:{port}"

@@ -13,6 +13,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -77,6 +78,14 @@ class Running:
         """``quit`` then ``wait``: the exit code (negative: the signal that ended it)."""
         self.quit(sig)
         return self.wait(timeout)
+
+
+def free_port() -> int:
+    """A port free on loopback right now, for a service that must know its own URL
+    before it starts (grove-mcp, the console, an identity provider)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def script(name: str) -> str:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 
 from grove_auth.keys import share_token_secret
 from grove_cli import launch
-from grove_cli.launch import ASK_READY, GUNICORN_READY, WORKER_READY, Running, script
+from grove_cli.launch import ASK_READY, GUNICORN_READY, WORKER_READY, Running, free_port, script
 from grove_db import embedded
 from tests.support.keys import SECRET
 from tests.support.waiting import wait_until
@@ -40,13 +39,6 @@ def run_script(
         text=True,
         timeout=timeout,
     )
-
-
-def free_port() -> int:
-    """A port free on loopback right now (for services that must know their own URL)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def start_api(env: dict[str, str]) -> Running:

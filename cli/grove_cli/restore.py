@@ -47,9 +47,9 @@ from grove_contracts.notes import Memory, RememberRequest, Revision
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
 from grove_db.pool import set_locally, set_tenant
+from grove_memory.export import FORMAT_VERSION
 from grove_memory.idempotency import HOLD_ACCOUNT
 
-FORMAT_VERSION = 1
 PROGRESS_SECONDS = 2.0
 #: Notes restored in one transaction (when none is refused).
 GROUP_NOTES = 100

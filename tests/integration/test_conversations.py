@@ -512,6 +512,7 @@ class Crashing:
         *,
         markdown: bool,
         timeout: float,
+        notebooks: Sequence[tuple[str, str]] = (),
     ) -> Generated:
         raise Crash()
 
@@ -528,6 +529,7 @@ class Failing:
         *,
         markdown: bool,
         timeout: float,
+        notebooks: Sequence[tuple[str, str]] = (),
     ) -> Generated:
         raise InferenceError(self.reason, "the ask service says no")
 
@@ -548,10 +550,13 @@ class DeletingFirst:
         *,
         markdown: bool,
         timeout: float,
+        notebooks: Sequence[tuple[str, str]] = (),
     ) -> Generated:
         forgotten = self.client.post("/v1/memories/forget", {"ids": [self.note_id]})
         assert forgotten.status_code == 200, forgotten.text
-        return self.inner.answer(question, previous, evidence, markdown=markdown, timeout=timeout)
+        return self.inner.answer(
+            question, previous, evidence, markdown=markdown, timeout=timeout, notebooks=notebooks
+        )
 
 
 @pytest.fixture

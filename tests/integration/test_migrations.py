@@ -30,6 +30,7 @@ TENANT_TABLES = {
     "account_owners",
     "conversations",
     "conversation_turns",
+    "turn_proposals",
     "account_usage",
     "account_quotas",
 }

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from grove_contracts.ask import AnswerFormat, Citation, Question
 from grove_contracts.notes import NOT_BLANK, Strict
+from grove_contracts.proposals import Proposal
 
 MAX_TURNS = 100
 MAX_CONTEXT_NOTES = 12
@@ -132,7 +133,8 @@ class Turn(BaseModel):
 
     ``in_progress`` turns hold an attempt lease until ``leaseExpiresAt``; a ``failed``
     turn says why in ``error`` and may be retried (same ID and body) while it is the
-    latest turn.
+    latest turn. A completed turn may carry ``proposals``: changes to the notes the
+    owner may apply (``POST /v1/conversations/{id}/proposals/{proposalId}/apply``).
     """
 
     id: UUID
@@ -150,6 +152,7 @@ class Turn(BaseModel):
     leaseExpiresAt: datetime | None
     createdAt: datetime
     completedAt: datetime | None
+    proposals: list[Proposal] = []
 
 
 class ConversationDetail(Conversation):

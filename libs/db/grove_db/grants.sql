@@ -22,6 +22,8 @@ GRANT UPDATE (title, version, updated_at, deleted_at) ON conversations TO {role}
 GRANT UPDATE (status, attempts, lease_expires_at, outcome, answer_text, answer_format,
     generator, citations, sources, context_coverage, error, completed_at)
     ON conversation_turns TO {role};
+GRANT SELECT, INSERT ON turn_proposals TO {role};
+GRANT UPDATE (state, applied, outcome, undo_outcome, events) ON turn_proposals TO {role};
 GRANT SELECT, INSERT, UPDATE ON orgs, org_members, org_projects, project_members,
     project_keys TO {role};
 GRANT DELETE ON project_members, org_members TO {role};

@@ -1040,6 +1040,36 @@ ALTER TABLE ONLY public.shares FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: turn_proposals; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.turn_proposals (
+    account_id uuid NOT NULL,
+    conversation_id uuid NOT NULL,
+    turn_id uuid NOT NULL,
+    id uuid NOT NULL,
+    ordinal integer NOT NULL,
+    source text NOT NULL,
+    summary text NOT NULL,
+    change jsonb NOT NULL,
+    preview jsonb NOT NULL,
+    state text DEFAULT 'proposed'::text NOT NULL,
+    applied jsonb,
+    outcome jsonb,
+    undo_outcome jsonb,
+    events jsonb DEFAULT '[]'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT turn_proposals_check CHECK (((state = 'proposed'::text) = (applied IS NULL))),
+    CONSTRAINT turn_proposals_ordinal_check CHECK (((ordinal >= 1) AND (ordinal <= 5))),
+    CONSTRAINT turn_proposals_source_check CHECK ((source = ANY (ARRAY['deterministic'::text, 'model'::text]))),
+    CONSTRAINT turn_proposals_state_check CHECK ((state = ANY (ARRAY['proposed'::text, 'applied'::text, 'undone'::text]))),
+    CONSTRAINT turn_proposals_summary_check CHECK (((char_length(summary) >= 1) AND (char_length(summary) <= 200)))
+);
+
+ALTER TABLE ONLY public.turn_proposals FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: account_owners account_owners_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1301,6 +1331,22 @@ ALTER TABLE ONLY public.shares
 
 ALTER TABLE ONLY public.shares
     ADD CONSTRAINT shares_token_hash_key UNIQUE (token_hash);
+
+
+--
+-- Name: turn_proposals turn_proposals_account_id_conversation_id_turn_id_ordinal_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.turn_proposals
+    ADD CONSTRAINT turn_proposals_account_id_conversation_id_turn_id_ordinal_key UNIQUE (account_id, conversation_id, turn_id, ordinal);
+
+
+--
+-- Name: turn_proposals turn_proposals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.turn_proposals
+    ADD CONSTRAINT turn_proposals_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1887,6 +1933,14 @@ ALTER TABLE ONLY public.shares
 
 
 --
+-- Name: turn_proposals turn_proposals_account_id_conversation_id_turn_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.turn_proposals
+    ADD CONSTRAINT turn_proposals_account_id_conversation_id_turn_id_fkey FOREIGN KEY (account_id, conversation_id, turn_id) REFERENCES public.conversation_turns(account_id, conversation_id, id);
+
+
+--
 -- Name: account_owners; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -2333,6 +2387,19 @@ CREATE POLICY tenant ON public.shares USING (((account_id = public.grove_current
 
 
 --
+-- Name: turn_proposals tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.turn_proposals USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: turn_proposals; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.turn_proposals ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: SCHEMA public; Type: ACL; Schema: -; Owner: -
 --
 
@@ -2740,6 +2807,48 @@ GRANT SELECT,INSERT ON TABLE public.shares TO grove_app;
 --
 
 GRANT UPDATE(revoked_at) ON TABLE public.shares TO grove_app;
+
+
+--
+-- Name: TABLE turn_proposals; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.turn_proposals TO grove_app;
+
+
+--
+-- Name: COLUMN turn_proposals.state; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(state) ON TABLE public.turn_proposals TO grove_app;
+
+
+--
+-- Name: COLUMN turn_proposals.applied; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(applied) ON TABLE public.turn_proposals TO grove_app;
+
+
+--
+-- Name: COLUMN turn_proposals.outcome; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(outcome) ON TABLE public.turn_proposals TO grove_app;
+
+
+--
+-- Name: COLUMN turn_proposals.undo_outcome; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(undo_outcome) ON TABLE public.turn_proposals TO grove_app;
+
+
+--
+-- Name: COLUMN turn_proposals.events; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(events) ON TABLE public.turn_proposals TO grove_app;
 
 
 --

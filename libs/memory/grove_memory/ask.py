@@ -94,8 +94,12 @@ class Answerer(Protocol):
         *,
         markdown: bool,
         timeout: float,
+        notebooks: Sequence[tuple[str, str]] = (),
     ) -> Generated:
-        """The answer, or ``InferenceError`` (``disabled``, ``inference_timeout``, ...)."""
+        """The answer, or ``InferenceError`` (``disabled``, ``inference_timeout``, ...).
+
+        ``notebooks`` (id, name) are the ones in scope that proposals may file notes into.
+        """
         ...
 
 
@@ -170,15 +174,19 @@ def generate(
     evidence: Sequence[EvidenceText],
     markdown: bool,
     timeout: float,
+    *,
+    notebooks: Sequence[tuple[str, str]] = (),
 ) -> Generated | None:
     """``Answer``'s reply, or None when answering is disabled in the ask service.
 
-    A missed deadline raises ``InferenceTimeout`` (504), a client that went away
-    ``ClientGone`` (499, the call cancelled), any other failure ``InferenceUnavailable``
-    (503).
+    ``notebooks`` (id, name) are passed on for proposals. A missed deadline raises
+    ``InferenceTimeout`` (504), a client that went away ``ClientGone`` (499, the call
+    cancelled), any other failure ``InferenceUnavailable`` (503).
     """
     try:
-        return answerer.answer(question, previous, evidence, markdown=markdown, timeout=timeout)
+        return answerer.answer(
+            question, previous, evidence, markdown=markdown, timeout=timeout, notebooks=notebooks
+        )
     except InferenceError as ex:
         if ex.reason == "disabled":
             return None

@@ -43,10 +43,17 @@ CONVERSATION_COLUMNS = """
     (SELECT count(*) FROM conversation_turns t
      WHERE t.account_id = c.account_id AND t.conversation_id = c.id) AS turn_count
 """
-TURN_COLUMNS = """
+#: A proposal row (alias ``p``) as its wire resource (``grove_contracts.proposals.Proposal``).
+PROPOSAL_JSON = """jsonb_build_object(
+    'id', p.id, 'source', p.source, 'summary', p.summary, 'change', p.change,
+    'preview', p.preview, 'state', p.state, 'events', p.events)"""
+TURN_COLUMNS = f"""
     t.id, t.ordinal, t.query, t.format, t.context, t.request_hash, t.status, t.attempts,
     t.lease_expires_at, t.outcome, t.answer_text, t.answer_format, t.generator, t.citations,
-    t.sources, t.context_coverage, t.error, t.created_at, t.completed_at
+    t.sources, t.context_coverage, t.error, t.created_at, t.completed_at,
+    (SELECT coalesce(jsonb_agg({PROPOSAL_JSON} ORDER BY p.ordinal), '[]')
+     FROM turn_proposals p WHERE p.account_id = t.account_id
+       AND p.conversation_id = t.conversation_id AND p.turn_id = t.id) AS proposals
 """
 #: A conversation's turns, oldest first.
 SELECT_TURNS = f"""
@@ -291,6 +298,7 @@ def turn_json(row: dict[str, Any]) -> dict[str, Any]:
         "leaseExpiresAt": _iso(row["lease_expires_at"]),
         "createdAt": row["created_at"].isoformat(),
         "completedAt": _iso(row["completed_at"]),
+        "proposals": row["proposals"],
     }
 
 

@@ -13,12 +13,14 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
+from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
 from grove_db.pool import Conn, transaction
 from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict
@@ -124,6 +126,23 @@ def hold_account(conn: Conn, principal: Principal) -> None:
     """
     if conn.execute(HOLD_ACCOUNT, (principal.account_id,)).fetchone() is None:
         raise AccountDeleted()
+
+
+OWNS_ACCOUNT = "SELECT 1 FROM account_owners WHERE issuer = %s AND subject = %s AND account_id = %s"
+
+
+def hold_session(conn: Conn, principal: Principal) -> None:
+    """The owner session is still good: its identity still owns the account, and its
+    token (whose expiry is the provider's wall-clock time) has not expired since the
+    request began (work such as writing an answer outlives the request's start)."""
+    if principal.owner_identity is not None:
+        issuer, subject = principal.owner_identity
+        owns = conn.execute(OWNS_ACCOUNT, (issuer, subject, principal.account_id)).fetchone()
+        if owns is None:
+            raise Unauthorized("this identity no longer owns the account")
+    expires = principal.session_expires_at
+    if expires is not None and datetime.now(UTC) >= expires:
+        raise Unauthorized("the session expired while the answer was written; sign in and retry")
 
 
 def _begin(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -12,6 +13,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
+from grove_contracts.proposals import MAX_PROPOSALS, ProposalDraft
 from grove_memory.errors import ServiceError
 from grove_telemetry import metrics
 
@@ -60,12 +62,21 @@ class QuotedSpan:
 
 @dataclass(frozen=True)
 class Generated:
-    """``Answer``'s reply: text (empty: the evidence does not answer), generator, citations."""
+    """``Answer``'s reply: text (empty: the evidence does not answer), generator, citations,
+    and the changes to the notes it offers.
+
+    ``proposals`` are valid against the contract (checked again on arrival), at most
+    ``MAX_PROPOSALS``, naming notes and notebooks by id but not yet checked against the
+    notes themselves (that they exist, are the owner's, are in scope);
+    ``proposals_dropped`` counts the ones the model offered that were invalid.
+    """
 
     text: str
     markdown: bool
     generator: str
     citations: list[QuotedSpan]
+    proposals: list[ProposalDraft] = field(default_factory=list)
+    proposals_dropped: int = 0
 
 
 class InferenceClient:
@@ -98,8 +109,12 @@ class InferenceClient:
         *,
         markdown: bool,
         timeout: float,
+        notebooks: Sequence[tuple[str, str]] = (),
     ) -> Generated:
-        """Call ``Answer``; a missed deadline raises ``InferenceError("inference_timeout")``."""
+        """Call ``Answer``; a missed deadline raises ``InferenceError("inference_timeout")``.
+
+        ``notebooks`` (id, name) are the ones in scope that proposals may file notes into.
+        """
         request = inference_pb2.AnswerRequest(
             question=question,
             previous_questions=list(previous),
@@ -108,8 +123,10 @@ class InferenceClient:
                 for e in evidence
             ],
             format=inference_pb2.MARKDOWN if markdown else inference_pb2.PLAIN,
+            notebooks=[inference_pb2.NotebookRef(id=i, name=name) for i, name in notebooks],
         )
         response = self._call("Answer", self._stub.Answer, request, timeout, TIMEOUT)
+        proposals = [p for p in map(_proposal, response.proposals) if p is not None]
         return Generated(
             text=response.text,
             markdown=response.format == inference_pb2.MARKDOWN,
@@ -118,6 +135,10 @@ class InferenceClient:
                 QuotedSpan(c.note_id, c.version, c.quote, c.start, c.end)
                 for c in response.citations
             ],
+            proposals=proposals[:MAX_PROPOSALS],
+            proposals_dropped=response.proposals_dropped
+            + len(response.proposals)
+            - min(len(proposals), MAX_PROPOSALS),
         )
 
     def _call(
@@ -153,6 +174,15 @@ class InferenceClient:
     def close(self) -> None:
         """Close the channel."""
         self._channel.close()
+
+
+def _proposal(wire: Any) -> ProposalDraft | None:
+    """The draft in a wire ``ProposalDraft``; None when it breaks the contract."""
+    try:
+        change = json.loads(wire.change_json)
+        return ProposalDraft.model_validate({"summary": wire.summary, "change": change})
+    except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
+        return None
 
 
 def _watched(future: Any, gone: Callable[[], bool], span: Any, method: str) -> Any:

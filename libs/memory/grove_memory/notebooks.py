@@ -57,7 +57,7 @@ def create_notebook(
             return op.replay.answer(Notebook), False
         if req.parentId is not None:
             check_notebook(op.conn, principal, req.parentId)
-        row = _write(
+        row = write_notebook(
             op.conn,
             "INSERT INTO projects AS p (account_id, id, name, parent_id)"
             f" VALUES (%s, %s, %s, %s) RETURNING {NOTEBOOK_COLUMNS}",
@@ -141,7 +141,7 @@ def update_notebook(store: Store, principal: Principal, req: UpdateNotebookReque
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
             if conn.execute(CYCLE, {"parent": req.parentId, "id": req.id}).fetchone():
                 raise NotebookCycle()
-        row = _write(
+        row = write_notebook(
             conn,
             f"UPDATE projects AS p SET name = coalesce(%(name)s, p.name),"
             " parent_id = CASE WHEN %(move)s THEN %(parent)s ELSE p.parent_id END,"
@@ -156,7 +156,7 @@ def update_notebook(store: Store, principal: Principal, req: UpdateNotebookReque
         return op.record(notebook_of(row))
 
 
-def _write(conn: Conn, statement: str, values: Any) -> dict[str, Any]:
+def write_notebook(conn: Conn, statement: str, values: Any) -> dict[str, Any]:
     """Insert or update one notebook; a sibling with the same name is ``NotebookNameTaken``."""
     try:
         with conn.transaction():

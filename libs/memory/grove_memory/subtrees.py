@@ -44,27 +44,31 @@ STATE = (
 """
 )
 
+#: Each action's statements; each returns the rows it changed (``what``: n/m, ``id``).
 APPLY = {
     "archive": [
         # now() is the transaction's time: notebooks and notes get the same stamp.
         SUBTREE + "UPDATE projects p SET archived_at = now(),"
         " updated_at = statement_timestamp()"
-        " FROM sub WHERE p.id = sub.id AND p.archived_at IS NULL",
+        " FROM sub WHERE p.id = sub.id AND p.archived_at IS NULL RETURNING 'n' AS what, p.id",
         SUBTREE + "UPDATE memories m SET archived_at = now() FROM sub"
-        " WHERE m.project_id = sub.id AND m.archived_at IS NULL AND m.deleted_at IS NULL",
+        " WHERE m.project_id = sub.id AND m.archived_at IS NULL AND m.deleted_at IS NULL"
+        " RETURNING 'm' AS what, m.id",
     ],
     "restore": [
         # Notes archived together with their notebook share its archive time.
         SUBTREE + "UPDATE memories m SET archived_at = NULL FROM sub, projects p"
-        " WHERE m.project_id = sub.id AND p.id = sub.id AND m.archived_at = p.archived_at",
+        " WHERE m.project_id = sub.id AND p.id = sub.id AND m.archived_at = p.archived_at"
+        " RETURNING 'm' AS what, m.id",
         SUBTREE + "UPDATE projects p SET archived_at = NULL, updated_at = statement_timestamp()"
-        " FROM sub WHERE p.id = sub.id AND p.archived_at IS NOT NULL",
+        " FROM sub WHERE p.id = sub.id AND p.archived_at IS NOT NULL RETURNING 'n' AS what, p.id",
     ],
     "delete": [
         SUBTREE + "UPDATE memories m SET deleted_at = statement_timestamp() FROM sub"
-        " WHERE m.project_id = sub.id AND m.deleted_at IS NULL",
+        " WHERE m.project_id = sub.id AND m.deleted_at IS NULL RETURNING 'm' AS what, m.id",
         SUBTREE + "UPDATE projects p SET deleted_at = statement_timestamp(),"
-        " updated_at = statement_timestamp() FROM sub WHERE p.id = sub.id",
+        " updated_at = statement_timestamp() FROM sub WHERE p.id = sub.id"
+        " RETURNING 'n' AS what, p.id",
     ],
 }
 
@@ -80,7 +84,7 @@ def preview(store: Store, principal: Principal, root: UUID) -> SubtreePreview:
     """What an archive, restore or delete of ``root`` would touch, and its fingerprint."""
     _require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
-        return _state(conn, root)
+        return state(conn, root)
 
 
 def apply(
@@ -90,12 +94,20 @@ def apply(
     _require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
-        before = _state(conn, root)
+        before = state(conn, root)
         if before.fingerprint != fingerprint:
             raise SubtreeChanged()
-        for statement in APPLY[action]:
-            conn.execute(statement, {"root": root})
+        change(conn, root, action)
         return SubtreeResult(action=action, notebooks=before.notebooks, notes=before.notes)
+
+
+def change(conn: Conn, root: UUID, action: Action) -> dict[str, list[UUID]]:
+    """Run ``action`` on the subtree; the notebooks (``n``) and notes (``m``) it changed."""
+    changed: dict[str, list[UUID]] = {"n": [], "m": []}
+    for statement in APPLY[action]:
+        for row in conn.execute(statement, {"root": root}).fetchall():
+            changed[row["what"]].append(row["id"])
+    return changed
 
 
 def list_archived(store: Store, principal: Principal) -> ArchivedNotebookList:
@@ -109,7 +121,8 @@ def list_archived(store: Store, principal: Principal) -> ArchivedNotebookList:
     return ArchivedNotebookList(items=[notebook_of(r) for r in rows])
 
 
-def _state(conn: Conn, root: UUID) -> SubtreePreview:
+def state(conn: Conn, root: UUID) -> SubtreePreview:
+    """The subtree's counts and fingerprint (``NotFound`` when the root is deleted)."""
     rows = conn.execute(STATE, {"root": root}).fetchall()
     if not rows:
         raise NotFound("notebook not found")

@@ -22,14 +22,13 @@ conversations themselves (their rows and wire shapes) are ``grove_memory.convers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
 from grove_auth.connections import require_owner
-from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
 from grove_contracts.ask import MAX_ASK_QUERY_CHARS, AskRequest
 from grove_contracts.conversations import (
@@ -39,8 +38,9 @@ from grove_contracts.conversations import (
     TurnReply,
     TurnRequest,
 )
+from grove_contracts.proposals import ProposalDraft, ProposalSource
 from grove_db.pool import Conn, transaction
-from grove_memory import ask
+from grove_memory import ask, proposals, proposer
 from grove_memory.conversations import (
     CONVERSATION_COLUMNS,
     SELECT_TURNS,
@@ -51,7 +51,7 @@ from grove_memory.conversations import (
     preview,
 )
 from grove_memory.errors import IdempotencyConflict, NotFound, ServiceError, VersionConflict
-from grove_memory.idempotency import hold_account, request_hash
+from grove_memory.idempotency import hold_account, hold_session, request_hash
 from grove_memory.inference import EvidenceText, Generated
 from grove_memory.recall import lexical_candidates
 from grove_memory.rows import MEMORY_COLUMNS
@@ -65,6 +65,9 @@ HISTORY_TURNS = 8
 #: A question this short ("and the second one?") is retrieved together with the last one.
 SHORT_QUESTION_WORDS = 4
 TITLE_CHARS = 80
+#: Notebooks named to the generator for its proposals (the ask service's limit,
+#: ``grove_ask.server.MAX_NOTEBOOKS``; names fit its 200 characters).
+MAX_NOTEBOOKS = 100
 
 
 class ContextUnavailable(ServiceError):
@@ -97,6 +100,8 @@ class Claim:
     attempt: int = 0
     previous: list[str] = field(default_factory=list)
     context: list[dict[str, Any]] = field(default_factory=list)
+    selectors: dict[str, Any] | None = None
+    notebooks: list[tuple[str, str]] = field(default_factory=list)
     coverage: dict[str, int] | None = None
     done: TurnReply | None = None
 
@@ -173,11 +178,23 @@ def _claim(
         _check_scope(conn, principal, conversation)
         if body.context is not None:
             claim.context, claim.coverage = _context(conn, principal, body.query, body.context)
+            claim.selectors = body.context.model_dump(mode="json")
         if body.context is None or not body.context.only:
             completed = [t["query"] for t in turns if t["status"] == "completed"]
             claim.previous = completed[-HISTORY_TURNS:]
         claim.conversation = conversation_row(conn, conversation_id) or conversation
+        rows = conn.execute(PROPOSABLE_NOTEBOOKS, (MAX_NOTEBOOKS,)).fetchall()
+        claim.notebooks = [(str(r["id"]), r["name"]) for r in rows]
     return claim
+
+
+#: The notebooks a model may name in proposals (as destinations, or to archive, restore
+#: or delete: ``grove_memory.proposals`` checks each against the scope), by name.
+PROPOSABLE_NOTEBOOKS = """
+    SELECT id, CASE WHEN archived_at IS NULL THEN name
+                    ELSE left(name, 189) || ' (archived)' END AS name
+    FROM projects WHERE deleted_at IS NULL ORDER BY name, id LIMIT %s
+"""
 
 
 #: A new attempt at a known turn: ``in_progress`` again under a fresh lease.
@@ -373,7 +390,9 @@ def _generate(
         return Outcome("no_evidence", sources=sources)
     previous = claim.previous[-HISTORY_TURNS:]
     markdown = body.format == "markdown"
-    generated = ask.generate(answerer, body.query, previous, evidence, markdown, timeout)
+    generated = ask.generate(
+        answerer, body.query, previous, evidence, markdown, timeout, notebooks=claim.notebooks
+    )
     if generated is None:
         return Outcome("disabled", sources=sources)
     citations = ask.verify_citations(generated.citations, evidence)
@@ -418,12 +437,13 @@ def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcom
     conversation_id = claim.conversation["id"]
     with transaction(store.pool, principal.account_id) as conn:
         hold_account(conn, principal)
-        _hold_session(conn, principal)
+        hold_session(conn, principal)
         turn = conn.execute(LOCK_TURN, (conversation_id, claim.turn_id)).fetchone()
         if turn is None or turn["status"] != "in_progress" or turn["attempts"] != claim.attempt:
             raise TurnInProgress("this attempt's lease expired and another attempt took the turn")
         live = _live_notes(conn, principal, [s["noteId"] for s in produced.sources])
         citations = [c for c in produced.citations if c["noteId"] in live]
+        sources = [s for s in produced.sources if s["noteId"] in live]
         outcome, generated = produced.outcome, produced.generated
         if outcome == "answered" and not citations:
             outcome, generated = "no_evidence", None
@@ -437,12 +457,36 @@ def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcom
                 "answer_format": _format(generated),
                 "generator": generated.generator if generated else None,
                 "citations": Jsonb(citations if generated else []),
-                "sources": Jsonb([s for s in produced.sources if s["noteId"] in live]),
+                "sources": Jsonb(sources),
                 "coverage": None if claim.coverage is None else Jsonb(claim.coverage),
             },
         )
+        _propose(conn, store, principal, claim, generated, sources)
         conn.execute(TOUCH_CONVERSATION, (conversation_id,))
         return _turn_reply(conn, conversation_id, claim.turn_id)
+
+
+def _propose(
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    claim: Claim,
+    generated: Generated | None,
+    sources: list[dict[str, Any]],
+) -> None:
+    """Store the turn's proposals: the model's, then the deterministic proposer's over
+    the notes the turn was given, each checked against the turn's scope."""
+    given = [UUID(s["noteId"]) for s in sources]
+    drafts: list[tuple[ProposalSource, ProposalDraft]] = []
+    if generated is not None:
+        drafts += [("model", d) for d in generated.proposals]
+    drafts += [("deterministic", d) for d in proposer.suggest(conn, store, principal, given)]
+    if drafts:
+        scope = proposals.scope_of(claim.conversation, claim.selectors, given)
+        prepared = proposals.prepare(conn, principal, scope, drafts)
+        proposals.store_proposals(
+            conn, principal, claim.conversation["id"], claim.turn_id, prepared
+        )
 
 
 def _format(generated: Generated | None) -> str | None:
@@ -474,23 +518,6 @@ def _fail(store: Store, principal: Principal, claim: Claim, code: str) -> None:
     """Mark this attempt's turn failed (unless another attempt took it meanwhile)."""
     with transaction(store.pool, principal.account_id) as conn:
         conn.execute(FAIL_TURN, (code, claim.conversation["id"], claim.turn_id, claim.attempt))
-
-
-OWNS_ACCOUNT = "SELECT 1 FROM account_owners WHERE issuer = %s AND subject = %s AND account_id = %s"
-
-
-def _hold_session(conn: Conn, principal: Principal) -> None:
-    """The owner session is still good: its identity still owns the account, and its
-    token (whose expiry is the provider's wall-clock time) has not expired while the
-    answer was being written."""
-    if principal.owner_identity is not None:
-        issuer, subject = principal.owner_identity
-        owns = conn.execute(OWNS_ACCOUNT, (issuer, subject, principal.account_id)).fetchone()
-        if owns is None:
-            raise Unauthorized("this identity no longer owns the account")
-    expires = principal.session_expires_at
-    if expires is not None and datetime.now(UTC) >= expires:
-        raise Unauthorized("the session expired while the answer was written; sign in and retry")
 
 
 DATABASE_CLOCK = "SELECT statement_timestamp() AS now"

@@ -57,6 +57,17 @@ INFERENCE_CLIENT = Counter(
 #: first call: ``increase`` and ``rate`` cannot see a series' first sample.
 INFERENCE_METHODS = ("Embed", "Answer")
 INFERENCE_OUTCOMES = ("ok", "unavailable", "timeout", "error", "cancelled")
+PROPOSALS = Counter(
+    "grove_proposals",
+    "Proposals generated with conversation turns, by source (model, deterministic) and"
+    " outcome (offered; dropped: invalid, out of scope, or over the limit).",
+    ["service", "source", "outcome"],
+)
+PROPOSAL_ACTIONS = Counter(
+    "grove_proposal_actions",
+    "Proposal applies and undos, by result (applied, undone, stale).",
+    ["service", "action", "result"],
+)
 POOL_SIZE = Gauge(
     "grove_db_pool_size",
     "Most database connections the pools may open.",

@@ -15,7 +15,11 @@ from grove_contracts.conversations import (
     TurnRequest,
 )
 from grove_contracts.errors import success_envelope
-from grove_memory import ask, conversations, turns
+from grove_contracts.proposals import ProposalActionRequest
+from grove_memory import ask, conversations, proposals, turns
+
+#: What ``POST /v1/conversations/{id}/proposals/{proposalId}/{action}`` may do.
+PROPOSAL_ACTIONS = {"apply": proposals.apply, "undo": proposals.undo}
 
 
 class Conversations(Answering):
@@ -79,3 +83,24 @@ class Turns(Answering):
             )
         resp.status = 201 if fresh else 200
         resp.media = success_envelope(reply.model_dump(mode="json"))
+
+
+class ProposalAction(Answering):
+    """``POST /v1/conversations/{id}/proposals/{proposalId}/{apply|undo}`` (owner session,
+    body ``{}``): the change as previewed, or put back; 409 ``proposal_stale`` when
+    anything it touches changed since."""
+
+    def on_post(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        conversation_id: UUID,
+        proposal_id: UUID,
+        action: str,
+    ) -> None:
+        act = PROPOSAL_ACTIONS.get(action)
+        if act is None:
+            raise falcon.HTTPNotFound()
+        read_json(req, ProposalActionRequest, self.max_body)
+        done = act(self.store, req.context.principal, conversation_id, proposal_id)
+        resp.media = success_envelope(done.model_dump(mode="json"))

@@ -113,6 +113,7 @@ from grove_contracts.project_memory import (
     UpdateOrgRequest,
     WriteRecordRequest,
 )
+from grove_contracts.proposals import ProposalActionRequest, ProposalOutcome
 from grove_contracts.shares import (
     CreatedShare,
     CreateShareRequest,
@@ -238,6 +239,14 @@ EXPORT_LINES = (
     "NDJSON, one JSON object a line: an `export` header, then `notebook` lines, for an owner"
     " session `connection` and `conversation` lines, then one `memory` line per note with"
     " all of its revisions."
+)
+PROPOSAL_FLOW = (
+    "A completed turn may carry `proposals` (see `Turn`). `apply` writes the change in one"
+    " transaction, only if every note is still at the version and every notebook subtree"
+    " still has the fingerprint its `preview` shows (else 409 `proposal_stale`, nothing"
+    " written). `undo` puts back the previous state with new revisions, fenced the same way"
+    " on what the apply left; a deletion cannot be undone (409 `not_undoable`). Applying"
+    " (or undoing) twice returns the first result. Owner session only."
 )
 
 #: Every REST route of the api, in the order ``create_app`` registers them.
@@ -491,6 +500,22 @@ ROUTES: tuple[Route, ...] = (
                 also=(200,),
                 errors=(409, 499, 504),
                 auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        conversations.ProposalAction,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations/{conversation_id:uuid}/proposals/{proposal_id:uuid}/{action}",
+                "Apply a turn's proposal as previewed, or undo it",
+                ProposalOutcome,
+                body=ProposalActionRequest,
+                errors=(409,),
+                auth="owner",
+                path_values={"action": tuple(conversations.PROPOSAL_ACTIONS)},
+                description=PROPOSAL_FLOW,
             ),
         ),
     ),

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from grove_ask.cancel import Cancellation
+from grove_contracts.proposals import ProposalDraft
 
 #: At most this many sentences make an answer.
 MAX_ANSWER_SENTENCES = 3
@@ -79,12 +80,24 @@ class Citation:
 
 
 @dataclass(frozen=True)
+class NotebookRef:
+    """A notebook in the conversation's scope that a proposal may name."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Answer:
-    """Answer text (empty when the evidence does not answer), its citations, its writer."""
+    """Answer text (empty when the evidence does not answer), its citations, its writer,
+    and the changes to the notes it offers (each valid against the contract), with how
+    many the writer offered that were invalid and dropped."""
 
     text: str
     citations: list[Citation]
     generator: str = "extractive"
+    proposals: list[ProposalDraft] = field(default_factory=list)
+    proposals_dropped: int = 0
 
 
 class Generator(Protocol):
@@ -98,8 +111,12 @@ class Generator(Protocol):
         markdown: bool,
         timeout: float | None,
         cancellation: Cancellation | None = None,
+        notebooks: Sequence[NotebookRef] = (),
     ) -> Answer:
-        """The answer; ``TimeoutError`` past ``timeout``; ``cancellation`` stops it early."""
+        """The answer; ``TimeoutError`` past ``timeout``; ``cancellation`` stops it early.
+
+        ``notebooks`` are the ones its proposals may file notes into.
+        """
         ...
 
 
@@ -172,10 +189,12 @@ class Extractive:
         markdown: bool,
         timeout: float | None,
         cancellation: Cancellation | None = None,
+        notebooks: Sequence[NotebookRef] = (),
     ) -> Answer:
         """The answer; raises ``TimeoutError`` if the model misses ``timeout``.
 
-        It runs on the CPU for milliseconds, so ``cancellation`` is not consulted.
+        It runs on the CPU for milliseconds, so ``cancellation`` is not consulted. It
+        proposes no changes, so ``notebooks`` is not either.
         """
         candidates = self._sentences(evidence)
         if not candidates:

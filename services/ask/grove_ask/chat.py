@@ -11,6 +11,23 @@ sent back to the model once, saying what was wrong; if the second reply fails to
 ``extractive`` generator answers instead (labelled ``extractive``). An empty answer
 means the evidence does not answer the question: it is passed on without a retry.
 
+Proposals: only when the question asks to change the notes (merge, reword, file, archive,
+...) may the object also hold ``"proposals"``, changes the owner can apply later, in the
+strict shape ``PROPOSALS_PROMPT`` gives. They name notes by evidence number and
+notebooks by their number in the notebook list the prompt then includes (only when the
+caller sent notebooks). Each is mapped to note and notebook ids and checked against the
+``grove_contracts.proposals`` contract; one that fails (unknown action or key, a number
+with nothing behind it, the contract's own rules) or comes after ``MAX_PROPOSALS`` valid
+ones is dropped and counted, never sent back to the model: proposals never fail, retry
+or change the answer. A reply refused for its citations loses its proposals with it,
+and the extractive fallback proposes nothing.
+
+The request asks for ``response_format: {"type": "json_object"}`` (when
+``answer_openai_json_mode`` is on), not a strict ``json_schema``: the proposal union
+has many optional keys, which strict schemas (every key required, nullable unions) fit
+badly and several OpenAI-compatible servers reject or ignore, and every reply is
+checked here anyway.
+
 Provider failures are not hidden by the fallback (the spec asks for 503/504): a timeout
 raises ``TimeoutError`` (``DEADLINE_EXCEEDED``, 504 at the api), a refused connection or
 a non-200 answer ``ProviderError`` (``UNAVAILABLE``, 503). When the gRPC call ends early
@@ -25,13 +42,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pydantic
 import requests
 
-from grove_ask.answer import Answer, Citation, Evidence, Extractive
+from grove_ask.answer import Answer, Citation, Evidence, Extractive, NotebookRef
 from grove_ask.cancel import CallSession, Cancellation
 from grove_ask.providers import ProviderError
 from grove_ask.settings import AskSettings
-from grove_ask.telemetry import ANSWER_FALLBACKS, ANSWER_INVALID_REPLIES
+from grove_ask.telemetry import (
+    ANSWER_FALLBACKS,
+    ANSWER_INVALID_REPLIES,
+    ANSWER_PROPOSALS,
+    ANSWER_PROPOSALS_DROPPED,
+)
+from grove_contracts.proposals import MAX_PROPOSALS, ProposalDraft
 from grove_telemetry import metrics
 from grove_telemetry.logs import log
 
@@ -51,6 +75,32 @@ Rules:
 sentence or a phrase, never reworded, shortened inside, or joined across items.
 - Do not write evidence numbers in the answer text; the citations carry them.
 - If the evidence does not answer the question, reply {"answer": "", "citations": []}."""
+PROPOSALS_PROMPT = f"""\
+Changes to the notes: ONLY when the question asks to change, clean up, merge, \
+deduplicate, reword, file or organize, archive, restore or delete notes, the JSON object \
+may also hold "proposals": [...], at most {MAX_PROPOSALS} changes the owner can apply \
+later; otherwise leave "proposals" out. The answer then says what they would do, citing \
+the notes they concern. Each proposal is exactly one of these objects, with no other keys:
+{{"action": "edit", "summary": S, "note": E, "content": T, "kind": K, "notebook": B}} \
+rewrites one note (B moves it).
+{{"action": "create", "summary": S, "content": T, "kind": K, "notebook": B}} \
+saves a new note (no notebook: a personal note).
+{{"action": "merge", "summary": S, "notes": [E, E, ...], "into": E, "content": T, \
+"kind": K}} combines 2 to 10 notes into one with content T: "into" (one of "notes") \
+keeps it, or with no "into" a new note does; the other notes are archived.
+{{"action": "organize", "summary": S, "notes": [E, ...], "notebooks": [B, ...], "to": D}} \
+moves notes, and notebooks with everything in them, to D.
+{{"action": "archive" | "restore" | "delete", "summary": S, "notes": [E, ...], \
+"notebooks": [B, ...]}} archives, restores or deletes notes and whole notebooks.
+Where: S is a short description for the owner (at most 200 characters); E an evidence \
+number; B a number from the numbered notebook list ("personal" for no notebook; when no \
+list is given, only "personal"); T the note's whole new text; K one of "preference", \
+"fact", "decision", "solution"; D a notebook number B, "personal" (notes leave their \
+notebook, notebooks go to the top level) or {{"new": "<name>", "parent": B}} for a new \
+notebook. These may be left out (or null): "content", "kind" and "notebook" in edit \
+(not all three), "notebook" in create, "into" and "kind" in merge, and one of "notes" \
+and "notebooks" in organize, archive, restore and delete, "parent" of a new notebook \
+(the top level); everything else is required."""
 FORMATS = {
     False: "Write the answer as plain text, without Markdown.",
     True: "Write the answer in Markdown.",
@@ -67,17 +117,26 @@ class InvalidReply(Exception):
 
 
 def prompt(
-    question: str, previous: Sequence[str], evidence: Sequence[Evidence], markdown: bool
+    question: str,
+    previous: Sequence[str],
+    evidence: Sequence[Evidence],
+    markdown: bool,
+    notebooks: Sequence[NotebookRef] = (),
 ) -> list[dict[str, str]]:
-    """The system and user messages: rules, numbered evidence, earlier questions, question."""
+    """The system and user messages: rules, numbered evidence and notebooks, earlier
+    questions, question."""
     numbered = "\n\n".join(f"[{n}] {item.content}" for n, item in enumerate(evidence, 1))
     parts = [f"Evidence:\n\n{numbered}"]
+    if notebooks:
+        listed = "\n".join(f"{n}. {' '.join(nb.name.split())}" for n, nb in enumerate(notebooks, 1))
+        parts.append(f"Notebooks (numbered, for proposals):\n{listed}")
     if previous:
         earlier = "\n".join(f"- {text}" for text in previous)
         parts.append(f"Earlier questions (oldest first), for references:\n{earlier}")
     parts.append(f"Question: {question}")
+    system = f"{SYSTEM_PROMPT}\n{FORMATS[markdown]}\n{PROPOSALS_PROMPT}"
     return [
-        {"role": "system", "content": f"{SYSTEM_PROMPT}\n{FORMATS[markdown]}"},
+        {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
 
@@ -94,14 +153,20 @@ def correction(reply: str, problem: InvalidReply) -> list[dict[str, str]]:
     ]
 
 
-def read_reply(reply: str, evidence: Sequence[Evidence]) -> Answer:
-    """The answer in the model's reply, each citation located exactly; else ``InvalidReply``."""
+def read_reply(
+    reply: str, evidence: Sequence[Evidence], notebooks: Sequence[NotebookRef] = ()
+) -> Answer:
+    """The answer in the model's reply, each citation located exactly, with its valid
+    proposals (the invalid ones dropped and counted); else ``InvalidReply``.
+
+    Proposals are read only once the answer is usable, and also with an empty answer.
+    """
     found = _json_object(reply)
     text, cited = found.get("answer"), found.get("citations", [])
     if not isinstance(text, str) or not isinstance(cited, list):
         raise InvalidReply("not_json", 'the reply must be {"answer": string, "citations": [...]}')
     if not text.strip():
-        return Answer("", [], NAME)
+        return Answer("", [], NAME, *read_proposals(found, evidence, notebooks))
     if not cited:
         raise InvalidReply("no_citations", "the answer has no citations")
     citations, problems = [], []
@@ -112,7 +177,8 @@ def read_reply(reply: str, evidence: Sequence[Evidence]) -> Answer:
             problems.append(f"citation {index}: {ex}")
     if problems:
         raise InvalidReply("invalid_citation", "; ".join(problems))
-    return Answer(text.strip(), list(dict.fromkeys(citations)), NAME)
+    proposals, dropped = read_proposals(found, evidence, notebooks)
+    return Answer(text.strip(), list(dict.fromkeys(citations)), NAME, proposals, dropped)
 
 
 def locate(quote: str, item: Evidence, number: int) -> Citation:
@@ -171,6 +237,151 @@ def _number(value: object) -> int | None:
     return None
 
 
+class DroppedProposal(Exception):
+    """A proposal in the reply that cannot be used; ``reason`` labels the count."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+#: The keys of each model-facing proposal: required, then optional (besides "action").
+SHAPES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "edit": (frozenset({"summary", "note"}), frozenset({"content", "kind", "notebook"})),
+    "create": (frozenset({"summary", "content", "kind"}), frozenset({"notebook"})),
+    "merge": (frozenset({"summary", "notes", "content"}), frozenset({"into", "kind"})),
+    "organize": (frozenset({"summary", "to"}), frozenset({"notes", "notebooks"})),
+    **{
+        action: (frozenset({"summary"}), frozenset({"notes", "notebooks"}))
+        for action in ("archive", "restore", "delete")
+    },
+}
+PERSONAL = "personal"
+
+
+def read_proposals(
+    found: dict[str, Any], evidence: Sequence[Evidence], notebooks: Sequence[NotebookRef]
+) -> tuple[list[ProposalDraft], int]:
+    """The valid proposals in the reply's object (at most ``MAX_PROPOSALS``) and how many
+    it offered that were dropped; each drop is counted by reason."""
+    offered = found.get("proposals")
+    if offered is None:
+        return [], 0
+    references = References(evidence, notebooks)
+    drafts: list[ProposalDraft] = []
+    reasons = [] if isinstance(offered, list) else ["malformed"]
+    for item in offered if isinstance(offered, list) else []:
+        if len(drafts) == MAX_PROPOSALS:
+            reasons.append("too_many")  # not validated: the count bounds the work
+            continue
+        try:
+            drafts.append(proposal(item, references))
+        except DroppedProposal as ex:
+            reasons.append(ex.reason)
+    service = metrics.service()
+    ANSWER_PROPOSALS.labels(service).inc(len(drafts))
+    for reason in reasons:
+        ANSWER_PROPOSALS_DROPPED.labels(service, reason).inc()
+    if reasons:
+        log(logger, "answer_proposals_dropped", reasons=",".join(sorted(set(reasons))))
+    return drafts, len(reasons)
+
+
+def proposal(item: object, references: References) -> ProposalDraft:
+    """The contract's draft of one model-facing proposal; else ``DroppedProposal``."""
+    if not isinstance(item, dict):
+        raise DroppedProposal("malformed")
+    action = item.get("action")
+    if not isinstance(action, str) or action not in SHAPES:
+        raise DroppedProposal("unknown_action")
+    required, optional = SHAPES[action]
+    given = {key for key, value in item.items() if value is not None} - {"action"}
+    if not required <= given or not given <= required | optional:
+        raise DroppedProposal("malformed")
+    try:
+        return ProposalDraft.model_validate(
+            {"summary": item["summary"], "change": _change(action, item, references)}
+        )
+    except pydantic.ValidationError as ex:
+        raise DroppedProposal("invalid") from ex
+
+
+def _change(action: str, item: dict[str, Any], refs: References) -> dict[str, Any]:
+    """The contract's ``Change`` (still to be validated) with numbers mapped to ids."""
+    if action == "edit":
+        change: dict[str, Any] = {"action": action, "noteId": refs.note(item["note"])}
+        change |= {key: item[key] for key in ("content", "kind") if item.get(key) is not None}
+        if item.get("notebook") is not None:
+            change["moveTo"] = {"projectId": refs.notebook(item["notebook"])}
+        return change
+    if action == "create":
+        place = refs.notebook(PERSONAL if item.get("notebook") is None else item["notebook"])
+        return {
+            "action": action,
+            "content": item["content"],
+            "kind": item["kind"],
+            "projectId": place,
+        }
+    targets: dict[str, Any] = {"noteIds": [refs.note(n) for n in refs.listed(item.get("notes"))]}
+    if action == "merge":
+        into = item.get("into")
+        return {
+            **targets,
+            "action": action,
+            "into": None if into is None else refs.note(into),
+            "content": item["content"],
+            "kind": item.get("kind"),
+        }
+    targets["notebookIds"] = [refs.notebook(n) for n in refs.listed(item.get("notebooks"))]
+    if action == "organize":
+        return {**targets, "action": action, "destination": refs.destination(item["to"])}
+    return {**targets, "action": action}
+
+
+class References:
+    """Maps the prompt's evidence and notebook numbers to note and notebook ids."""
+
+    def __init__(self, evidence: Sequence[Evidence], notebooks: Sequence[NotebookRef]) -> None:
+        self._notes = [item.note_id for item in evidence]
+        self._notebooks = [notebook.id for notebook in notebooks]
+
+    def note(self, value: object) -> str:
+        """The note of evidence number ``value``."""
+        return self._pick(self._notes, value)
+
+    def notebook(self, value: object) -> str | None:
+        """The notebook numbered ``value``; None for ``"personal"``."""
+        return None if value == PERSONAL else self._pick(self._notebooks, value)
+
+    def destination(self, value: object) -> dict[str, Any]:
+        """A ``Destination``: a notebook number, ``"personal"`` or ``{"new", "parent"}``."""
+        if not isinstance(value, dict):
+            return {"projectId": self.notebook(value)}
+        if not set(value) <= {"new", "parent"}:
+            raise DroppedProposal("malformed")
+        parent = value.get("parent")
+        parent_id = None if parent is None else self.notebook(parent)
+        return {"newNotebook": {"name": value.get("new"), "parentId": parent_id}}
+
+    @staticmethod
+    def listed(value: object) -> list[object]:
+        """A list of numbers as given (null: none); anything else is malformed."""
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise DroppedProposal("malformed")
+        return value
+
+    @staticmethod
+    def _pick(ids: list[str], value: object) -> str:
+        number = _number(value)
+        if number is None:
+            raise DroppedProposal("malformed")
+        if not 1 <= number <= len(ids):
+            raise DroppedProposal("unknown_reference")
+        return ids[number - 1]
+
+
 class OpenAIChat:
     """Answers with a chat-completions model; ``extractive`` after two unusable replies."""
 
@@ -194,19 +405,21 @@ class OpenAIChat:
         markdown: bool,
         timeout: float | None,
         cancellation: Cancellation | None = None,
+        notebooks: Sequence[NotebookRef] = (),
     ) -> Answer:
-        """The model's cited answer, the extractive one after two unusable replies.
+        """The model's cited answer and proposals, the extractive answer (no proposals)
+        after two unusable replies.
 
         Raises ``TimeoutError`` past ``timeout`` (or the provider timeout),
         ``ProviderError`` when the provider fails, ``Cancelled`` when the call ended.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        messages = prompt(question, previous, evidence, markdown)
+        messages = prompt(question, previous, evidence, markdown, notebooks)
         with CallSession(cancellation or Cancellation()) as session:
             for _ in range(ATTEMPTS):
                 reply = self._complete(session, messages, deadline)
                 try:
-                    return read_reply(reply, evidence)
+                    return read_reply(reply, evidence, notebooks)
                 except InvalidReply as ex:
                     ANSWER_INVALID_REPLIES.labels(metrics.service(), ex.reason).inc()
                     log(logger, "answer_reply_refused", reason=ex.reason)

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from grove_ask.answer import Evidence, Extractive, Generator
+from grove_ask.answer import Evidence, Extractive, Generator, NotebookRef
 from grove_ask.batcher import Batcher
 from grove_ask.cancel import Cancellation, Cancelled
 from grove_ask.chat import OpenAIChat
@@ -24,6 +24,8 @@ MAX_QUESTION_CHARS = 6000
 MAX_PREVIOUS_QUESTIONS = 8
 MAX_EVIDENCE = 24
 MAX_EVIDENCE_CHARS = 6000
+MAX_NOTEBOOKS = 100
+MAX_NOTEBOOK_NAME_CHARS = 200
 SERVICE_NAME = "grove.inference.v1.Inference"
 
 
@@ -82,6 +84,7 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):
         if generator is None:
             abort(context, grpc.StatusCode.FAILED_PRECONDITION, "disabled: answering is disabled")
         evidence = [Evidence(e.note_id, e.version, e.content) for e in request.evidence]
+        notebooks = [NotebookRef(n.id, n.name) for n in request.notebooks]
         markdown = request.format == inference_pb2.MARKDOWN
         # gRPC runs the callback when the call ends: cancelled, past its deadline or done;
         # it shuts a provider request still in flight.
@@ -96,6 +99,7 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):
                 markdown,
                 context.time_remaining(),
                 cancellation,
+                notebooks,
             )
         except concurrent.futures.TimeoutError:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "timeout: answering took too long")
@@ -113,6 +117,13 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):
                 )
                 for c in answer.citations
             ],
+            proposals=[
+                inference_pb2.ProposalDraft(
+                    summary=p.summary, change_json=p.change.model_dump_json()
+                )
+                for p in answer.proposals
+            ],
+            proposals_dropped=answer.proposals_dropped,
         )
 
 
@@ -133,6 +144,20 @@ def _invalid_answer(request: Any) -> str | None:
         problem = _invalid_evidence(item)
         if problem:
             return f"evidence[{index}].{problem}"
+    if len(request.notebooks) > MAX_NOTEBOOKS:
+        return f"notebooks: at most {MAX_NOTEBOOKS}"
+    for index, notebook in enumerate(request.notebooks):
+        problem = _invalid_notebook(notebook)
+        if problem:
+            return f"notebooks[{index}].{problem}"
+    return None
+
+
+def _invalid_notebook(item: Any) -> str | None:
+    if not item.id:
+        return "id: required"
+    if not item.name.strip() or len(item.name) > MAX_NOTEBOOK_NAME_CHARS:
+        return f"name: 1-{MAX_NOTEBOOK_NAME_CHARS} characters, not blank"
     return None
 
 

@@ -63,17 +63,38 @@ ANSWER_FALLBACKS = Counter(
     "Answers written by the extractive generator after two unusable model replies.",
     ["service"],
 )
+ANSWER_PROPOSALS = Counter(
+    "grove_ask_answer_proposals",
+    "Proposals (changes to the notes) an answer model offered that were valid and passed on.",
+    ["service"],
+)
+ANSWER_PROPOSALS_DROPPED = Counter(
+    "grove_ask_answer_proposals_dropped",
+    "Proposals an answer model offered that were invalid and dropped (never retried), by reason.",
+    ["service", "reason"],
+)
 #: Every ``reason`` of ``ANSWER_INVALID_REPLIES`` (the ``InvalidReply`` reasons in chat.py).
 INVALID_REPLY_REASONS = ("not_json", "no_citations", "invalid_citation")
+#: Every ``reason`` of ``ANSWER_PROPOSALS_DROPPED`` (the ``DroppedProposal`` reasons in chat.py).
+DROPPED_PROPOSAL_REASONS = (
+    "malformed",
+    "unknown_action",
+    "unknown_reference",
+    "invalid",
+    "too_many",
+)
 tracer = trace.get_tracer("grove.ask")
 
 
 def init_answer_metrics(service: str) -> None:
     """Create the answer-model series at 0, whichever generator runs, so they are exported
-    before the first refused reply or fallback."""
+    before the first refused reply, fallback or proposal."""
     for reason in INVALID_REPLY_REASONS:
         ANSWER_INVALID_REPLIES.labels(service, reason)
     ANSWER_FALLBACKS.labels(service)
+    ANSWER_PROPOSALS.labels(service)
+    for reason in DROPPED_PROPOSAL_REASONS:
+        ANSWER_PROPOSALS_DROPPED.labels(service, reason)
 
 
 class ServerTelemetry(grpc.ServerInterceptor):  # type: ignore[misc]

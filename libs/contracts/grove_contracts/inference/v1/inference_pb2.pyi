@@ -62,16 +62,34 @@ class Evidence(_message.Message):
     def __init__(self, note_id: _Optional[str] = ..., version: _Optional[int] = ..., content: _Optional[str] = ...) -> None: ...
 
 class AnswerRequest(_message.Message):
-    __slots__ = ("question", "previous_questions", "evidence", "format")
+    __slots__ = ("question", "previous_questions", "evidence", "format", "notebooks")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_QUESTIONS_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
+    NOTEBOOKS_FIELD_NUMBER: _ClassVar[int]
     question: str
     previous_questions: _containers.RepeatedScalarFieldContainer[str]
     evidence: _containers.RepeatedCompositeFieldContainer[Evidence]
     format: Format
-    def __init__(self, question: _Optional[str] = ..., previous_questions: _Optional[_Iterable[str]] = ..., evidence: _Optional[_Iterable[_Union[Evidence, _Mapping]]] = ..., format: _Optional[_Union[Format, str]] = ...) -> None: ...
+    notebooks: _containers.RepeatedCompositeFieldContainer[NotebookRef]
+    def __init__(self, question: _Optional[str] = ..., previous_questions: _Optional[_Iterable[str]] = ..., evidence: _Optional[_Iterable[_Union[Evidence, _Mapping]]] = ..., format: _Optional[_Union[Format, str]] = ..., notebooks: _Optional[_Iterable[_Union[NotebookRef, _Mapping]]] = ...) -> None: ...
+
+class NotebookRef(_message.Message):
+    __slots__ = ("id", "name")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class ProposalDraft(_message.Message):
+    __slots__ = ("summary", "change_json")
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_JSON_FIELD_NUMBER: _ClassVar[int]
+    summary: str
+    change_json: str
+    def __init__(self, summary: _Optional[str] = ..., change_json: _Optional[str] = ...) -> None: ...
 
 class Citation(_message.Message):
     __slots__ = ("note_id", "version", "quote", "start", "end")
@@ -88,13 +106,17 @@ class Citation(_message.Message):
     def __init__(self, note_id: _Optional[str] = ..., version: _Optional[int] = ..., quote: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
 class AnswerResponse(_message.Message):
-    __slots__ = ("text", "format", "generator", "citations")
+    __slots__ = ("text", "format", "generator", "citations", "proposals", "proposals_dropped")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     GENERATOR_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    PROPOSALS_FIELD_NUMBER: _ClassVar[int]
+    PROPOSALS_DROPPED_FIELD_NUMBER: _ClassVar[int]
     text: str
     format: Format
     generator: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
-    def __init__(self, text: _Optional[str] = ..., format: _Optional[_Union[Format, str]] = ..., generator: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ...) -> None: ...
+    proposals: _containers.RepeatedCompositeFieldContainer[ProposalDraft]
+    proposals_dropped: int
+    def __init__(self, text: _Optional[str] = ..., format: _Optional[_Union[Format, str]] = ..., generator: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., proposals: _Optional[_Iterable[_Union[ProposalDraft, _Mapping]]] = ..., proposals_dropped: _Optional[int] = ...) -> None: ...

@@ -5,7 +5,7 @@ import warnings
 
 from grove_contracts.inference.v1 import inference_pb2 as grove__contracts_dot_inference_dot_v1_dot_inference__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.4'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -59,11 +59,14 @@ class InferenceServicer:
 
     def Answer(self, request, context):
         """Answer a question from the evidence given, citing it exactly. Limits: the question
-        1-6,000 characters (not blank), at most 4 previous questions of at most 6,000
+        1-6,000 characters (not blank), at most 8 previous questions of at most 6,000
         characters each, at most 24 evidence items of 1-6,000 characters each with a
         note_id and a version >= 1; violations answer INVALID_ARGUMENT. With the generator
         switched off it answers FAILED_PRECONDITION ("disabled: ..."). When nothing in the
         evidence answers the question, the response has empty text and no citations.
+        At most 100 notebooks, each with an id and a name of 1-200 characters (not blank).
+        Only the openai generator offers proposals, each checked against the
+        grove_contracts.proposals contract; the ones that fail it are dropped and counted.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

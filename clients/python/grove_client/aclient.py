@@ -49,10 +49,12 @@ class AsyncGrove:
 
     async def remember(
         self, content: str, kind: str = "fact", **options: Unpack[calls.NoteOptions]
-    ) -> models.Memory:
+    ) -> models.SavedMemory:
         return await self._run(calls.remember(content, kind, options))
 
-    async def save(self, note: models.NewNote, *, operation_id: Id | None = None) -> models.Memory:
+    async def save(
+        self, note: models.NewNote, *, operation_id: Id | None = None
+    ) -> models.SavedMemory:
         return await self._run(calls.save(note, operation_id))
 
     async def get(self, memory_id: Id) -> models.Memory:

@@ -53,6 +53,7 @@ from grove_client.models import (
     RecordReply,
     RetrieveResult,
     RevisionPage,
+    SavedMemory,
     SearchPage,
     Share,
     ShareList,
@@ -238,7 +239,7 @@ class ListFilters(TypedDict, total=False):
     limit: int | None
 
 
-def remember(content: str, kind: str, options: NoteOptions) -> Call[Memory]:
+def remember(content: str, kind: str, options: NoteOptions) -> Call[SavedMemory]:
     """Save a note built from ``remember``'s arguments."""
     fields: dict[str, Any] = {"content": content, "kind": kind}
     for name in ("project_id", "task_id", "retention_days"):
@@ -250,12 +251,12 @@ def remember(content: str, kind: str, options: NoteOptions) -> Call[Memory]:
     return save(NewNote(**fields), options.get("operation_id"))
 
 
-def save(note: NewNote, operation_id: Id | None) -> Call[Memory]:
+def save(note: NewNote, operation_id: Id | None) -> Call[SavedMemory]:
     """``POST /v1/memories``; the operation ID goes as the ``Idempotency-Key`` header."""
     body = note.body()
     body.pop("operationId", None)
     key = operation_id or note.operation_id
-    return call(endpoints.REMEMBER, Memory, body=body, key=key)
+    return call(endpoints.REMEMBER, SavedMemory, body=body, key=key)
 
 
 def get(memory_id: Id) -> Call[Memory]:

@@ -54,14 +54,14 @@ class Grove:
 
     def remember(
         self, content: str, kind: str = "fact", **options: Unpack[calls.NoteOptions]
-    ) -> models.Memory:
+    ) -> models.SavedMemory:
         """Save a note (a handoff for a known ``task_id`` corrects it instead).
 
         ``operation_id`` names the save for idempotency; one is made if not given.
         """
         return self._run(calls.remember(content, kind, options))
 
-    def save(self, note: models.NewNote, *, operation_id: Id | None = None) -> models.Memory:
+    def save(self, note: models.NewNote, *, operation_id: Id | None = None) -> models.SavedMemory:
         """Save a ``models.NewNote`` as ``POST /v1/memories`` (``remember`` builds one)."""
         return self._run(calls.save(note, operation_id))
 

@@ -40,7 +40,7 @@ class Endpoint:
         return self.path.format(**{k: quote(str(v), safe="") for k, v in parameters.items()})
 
 
-REMEMBER = Endpoint("POST", "/v1/memories", models.Memory, "header")
+REMEMBER = Endpoint("POST", "/v1/memories", models.SavedMemory, "header")
 LIST = Endpoint("GET", "/v1/memories", models.MemoryPage)
 BATCH = Endpoint("POST", "/v1/memories/batch", models.BatchResult, "items")
 SEARCH = Endpoint("POST", "/v1/memories/search", models.SearchPage)

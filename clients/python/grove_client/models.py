@@ -72,6 +72,21 @@ class Memory(Model):
     indexing: str | None = None
 
 
+class SimilarNote(Model):
+    """A note in the same scope that says much the same (``similarity``: 0-1)."""
+
+    id: UUID
+    version: int
+    similarity: float
+
+
+class SavedMemory(Memory):
+    """A saved note and up to three near-duplicates in its scope: when ``similar`` is
+    not empty, consider updating one of those instead of keeping two copies."""
+
+    similar: list[SimilarNote] = []
+
+
 class Revision(Model):
     """One saved state of a note."""
 

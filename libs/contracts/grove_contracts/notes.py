@@ -221,6 +221,25 @@ class Memory(BaseModel):
     updatedAt: datetime
 
 
+MAX_SIMILAR = 3
+
+
+class SimilarNote(BaseModel):
+    """A note in the same scope that says much the same (``similarity``: their shared
+    words, 0-1, ``grove_memory.duplicates``)."""
+
+    id: UUID
+    version: int
+    similarity: float
+
+
+class SavedMemory(Memory):
+    """A saved note, and up to three notes in its scope that look like near-duplicates:
+    update one of those (``update_memory``) rather than keep two copies."""
+
+    similar: list[SimilarNote] = []
+
+
 class Revision(BaseModel):
     """One immutable saved state of a note."""
 

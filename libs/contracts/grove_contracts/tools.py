@@ -36,6 +36,7 @@ from grove_contracts.notes import (
     RememberRequest,
     RestoreRequest,
     RevisionPage,
+    SavedMemory,
     SearchPage,
     SearchRequest,
     UpdateMemoryInput,
@@ -136,10 +137,13 @@ TOOLS: tuple[Tool, ...] = (
         + CONTENT
         + SCOPE
         + CAPTURE
-        + " To correct a note partly, use `update_memory`; passing `id`"
+        + " The answer's `similar` lists up to three notes in the same scope that say much the"
+        " same: when it is not empty, prefer `update_memory` on one of them over keeping"
+        " near-duplicate notes."
+        " To correct a note partly, use `update_memory`; passing `id`"
         " here replaces the whole note, metadata included." + RETRIES,
         RememberRequest,
-        Memory,
+        SavedMemory,
         read_only=False,
         idempotent=False,
     ),

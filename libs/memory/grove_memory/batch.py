@@ -49,7 +49,7 @@ def _save_one(
         error = ItemError(code="validation_error", message=INVALID, details=item.details)
         return BatchItemResult(index=index, status="failed", error=error)
     try:
-        saved = notes.remember(store, principal, item)
+        saved = notes.remember(store, principal, item, similar=False)
     except AccountDeleted:
         raise
     except (ServiceError, QuotaExceeded) as ex:

@@ -15,6 +15,8 @@ import psycopg
 
 from grove_auth.principal import Principal
 from grove_contracts.notes import (
+    MAX_QUERY_CHARS,
+    MAX_SIMILAR,
     ForgetOutcome,
     ForgetRequest,
     ForgetResponse,
@@ -22,11 +24,13 @@ from grove_contracts.notes import (
     Memory,
     RememberRequest,
     RevisionPage,
+    SavedMemory,
+    SimilarNote,
     UpdateRequest,
 )
 from grove_db import queue
 from grove_db.pool import Conn, transaction
-from grove_memory import idempotency
+from grove_memory import duplicates, idempotency
 from grove_memory.errors import (
     CapturePaused,
     Conflict,
@@ -34,8 +38,9 @@ from grove_memory.errors import (
     NotFound,
     VersionConflict,
 )
+from grove_memory.recall import lexical_candidates
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_of, revision_of
-from grove_memory.scope import VISIBLE, check_notebook, granted, params
+from grove_memory.scope import VISIBLE, check_notebook, granted, in_notebook, params
 from grove_memory.store import Store, require
 
 HANDOFF_DEFAULT_RETENTION_DAYS = 30
@@ -133,12 +138,18 @@ class SaveResult:
     replayed: bool = False
 
 
-def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveResult:
-    """Save a note; a handoff for a known taskId, or a given ``id``, corrects instead."""
+def remember(
+    store: Store, principal: Principal, req: RememberRequest, *, similar: bool = True
+) -> SaveResult:
+    """Save a note; a handoff for a known taskId, or a given ``id``, corrects instead.
+
+    The answer is a ``SavedMemory`` naming near-duplicates in the note's scope (unless
+    ``similar`` is false: a batch's items do not look for them).
+    """
     require(principal, "write")
     with idempotency.mutation(store, principal, "remember", req) as op:
         if op.replay is not None:
-            return SaveResult(op.replay.answer(Memory), created=False, replayed=True)
+            return SaveResult(op.replay.answer(SavedMemory), created=False, replayed=True)
         conn = op.conn
         check_notebook(conn, principal, req.projectId)
         if req.capture == "automatic":
@@ -150,7 +161,10 @@ def remember(store: Store, principal: Principal, req: RememberRequest) -> SaveRe
             row, created = write_correction(conn, store, current, values, retention_supplied), False
         else:
             row, created = _create_or_update_handoff(conn, store, principal, req, values)
-        return _finish(op, store, row, created)
+        memory = record_revision(conn, store, row, op.operation_id)
+        found = similar_notes(conn, principal, row) if similar else []
+        saved = SavedMemory(**memory.model_dump(), similar=found)
+        return SaveResult(op.record(saved, row["id"]), created)
 
 
 def update_memory(
@@ -360,6 +374,29 @@ def write_correction(
         raise Conflict("another live handoff already has this taskId in that scope") from ex
     assert row is not None
     return row
+
+
+#: Notes the search for similar ones reads (BM25's best in the scope) before scoring.
+SIMILAR_CANDIDATES = 10
+
+
+def similar_notes(conn: Conn, principal: Principal, row: dict[str, Any]) -> list[SimilarNote]:
+    """Live notes in the saved note's scope whose words it largely shares (at most
+    ``MAX_SIMILAR``, most similar first): BM25 candidates for its first
+    ``MAX_QUERY_CHARS`` characters, kept at ``duplicates.SAVE_LEXICAL_THRESHOLD``. The
+    note's own vector is not computed yet, so the measure is lexical alone."""
+    scope = in_notebook(row["project_id"]) + " AND m.id <> %(saved)s"
+    values = {"project_id": row["project_id"], "saved": row["id"], "limit": SIMILAR_CANDIDATES}
+    found = lexical_candidates(conn, principal, row["content"][:MAX_QUERY_CHARS], scope, values)
+    scored = [(duplicates.lexical_similarity(row["content"], f["content"]), f) for f in found]
+    kept = sorted(
+        ((score, f) for score, f in scored if score >= duplicates.SAVE_LEXICAL_THRESHOLD),
+        key=lambda pair: (-pair[0], str(pair[1]["id"])),
+    )
+    return [
+        SimilarNote(id=f["id"], version=f["version"], similarity=round(score, 3))
+        for score, f in kept[:MAX_SIMILAR]
+    ]
 
 
 def _finish(

@@ -1,0 +1,90 @@
+"""The near-duplicate warning on save: ``remember`` answers ``similar``, the notes in the
+same scope that say much the same (lexically: the new note's vector comes later), so an
+agent can update one instead of saving a copy. In-process api, real PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import requests
+
+from grove_contracts.notes import MAX_SIMILAR
+from grove_memory import duplicates
+from tests.support.clients import Client, data_of
+from tests.support.tenants import Tenant
+
+DEPLOY = "We deploy the billing service with Argo CD every Tuesday morning."
+AGAIN = "Every Tuesday morning we deploy the billing service using Argo CD."
+FRIDAY = "We deploy the search service with Jenkins every Friday at 5pm."
+PLANT = "The office plant needs water on Fridays."
+
+
+def saved(client: Client, content: str, **fields: Any) -> dict[str, Any]:
+    response = client.post("/v1/memories", {"content": content, "kind": "fact", **fields})
+    assert response.status_code == 201, response.text
+    return data_of(response)  # type: ignore[no-any-return]
+
+
+def test_a_save_names_the_near_duplicates_in_its_scope(inprocess_tenant: Tenant) -> None:
+    client = inprocess_tenant.client
+    first = saved(client, DEPLOY)
+    assert first["similar"] == []
+    saved(client, FRIDAY)  # the same template, another fact
+    saved(client, PLANT)
+    second = saved(client, AGAIN)
+    assert duplicates.lexical_similarity(AGAIN, DEPLOY) >= duplicates.SAVE_LEXICAL_THRESHOLD
+    assert duplicates.lexical_similarity(AGAIN, FRIDAY) < duplicates.SAVE_LEXICAL_THRESHOLD
+    expected = round(duplicates.lexical_similarity(AGAIN, DEPLOY), 3)
+    assert second["similar"] == [{"id": first["id"], "version": 1, "similarity": expected}]
+    # The plain note resource does not carry it.
+    assert "similar" not in data_of(client.get(f"/v1/memories/{second['id']}"))
+
+
+def test_only_the_same_scope_live_notes_and_at_most_three_most_similar_first(
+    make_inprocess_tenant: Callable[[], Tenant],
+) -> None:
+    tenant = make_inprocess_tenant()
+    client = tenant.client
+    ops = tenant.notebook("ops")
+    saved(client, DEPLOY, projectId=ops)  # another notebook
+    archived = saved(client, DEPLOY)
+    client.post("/v1/tools/archive_memories", {"ids": [archived["id"]]})
+    copies = [saved(client, DEPLOY + suffix) for suffix in ("", " Ask Priya.", " Ask Sam first.")]
+    copies.append(saved(client, DEPLOY + " Ask Priya, then Sam, then the on-call lead."))
+    other = make_inprocess_tenant()
+    saved(other.client, DEPLOY)  # another account
+    answer = saved(client, DEPLOY)
+    similar = answer["similar"]
+    assert len(similar) == MAX_SIMILAR
+    assert [s["similarity"] for s in similar] == sorted(
+        (s["similarity"] for s in similar), reverse=True
+    )
+    assert similar[0] == {"id": copies[0]["id"], "version": 1, "similarity": 1.0}
+    assert {s["id"] for s in similar} <= {c["id"] for c in copies}
+    in_ops = saved(client, AGAIN, projectId=ops)
+    assert len(in_ops["similar"]) == 1
+
+
+def test_a_replayed_save_answers_the_same_similar_notes(inprocess_tenant: Tenant) -> None:
+    client = inprocess_tenant.client
+    first = saved(client, DEPLOY)
+    body = {"content": AGAIN, "kind": "fact", "operationId": str(uuid.uuid4())}
+    answer = client.post("/v1/memories", body)
+    saved(client, DEPLOY + " Another copy.")  # would be named by a new save
+    replay: requests.Response = client.post("/v1/memories", body)
+    assert replay.status_code == 200
+    assert data_of(replay) == data_of(answer)
+    assert [s["id"] for s in data_of(replay)["similar"]] == [first["id"]]
+
+
+def test_the_tool_answers_similar_and_batch_items_do_not(inprocess_tenant: Tenant) -> None:
+    client = inprocess_tenant.client
+    first = saved(client, DEPLOY)
+    tool = client.post("/v1/tools/remember", {"content": AGAIN, "kind": "fact"})
+    assert tool.status_code == 200, tool.text
+    assert [s["id"] for s in data_of(tool)["similar"]] == [first["id"]]
+    batch = client.post("/v1/memories/batch", {"items": [{"content": AGAIN, "kind": "fact"}]})
+    (item,) = data_of(batch)["items"]
+    assert item["status"] == "created" and "similar" not in item["memory"]

@@ -559,6 +559,47 @@ def test_ask_in_the_browser(site: Site, context: BrowserContext, tmp_path: Path)
     assert page.locator("ul.conversations li", has_text="Staging questions").count() == 0
 
 
+def test_proposed_changes_are_applied_and_undone_in_the_browser(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    older = owner.save("We deploy the billing service with Argo CD every Tuesday.")["id"]
+    newer = owner.save("Every Tuesday we deploy the billing service with Argo CD.")["id"]
+    page = context.new_page()
+    sign_in(page, site, person, "/ask")
+    page.click("text=New conversation")
+    page.wait_for_url(re.compile(r".*/ask/[0-9a-f-]{36}$"))
+    conversation = page.url
+    page.fill("textarea[name=query]", "When do we deploy the billing service?")
+    page.click("button:text-is('Ask')")
+    page.wait_for_url("**#turn-1")
+    merge = page.locator("#turn-1 .proposal[data-action=merge]")
+    assert merge.get_attribute("data-state") == "proposed"
+    assert merge.locator(".preview li").count() == 2
+    shot(page, tmp_path, "proposal")
+    stale = context.new_page()  # the same proposal, open in a second tab
+    stale.goto(conversation)
+
+    merge.locator("button:text-is('Apply')").click()
+    page.wait_for_url("**done=apply*")
+    merge = page.locator("#turn-1 .proposal[data-action=merge]")
+    assert merge.get_attribute("data-state") == "applied"
+    assert "was applied" in page.locator("[role=status]").inner_text()
+    assert owner.get(f"/v1/memories/{older}").json()["data"]["archived"] is True
+    merge.locator("button:text-is('Undo')").click()
+    page.wait_for_url("**done=undo*")
+    assert page.locator("#turn-1 .proposal[data-action=merge]").get_attribute("data-state") == (
+        "undone"
+    )
+    assert owner.get(f"/v1/memories/{older}").json()["data"]["archived"] is False
+
+    # The second tab still offers Apply; the proposal was undone meanwhile.
+    stale.locator("#turn-1 .proposal[data-action=merge] button:text-is('Apply')").click()
+    assert "was undone" in stale.locator("[role=alert]").inner_text()
+    assert owner.get(f"/v1/memories/{newer}").json()["data"]["version"] == 3
+
+
 def test_account_export_and_deletion(site: Site, context: BrowserContext, tmp_path: Path) -> None:
     person = login()
     owner = site.owner_api(person)

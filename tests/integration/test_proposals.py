@@ -26,6 +26,7 @@ from grove_memory import proposals
 from grove_memory.conversations import conversation_row
 from grove_memory.store import Store
 from tests.integration.test_conversations import Owner, Stack, new_owner, stack
+from tests.integration.test_owner import AUDIENCE
 from tests.support.clients import Client, data_of, error_of
 
 __all__ = ["stack"]
@@ -469,10 +470,14 @@ def test_keys_agents_and_other_accounts_cannot_apply(
     saved = owner.key.save(DEPLOY)
     change = {"action": "archive", "noteIds": [saved["id"]], "notebookIds": []}
     conversation, proposal = offer(owner, store, change)
-    for action in ("apply", "undo"):
-        refused = act(owner, conversation, proposal, action, owner.key)
-        assert refused.status_code == 403
-        assert error_of(refused)["code"] == "owner_session_required"
+    agent = Client(
+        stack.api.url, stack.provider.token(owner.subject, aud=AUDIENCE, client_id="claude-desktop")
+    )
+    for caller in (owner.key, agent):
+        for action in ("apply", "undo"):
+            refused = act(owner, conversation, proposal, action, caller)
+            assert refused.status_code == 403, refused.text
+            assert error_of(refused)["code"] in ("owner_session_required", "connection_required")
     intruder = new_owner(stack)
     for action in ("apply", "undo"):
         missing = act(owner, conversation, proposal, action, intruder.session)

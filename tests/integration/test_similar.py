@@ -88,3 +88,15 @@ def test_the_tool_answers_similar_and_batch_items_do_not(inprocess_tenant: Tenan
     batch = client.post("/v1/memories/batch", {"items": [{"content": AGAIN, "kind": "fact"}]})
     (item,) = data_of(batch)["items"]
     assert item["status"] == "created" and "similar" not in item["memory"]
+
+
+def test_a_key_limited_to_a_notebook_is_told_only_of_notes_it_may_see(
+    inprocess_tenant: Tenant,
+) -> None:
+    tenant = inprocess_tenant
+    ops = tenant.notebook("ops")
+    in_ops = saved(tenant.client, DEPLOY, projectId=ops)
+    saved(tenant.client, DEPLOY)  # personal: not granted to the key below
+    limited = tenant.key("ops only", personal=False, notebook_ids=[uuid.UUID(ops)])
+    answer = saved(limited, AGAIN, projectId=ops)
+    assert [s["id"] for s in answer["similar"]] == [in_ops["id"]]

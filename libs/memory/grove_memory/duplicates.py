@@ -152,7 +152,11 @@ def lexical_similarity(a: str, b: str) -> float:
     Words holding a digit weigh ``NUMBER_WEIGHT``. Two texts without words (empty, or only
     stopwords) are 1.0 to each other and 0.0 to any text with words.
     """
-    first, second = words(a), words(b)
+    return word_similarity(words(a), words(b))
+
+
+def word_similarity(first: set[str], second: set[str]) -> float:
+    """``lexical_similarity`` of two texts' ``words`` (to compare one text with many)."""
     union = _weight(first | second)
     return _weight(first & second) / union if union else 1.0
 

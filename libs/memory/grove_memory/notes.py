@@ -15,7 +15,6 @@ import psycopg
 
 from grove_auth.principal import Principal
 from grove_contracts.notes import (
-    MAX_QUERY_CHARS,
     MAX_SIMILAR,
     ForgetOutcome,
     ForgetRequest,
@@ -38,7 +37,7 @@ from grove_memory.errors import (
     NotFound,
     VersionConflict,
 )
-from grove_memory.recall import lexical_candidates
+from grove_memory.recall import sees_whole_account
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_of, revision_of
 from grove_memory.scope import VISIBLE, check_notebook, granted, in_notebook, params
 from grove_memory.store import Store, require
@@ -376,19 +375,68 @@ def write_correction(
     return row
 
 
-#: Notes the search for similar ones reads (BM25's best in the scope) before scoring.
-SIMILAR_CANDIDATES = 10
+#: Notes the search for similar ones scores (``lexical_similarity``) at most.
+SIMILAR_CANDIDATES = 5
+#: The saved note's words that find the candidates: its longest (long words are rarer).
+SIMILAR_WORDS = 6
+#: Notes each of those words finds at most.
+SIMILAR_POSTINGS = 100
+#: The notes sharing the most of those words that are read (and then kept in scope).
+SIMILAR_SHORTLIST = 20
+
+#: Candidates for the notes like the saved one: the notes with any of its
+#: ``SIMILAR_WORDS`` longest words (at most ``SIMILAR_POSTINGS`` for each, in the
+#: postings' order), the ``SIMILAR_SHORTLIST`` sharing the most of them, then those live
+#: in its scope. The postings are read from their index alone, unless ``{postings}``
+#: restricts them to the notes in scope the caller may see (a caller who does not see
+#: the whole account: which notes it is told of must not depend on notes outside its
+#: grants). The work is bounded by the postings read, whatever the account's size.
+SIMILAR = f"""
+    WITH words AS (
+        SELECT l.word FROM memories n
+        CROSS JOIN LATERAL unnest(tsvector_to_array(n.content_tsv)) AS l (word)
+        WHERE n.id = %(saved)s
+        ORDER BY length(l.word) DESC, l.word LIMIT %(words)s
+    ), shared AS (
+        SELECT p.memory_id, count(*) AS score FROM words
+        CROSS JOIN LATERAL (
+            SELECT v.memory_id FROM note_words v {{postings}}
+            WHERE v.account_id = grove_current_account() AND v.word = words.word
+              AND v.memory_id <> %(saved)s
+            LIMIT %(postings)s) AS p
+        GROUP BY p.memory_id ORDER BY score DESC, p.memory_id LIMIT %(shortlist)s
+    )
+    SELECT {MEMORY_COLUMNS} FROM shared s JOIN memories m ON m.id = s.memory_id
+    WHERE m.archived_at IS NULL AND {VISIBLE} AND {{scope}}
+    ORDER BY s.score DESC, m.id LIMIT %(limit)s
+"""
+#: ``SIMILAR``'s postings for a caller who does not see the whole account.
+VISIBLE_POSTINGS = f"""
+    JOIN memories m ON m.account_id = v.account_id AND m.id = v.memory_id
+         AND m.archived_at IS NULL AND {VISIBLE} AND {{scope}}
+"""
 
 
 def similar_notes(conn: Conn, principal: Principal, row: dict[str, Any]) -> list[SimilarNote]:
     """Live notes in the saved note's scope whose words it largely shares (at most
-    ``MAX_SIMILAR``, most similar first): BM25 candidates for its first
-    ``MAX_QUERY_CHARS`` characters, kept at ``duplicates.SAVE_LEXICAL_THRESHOLD``. The
-    note's own vector is not computed yet, so the measure is lexical alone."""
-    scope = in_notebook(row["project_id"]) + " AND m.id <> %(saved)s"
-    values = {"project_id": row["project_id"], "saved": row["id"], "limit": SIMILAR_CANDIDATES}
-    found = lexical_candidates(conn, principal, row["content"][:MAX_QUERY_CHARS], scope, values)
-    scored = [(duplicates.lexical_similarity(row["content"], f["content"]), f) for f in found]
+    ``MAX_SIMILAR``, most similar first): ``SIMILAR``'s candidates kept at
+    ``duplicates.SAVE_LEXICAL_THRESHOLD``. The note's own vector is not computed yet, so
+    the measure is lexical alone."""
+    values = params(
+        principal,
+        project_id=row["project_id"],
+        saved=row["id"],
+        words=SIMILAR_WORDS,
+        postings=SIMILAR_POSTINGS,
+        shortlist=SIMILAR_SHORTLIST,
+        limit=SIMILAR_CANDIDATES,
+    )
+    scope = in_notebook(row["project_id"])
+    postings = "" if sees_whole_account(principal) else VISIBLE_POSTINGS.format(scope=scope)
+    statement = SIMILAR.format(postings=postings, scope=scope)
+    found = conn.execute(statement, values).fetchall()
+    saved = duplicates.words(row["content"])
+    scored = [(duplicates.word_similarity(saved, duplicates.words(f["content"])), f) for f in found]
     kept = sorted(
         ((score, f) for score, f in scored if score >= duplicates.SAVE_LEXICAL_THRESHOLD),
         key=lambda pair: (-pair[0], str(pair[1]["id"])),

@@ -111,6 +111,13 @@ def init(service: str) -> None:
     for method in INFERENCE_METHODS:
         for outcome in INFERENCE_OUTCOMES:
             INFERENCE_CLIENT.labels(service, method, outcome)
+    if service == "api":
+        for source in ("model", "deterministic"):
+            for offered in ("offered", "dropped"):
+                PROPOSALS.labels(service, source, offered)
+        for action, result in (("apply", "applied"), ("undo", "undone")):
+            for outcome in (result, "stale"):
+                PROPOSAL_ACTIONS.labels(service, action, outcome)
 
 
 def service() -> str:

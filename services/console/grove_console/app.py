@@ -167,6 +167,10 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     app.add_route("/ask/{conversation_id:uuid}", ask.Conversation(page))
     app.add_route("/ask/{conversation_id:uuid}/turns", ask.Turns(page))
     app.add_route("/ask/{conversation_id:uuid}/delete", ask.Delete(page))
+    app.add_route(
+        "/ask/{conversation_id:uuid}/proposals/{proposal_id:uuid}/{action}",
+        ask.ProposalAction(page),
+    )
     app.add_route("/account", account.Account(page))
     app.add_route("/account/export", account.Export(page))
     app.add_route("/account/delete", account.Delete(page))

@@ -17,6 +17,21 @@ from grove_console.page import Page, int_field, notice, one, uuid_field
 MAX_CONTEXT_NOTES = 12
 MAX_CONTEXT_NOTEBOOKS = 6
 DONE = {"deleted": "The conversation was deleted."}
+APPLIED = {
+    "apply": "The change was applied. Undo it below if it was not what you wanted.",
+    "undo": "The change was undone: the notes are as they were before it.",
+}
+#: What an apply or undo the API refused tells the owner (nothing was written).
+PROPOSAL_REFUSED = {
+    "proposal_stale": (
+        "Nothing was changed: a note or notebook this touches changed since it was"
+        " proposed ({detail}). Ask again for a fresh proposal."
+    ),
+    "proposal_undone": "This change was undone; ask again for a fresh proposal.",
+    "proposal_not_applied": "This change was never applied, so there is nothing to undo.",
+    "not_undoable": "A deletion cannot be undone.",
+    "proposal_out_of_scope": "This change names notes outside this conversation.",
+}
 REFUSED = {
     "version_conflict": (
         "This conversation moved on since you opened it (another tab asked a question)."
@@ -109,6 +124,7 @@ class Conversation(Page):
             refused=refused,
             query=query,
             max_notebooks=MAX_CONTEXT_NOTEBOOKS,
+            done=notice(req, APPLIED),
         )
 
 
@@ -139,6 +155,34 @@ class Turns(Conversation):
             self.show(req, resp, conversation_id, 409, REFUSED[ex.code], body["query"])
             return
         raise falcon.HTTPSeeOther(f"/ask/{conversation_id}#turn-{reply['turn']['ordinal']}")
+
+
+class ProposalAction(Conversation):
+    """``POST /ask/{id}/proposals/{proposalId}/{apply|undo}``: apply a turn's proposed
+    change as its preview shows it, or put it back."""
+
+    def on_post(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        conversation_id: UUID,
+        proposal_id: UUID,
+        action: str,
+    ) -> None:
+        self.posted(req)
+        if action not in APPLIED:
+            raise falcon.HTTPNotFound()
+        path = f"/v1/conversations/{conversation_id}/proposals/{proposal_id}/{action}"
+        try:
+            self.call(req, "POST", path, {})
+        except ApiError as ex:
+            if ex.code not in PROPOSAL_REFUSED:
+                raise
+            detail = ex.message.partition(": ")[2] or ex.message
+            refused = PROPOSAL_REFUSED[ex.code].format(detail=detail)
+            self.show(req, resp, conversation_id, 409, refused)
+            return
+        raise falcon.HTTPSeeOther(f"/ask/{conversation_id}?done={action}#proposal-{proposal_id}")
 
 
 class Delete(Page):

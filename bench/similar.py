@@ -1,0 +1,108 @@
+"""The near-duplicate warning on save: what finding ``similar`` costs as an account grows.
+
+``remember`` looks for notes like the one it saves inside the save's transaction
+(``grove_memory.notes.similar_notes``), so its cost is added to every save. For accounts
+holding 1,000 and 100,000 notes (bench.bulk's varied texts, bulk-loaded) plus the 249
+notes of the labelled near-duplicate set (``bench/data/near_duplicates.json``), each
+labelled note that has a cluster-mate above ``SAVE_LEXICAL_THRESHOLD`` is looked up as
+if just saved, by a caller who sees the whole account (the rare-word candidates of
+``notes.SIMILAR``) and by one granted personal notes only (BM25 candidates): the time
+of the lookup and how many of those cluster-mates it names (the candidates' recall; the
+threshold's own precision and recall are ``bench.duplicates``'). Then the same for 200
+chat turns (LoCoMo), whose words are common in the bulk texts: the slow case for BM25.
+
+Run: ``python -m bench.similar``. The save path end to end: ``python -m bench.ingest
+--saves-at 1000 100000``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench import bulk
+from bench.stack import stack, turns
+from grove_auth.principal import Principal
+from grove_cli import admin
+from grove_db.pool import open_pool, transaction
+from grove_memory import duplicates, notes
+
+LABELLED = Path(__file__).resolve().parent / "data" / "near_duplicates.json"
+SIZES = (1000, 100_000)
+CHAT_TURNS = 200
+
+
+def principal(account: uuid.UUID, whole: bool) -> Principal:
+    return Principal(
+        account_id=account,
+        connection_id=uuid.uuid4(),
+        personal=True,
+        all_notebooks=whole,
+        can_write=True,
+    )
+
+
+def lookups(
+    pool: Any, who: Principal, probes: list[tuple[dict[str, Any], set[uuid.UUID]]]
+) -> tuple[list[float], int, int]:
+    """Milliseconds per lookup, and how many of the expected notes were named."""
+    times, named, expected = [], 0, 0
+    for row, mates in probes:
+        with transaction(pool, who.account_id) as conn:
+            start = time.perf_counter()
+            found = {s.id for s in notes.similar_notes(conn, who, row)}
+            times.append((time.perf_counter() - start) * 1000)
+        named += len(mates & found)
+        expected += len(mates)
+    return times, named, expected
+
+
+def show(label: str, times: list[float], named: int, expected: int) -> None:
+    times.sort()
+    p95 = times[int(len(times) * 0.95)]
+    found = f"named {named}/{expected} near-duplicates" if expected else ""
+    print(f"{label:<44} median {statistics.median(times):5.1f} ms  p95 {p95:5.1f} ms  {found}")
+
+
+def main() -> None:
+    labelled = json.loads(LABELLED.read_text())
+    texts = bulk.texts(max(SIZES))
+    chat = turns()[:CHAT_TURNS]
+    with stack("disabled") as running:
+        pool = open_pool(running.db.runtime_url)
+        for size in SIZES:
+            account = admin.create_account(running.db.migration_url, f"holds {size}")
+            loaded = texts[:size] + [n["text"] for n in labelled] + chat
+            bulk.load(running.db.grove_superuser_url, str(account), loaded, None)
+            with transaction(pool, account) as conn:
+                rows = conn.execute("SELECT id, content, project_id FROM memories").fetchall()
+            by_text = {r["content"]: r for r in rows}
+            probes = []
+            for note in labelled:
+                mates = {
+                    by_text[m["text"]]["id"]
+                    for m in labelled
+                    if m is not note
+                    and (m["group"], m["cluster"]) == (note["group"], note["cluster"])
+                    and duplicates.lexical_similarity(note["text"], m["text"])
+                    >= duplicates.SAVE_LEXICAL_THRESHOLD
+                }
+                if mates:
+                    probes.append((by_text[note["text"]], mates))
+            chats: list[tuple[dict[str, Any], set[uuid.UUID]]] = [
+                (by_text[text], set()) for text in dict.fromkeys(chat)
+            ]
+            for whole in (True, False):
+                who = principal(account, whole)
+                kind = "whole account" if whole else "personal only"
+                show(f"{size:>7} notes, labelled, {kind}", *lookups(pool, who, probes))
+                show(f"{size:>7} notes, chat turns, {kind}", *lookups(pool, who, chats))
+        pool.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -66,8 +66,13 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_ask_model_loaded": "gauge",
     "grove_ask_answer_invalid_replies_total": "counter",
     "grove_ask_answer_fallbacks_total": "counter",
+    "grove_ask_answer_proposals_total": "counter",
+    "grove_ask_answer_proposals_dropped_total": "counter",
     # ask's callers that answer (api, mcp)
     "grove_ask_citations_dropped_total": "counter",
+    # api: proposals on conversation turns
+    "grove_proposals_total": "counter",
+    "grove_proposal_actions_total": "counter",
     # share (no `service` label of their own: the scrape target's applies)
     "grove_share_views_total": "counter",
     "grove_share_not_found_total": "counter",

@@ -118,37 +118,32 @@ class MergeChange(Strict):
         return self
 
 
-class OrganizeChange(Strict):
-    """Move notes, and notebooks with everything in them, to ``destination``."""
+class TargetedChange(Strict):
+    """A change to some notes and whole notebooks (at least one, each named once)."""
 
-    action: Literal["organize"]
-    noteIds: Targets
-    notebookIds: Targets
-    destination: Destination
-
-    @model_validator(mode="after")
-    def _moves_something(self) -> OrganizeChange:
-        if not self.noteIds and not self.notebookIds:
-            raise ValueError("name at least one note or notebook to move")
-        _unique(self.noteIds, "note")
-        _unique(self.notebookIds, "notebook")
-        return self
-
-
-class LifecycleChange(Strict):
-    """Archive, restore or delete notes and whole notebook subtrees."""
-
-    action: Literal["archive", "restore", "delete"]
     noteIds: Targets
     notebookIds: Targets
 
     @model_validator(mode="after")
-    def _touches_something(self) -> LifecycleChange:
+    def _touches_something(self) -> TargetedChange:
         if not self.noteIds and not self.notebookIds:
             raise ValueError("name at least one note or notebook")
         _unique(self.noteIds, "note")
         _unique(self.notebookIds, "notebook")
         return self
+
+
+class OrganizeChange(TargetedChange):
+    """Move notes, and notebooks with everything in them, to ``destination``."""
+
+    action: Literal["organize"]
+    destination: Destination
+
+
+class LifecycleChange(TargetedChange):
+    """Archive, restore or delete notes and whole notebook subtrees."""
+
+    action: Literal["archive", "restore", "delete"]
 
 
 Change = Annotated[

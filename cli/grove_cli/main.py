@@ -136,7 +136,7 @@ def cmd_reindex(args: argparse.Namespace) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    from grove_cli import restore
+    from grove_memory import restore
 
     url = _env("GROVE_MIGRATION_DATABASE_URL")
     profile = args.profile or os.environ.get("GROVE_EMBEDDING_PROFILE") or "minilm"

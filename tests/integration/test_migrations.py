@@ -31,6 +31,7 @@ TENANT_TABLES = {
     "conversations",
     "conversation_turns",
     "turn_proposals",
+    "imports",
     "account_usage",
     "account_quotas",
 }

@@ -15,10 +15,10 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from grove_cli import restore
-from grove_cli.restore import mapped_id
 from grove_db import embedded
 from grove_db.pool import set_tenant
+from grove_memory import restore
+from grove_memory.restore import mapped_id
 from tests.support.clients import data_of
 from tests.support.processes import run_script
 from tests.support.tenants import Tenant

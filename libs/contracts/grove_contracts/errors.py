@@ -35,6 +35,8 @@ ERROR_STATUS: dict[str, int] = {
     "context_unavailable": 409,
     "turn_in_progress": 409,
     "conversation_full": 409,
+    "import_in_progress": 409,
+    "import_refused": 400,
     "proposal_stale": 409,
     "proposal_undone": 409,
     "proposal_not_applied": 409,

@@ -23,6 +23,7 @@ GRANT UPDATE (status, attempts, lease_expires_at, outcome, answer_text, answer_f
     generator, citations, sources, context_coverage, error, completed_at)
     ON conversation_turns TO {role};
 GRANT SELECT, INSERT ON turn_proposals TO {role};
+GRANT SELECT, INSERT, UPDATE ON imports TO {role};
 GRANT UPDATE (state, applied, outcome, undo_outcome, events) ON turn_proposals TO {role};
 GRANT SELECT, INSERT, UPDATE ON orgs, org_members, org_projects, project_members,
     project_keys TO {role};

@@ -672,6 +672,26 @@ CREATE TABLE public.identity_tombstones (
 
 
 --
+-- Name: imports; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.imports (
+    account_id uuid NOT NULL,
+    id uuid NOT NULL,
+    state text NOT NULL,
+    counts jsonb DEFAULT '{}'::jsonb NOT NULL,
+    warnings jsonb DEFAULT '[]'::jsonb NOT NULL,
+    error text,
+    line integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT imports_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY public.imports FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: jobs; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1179,6 +1199,14 @@ ALTER TABLE ONLY public.embeddings
 
 ALTER TABLE ONLY public.identity_tombstones
     ADD CONSTRAINT identity_tombstones_pkey PRIMARY KEY (issuer, subject);
+
+
+--
+-- Name: imports imports_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.imports
+    ADD CONSTRAINT imports_pkey PRIMARY KEY (account_id, id);
 
 
 --
@@ -1725,6 +1753,14 @@ ALTER TABLE ONLY public.embeddings
 
 
 --
+-- Name: imports imports_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.imports
+    ADD CONSTRAINT imports_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+
+--
 -- Name: jobs jobs_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2042,6 +2078,12 @@ CREATE POLICY creator_inserts ON public.orgs FOR INSERT WITH CHECK ((created_by 
 ALTER TABLE public.embeddings ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: imports; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.imports ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: jobs; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -2335,6 +2377,13 @@ CREATE POLICY tenant ON public.conversations USING ((account_id = public.grove_c
 --
 
 CREATE POLICY tenant ON public.embeddings USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: imports tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.imports USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
 
 
 --
@@ -2695,6 +2744,13 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.embeddings TO grove_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.identity_tombstones TO grove_app;
+
+
+--
+-- Name: TABLE imports; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.imports TO grove_app;
 
 
 --

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import TypeVar
+from collections.abc import Iterator
+from typing import Any, TypeVar
 from uuid import UUID
 
 import falcon
 from pydantic import BaseModel
 
 from grove_api.errors import ApiError
+from grove_memory.restore import RestoreError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -53,6 +55,42 @@ def _discard(req: falcon.Request, max_bytes: int) -> None:
         if not chunk:
             return
         remaining -= len(chunk)
+
+
+def read_lines(req: falcon.Request, max_line_bytes: int, media_type: str) -> Iterator[bytes]:
+    """The body's lines as they arrive (415 unless it is ``media_type``); a line over
+    ``max_line_bytes`` (its newline aside) stops them with ``RestoreError`` naming it."""
+    sent = (req.content_type or "").split(";")[0].strip().lower()
+    if sent != media_type:
+        raise ApiError("unsupported_media_type", f"send the body as {media_type}")
+    # A chunked body has no length: the server's own stream ends with it (gunicorn's does).
+    stream = req.bounded_stream if req.content_length is not None else req.stream
+    return _lines(stream, max_line_bytes)
+
+
+#: How much of a body of lines is read at a time.
+CHUNK_BYTES = 64 * 1024
+
+
+def _lines(stream: Any, limit: int) -> Iterator[bytes]:
+    """Split the stream into lines, holding at most one line and one chunk. (Falcon's
+    ``BoundedStream.readline(size)`` stops early after a few lines, so it is not used.)"""
+    number, pending = 0, b""
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            number += 1
+            if len(line.rstrip(b"\r")) > limit:
+                raise RestoreError(f"the line is longer than {limit} bytes", number)
+            yield line + b"\n"
+        if len(pending) > limit + 1:
+            raise RestoreError(f"the line is longer than {limit} bytes", number + 1)
+        if not chunk:
+            if pending:
+                yield pending
+            return
 
 
 def read_query(req: falcon.Request, model: type[M]) -> M:

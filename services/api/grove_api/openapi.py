@@ -58,6 +58,7 @@ from grove_contracts.discovery import (
     Readiness,
 )
 from grove_contracts.errors import ErrorEnvelope
+from grove_contracts.imports import ImportQuery, ImportStatus
 from grove_contracts.notebooks import (
     ArchivedNotebookList,
     CreateNotebookRequest,
@@ -240,6 +241,14 @@ EXPORT_LINES = (
     "NDJSON, one JSON object a line: an `export` header, then `notebook` lines, for an owner"
     " session `connection` and `conversation` lines, then one `memory` line per note with"
     " all of its revisions."
+)
+IMPORT_BODY = (
+    "The body is an export of `GET /v1/export` (format version 1) as"
+    " `application/x-ndjson`, read as it arrives; each line at most 1 MiB. Notebooks and"
+    " notes with every revision are restored under new IDs (`uuid5(account, original)`);"
+    " connections and conversations are not. Sending it again under the same `id`"
+    " resumes it: nothing is written twice. A line that cannot be restored answers 400"
+    " `import_refused` naming it; the lines before it stay restored."
 )
 PROPOSAL_FLOW = (
     "A completed turn may carry `proposals` (see `Turn`). `apply` writes the change in one"
@@ -428,6 +437,33 @@ ROUTES: tuple[Route, ...] = (
                 media_type="application/x-ndjson",
                 envelope=False,
                 description=EXPORT_LINES,
+            ),
+        ),
+    ),
+    Route(
+        resources.Import,
+        (
+            Operation(
+                "POST",
+                "/v1/import",
+                "Restore a Grove export into the account (owner session)",
+                ImportStatus,
+                query=ImportQuery,
+                errors=(400, 409, 415),
+                auth="owner",
+                description=IMPORT_BODY,
+            ),
+        ),
+    ),
+    Route(
+        resources.ImportStatusResource,
+        (
+            Operation(
+                "GET",
+                "/v1/import/{import_id:uuid}",
+                "An import's state and counts (also while it runs)",
+                ImportStatus,
+                auth="owner",
             ),
         ),
     ),

@@ -11,11 +11,12 @@ from uuid import UUID
 import falcon
 from pydantic import BaseModel, ConfigDict
 
-from grove_api.body import operation_id, read_json, read_query
+from grove_api.body import operation_id, read_json, read_lines, read_query
 from grove_api.errors import ApiError
 from grove_api.middleware import AccountSlots
 from grove_api.wiring import Wiring
 from grove_contracts.errors import success_envelope
+from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, ImportQuery
 from grove_contracts.notebooks import (
     CreateNotebookRequest,
     NotebookListQuery,
@@ -36,6 +37,7 @@ from grove_contracts.tools import TOOLS
 from grove_memory import (
     batch,
     export,
+    imports,
     lifecycle,
     listing,
     notebooks,
@@ -197,6 +199,33 @@ class Export(Resource):
 
 #: How long a refused export is told to wait before trying again.
 EXPORT_RETRY_SECONDS = 30
+
+
+class Import(Resource):
+    """``POST /v1/import?id=``: an owner restores a Grove export (NDJSON, read as it
+    arrives) into the account; ``grove_memory.imports``. A client that stops sending
+    costs one thread for a bounded time: each piece of the body must arrive within
+    ``IMPORT_RECEIVE_TIMEOUT_SECONDS``, and no pool connection is held meanwhile."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, ImportQuery)
+        principal = req.context.principal
+        connection = req.env.get("gunicorn.socket")
+        if connection is not None:
+            connection.settimeout(IMPORT_RECEIVE_TIMEOUT_SECONDS)
+        lines = read_lines(req, MAX_IMPORT_LINE_BYTES, "application/x-ndjson")
+        _ok(resp, imports.run_import(self.store, principal, query.id, lines))
+
+
+#: How long an import waits for each piece of its body.
+IMPORT_RECEIVE_TIMEOUT_SECONDS = 30
+
+
+class ImportStatusResource(Resource):
+    """``GET /v1/import/{id}``: an import's state and counts, also while it runs."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, import_id: UUID) -> None:
+        _ok(resp, imports.get_import(self.store, req.context.principal, import_id))
 
 
 class ExportTooLong(Exception):

@@ -1,8 +1,10 @@
-"""``grove import``: restore a Grove export (format v1) into an account.
+"""Restoring a Grove export (format v1) into an account: ``grove import`` and
+``POST /v1/import`` (``grove_memory.imports``).
 
-Runs with the migration role's credentials, like the other ``grove`` commands; that role
-is subject to (forced) row-level security, so every write happens in a transaction
-scoped to the target account (``set_tenant``) and cannot land in another account.
+``grove import`` runs with the migration role's credentials, like the other ``grove``
+commands; the api with the runtime role. Both are subject to (forced) row-level
+security, so every write happens in a transaction scoped to the target account
+(``set_tenant``) and cannot land in another account.
 
 What is restored: notebooks (names, tree, archive state, times) and notes with every
 revision (content, kind, scope, task, capture, provenance, retention and expiry,
@@ -11,17 +13,20 @@ credentials, and a restore never grants access. Conversation lines are skipped t
 restored yet). Items are checked with the API's own request models, so a limit breaks
 with the API's message.
 
-IDs: an item keeps its ID unless another account holds it; then it becomes
-``uuid5(target account, original ID)``. The rule is deterministic, so references
-(notebook parents, a note's notebook, revisions) follow the same mapping and a re-run
-maps the same way. An item whose (kept or mapped) ID the target account already holds
-is skipped: that makes a re-run after a crash create nothing twice. The notebooks are
-restored in one transaction, then the notes in groups of ``GROUP_NOTES``, a group in one
-transaction (one ID probe, then one statement each for the notes, their revisions and
-their jobs). A group that fails (a quota, a duplicate, a notebook not in the export) is
-rolled back and written again one note a transaction, so the notes before the failing
-one are restored and nothing of it is written. Lines are read
-and checked a little ahead, in a thread, while the database writes the group before.
+IDs (``grove import``): an item keeps its ID unless another account holds it; then it
+becomes ``uuid5(target account, original ID)``. ``POST /v1/import`` (``keep_ids`` false)
+always maps: the runtime role cannot see other accounts' IDs, and must not learn of them.
+The rule is deterministic, so references (notebook parents, a note's notebook,
+revisions) follow the same mapping and a re-run maps the same way. An item whose (kept
+or mapped) ID the target account already holds is skipped: that makes a re-run after a
+crash create nothing twice. The notebooks are restored in one transaction, then the
+notes in groups of ``GROUP_NOTES``, a group in one transaction (one ID probe, then one
+statement each for the notes, their revisions and their jobs). A group that fails (a
+quota, a duplicate, a notebook not in the export) is rolled back and written again one
+note a transaction, so the notes before the failing one are restored and nothing of it
+is written. Lines are read and checked a little ahead, in a thread, while the database
+writes the group before. ``Progress`` says how far a restore got: the command prints
+it, the api records it.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ import queue as queues
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import IO, Any, LiteralString
 from uuid import UUID, uuid5
@@ -47,6 +52,7 @@ from grove_contracts.notes import Memory, RememberRequest, Revision
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
 from grove_db.pool import set_locally, set_tenant
+from grove_memory.errors import ServiceError
 from grove_memory.export import FORMAT_VERSION
 from grove_memory.idempotency import HOLD_ACCOUNT
 
@@ -96,12 +102,17 @@ INSERT_REVISIONS = """
 """
 
 
-class RestoreError(Exception):
-    """The export cannot be restored."""
+class RestoreError(ServiceError):
+    """The export cannot be restored from this line on; the lines before it are."""
+
+    code = "import_refused"
+    status = 400
 
     def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(f"line {line}: {message}" if line is not None else message)
         self.line = line
+        where = "body" if line is None else f"line {line}"
+        self.details = [{"field": where, "message": self.message}]
 
 
 @dataclass
@@ -128,11 +139,14 @@ class Counts:
 
 @dataclass
 class Progress:
-    """A periodic line on ``stream`` with the counts and the rate of notes."""
+    """Reports a restore's counts every ``interval`` seconds (and at its end), and its
+    warnings: to ``stream`` (``grove import``), or to ``report`` and ``warn``."""
 
     counts: Counts
-    stream: IO[str]
+    stream: IO[str] | None = None
     interval: float = PROGRESS_SECONDS
+    report: Callable[[Counts], None] | None = None
+    warn: Callable[[str], None] | None = None
     started: float = field(default_factory=time.monotonic)
     last: float = field(default_factory=time.monotonic)
 
@@ -142,9 +156,20 @@ class Progress:
         if not force and now - self.last < self.interval:
             return
         self.last = now
-        done = self.counts.notes + self.counts.skipped_notes
-        rate = done / max(now - self.started, 1e-6)
-        print(f"{self.counts.summary()} ({rate:.0f} notes/s)", file=self.stream, flush=True)
+        if self.report is not None:
+            self.report(self.counts)
+        if self.stream is not None:
+            done = self.counts.notes + self.counts.skipped_notes
+            rate = done / max(now - self.started, 1e-6)
+            line = f"{self.counts.summary()} ({rate:.0f} notes/s)"
+            print(line, file=self.stream, flush=True)
+
+    def warning(self, message: str) -> None:
+        """Something restored other than as exported (it goes on)."""
+        if self.warn is not None:
+            self.warn(message)
+        if self.stream is not None:
+            print(message, file=self.stream, flush=True)
 
 
 def mapped_id(account_id: UUID, original: UUID) -> UUID:
@@ -167,17 +192,11 @@ def restore(
     Raises ``RestoreError`` (with the line number) at the first line that cannot be
     restored; everything before it stays restored, nothing of that line is written.
     """
-    numbered = enumerate(lines, start=1)
-    _check_header(next(numbered, (1, b"")))
-    with (
-        psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn,
-        _read_ahead(numbered) as checked,
-    ):
-        restorer = Restorer(conn, account_id, profile, Progress(Counts(), progress))
-        restorer.check_account()
-        for line in checked:
-            restorer.line(line)
-        restorer.finish()
+    with psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn:
+        restorer = Restorer(
+            lambda: nullcontext(conn), account_id, profile, Progress(Counts(), progress)
+        )
+        restorer.run(lines, READ_AHEAD)
     return restorer.progress.counts
 
 
@@ -209,10 +228,10 @@ def _check(number: int, raw: bytes) -> _Line:
 
 
 @contextmanager
-def _read_ahead(numbered: Iterator[tuple[int, bytes]]) -> Iterator[Iterator[_Line]]:
-    """The lines checked (JSON, the API's models) in a thread, up to ``READ_AHEAD``
-    ahead of the caller, in order; reading stops when the caller leaves."""
-    ready: queues.Queue[_Line | BaseException | None] = queues.Queue(READ_AHEAD)
+def _read_ahead(numbered: Iterator[tuple[int, bytes]], ahead: int) -> Iterator[Iterator[_Line]]:
+    """The lines checked (JSON, the API's models) in a thread, up to ``ahead`` ahead of
+    the caller, in order; reading stops when the caller leaves."""
+    ready: queues.Queue[_Line | BaseException | None] = queues.Queue(ahead)
     stop = threading.Event()
 
     def put(item: _Line | BaseException | None) -> bool:
@@ -269,12 +288,23 @@ class Restorer:
     """Restores one export's lines, in order, into one account."""
 
     def __init__(
-        self, conn: Conn, account_id: UUID, profile: str | None, progress: Progress
+        self,
+        connect: Callable[[], AbstractContextManager[Conn]],
+        account_id: UUID,
+        profile: str | None,
+        progress: Progress,
+        *,
+        keep_ids: bool = True,
     ) -> None:
-        self.conn = conn
+        #: A connection for each transaction (the api's pool lends one per group, so a
+        #: slow client holds none while it sends the next lines).
+        self.connect = connect
+        self.conn: Conn | None = None
         self.account_id = account_id
         self.profile = profile
         self.progress = progress
+        #: Keep an item's ID when no other account holds it (else always map it).
+        self.keep_ids = keep_ids
         self.counts = progress.counts
         #: Notebook lines wait until the tree is complete (a parent may come after its
         #: child), then are restored together; original ID -> ID in the account.
@@ -282,6 +312,16 @@ class Restorer:
         self.notebooks: dict[UUID, UUID] | None = None
         #: Checked notes waiting to be written together.
         self.group: list[_Note] = []
+
+    def run(self, lines: Iterable[bytes], ahead: int) -> None:
+        """Restore the export ``lines``, read and checked up to ``ahead`` lines ahead."""
+        numbered = enumerate(lines, start=1)
+        _check_header(next(numbered, (1, b"")))
+        self.check_account()
+        with _read_ahead(numbered, ahead) as checked:
+            for line in checked:
+                self.line(line)
+        self.finish()
 
     def check_account(self) -> None:
         """Refuse before anything is written if the account is missing or deleted."""
@@ -325,11 +365,21 @@ class Restorer:
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """One transaction in the account, which must be live (held against deletion)."""
-        with self.conn.transaction():
-            set_tenant(self.conn, self.account_id)
-            if self.conn.execute(HOLD_ACCOUNT, (self.account_id,)).fetchone() is None:
-                raise RestoreError(f"no live account {self.account_id}")
-            yield
+        with self.connect() as conn, conn.transaction():
+            self.conn = conn
+            try:
+                set_tenant(conn, self.account_id)
+                if conn.execute(HOLD_ACCOUNT, (self.account_id,)).fetchone() is None:
+                    raise RestoreError(f"no live account {self.account_id}")
+                yield
+            finally:
+                self.conn = None
+
+    @property
+    def _conn(self) -> Conn:
+        """The connection of the transaction in progress."""
+        assert self.conn is not None, "outside a transaction"
+        return self.conn
 
     def _notebooks_done(self) -> None:
         if self.notebooks is not None:
@@ -351,10 +401,9 @@ class Restorer:
             return
         parent = None if notebook.parentId is None else self.notebooks.get(notebook.parentId)
         if notebook.parentId is not None and parent is None:
-            print(
+            self.progress.warning(
                 f"line {number}: notebook {notebook.id}'s parent is not in the export;"
-                " restored at the top level",
-                file=self.progress.stream,
+                " restored at the top level"
             )
         values = {
             "account": self.account_id,
@@ -365,7 +414,7 @@ class Restorer:
             "created": notebook.createdAt,
             "updated": notebook.updatedAt,
         }
-        _execute(self.conn, number, INSERT_NOTEBOOK, values)
+        _execute(self._conn, number, INSERT_NOTEBOOK, values)
         self.counts.notebooks += 1
 
     def _queue_note(self, note: _Note) -> None:
@@ -413,11 +462,11 @@ class Restorer:
         notes = [self._note_row(note, final) for note, final in pairs]
         revisions = [row for note, final in pairs for row in self._revision_rows(note, final)]
         number = group[0].number
-        _execute(self.conn, number, INSERT_NOTES, self._columns(notes))
-        _execute(self.conn, number, INSERT_REVISIONS, self._columns(revisions))
-        queue.enqueue_expiries(self.conn, finals)
+        _execute(self._conn, number, INSERT_NOTES, self._columns(notes))
+        _execute(self._conn, number, INSERT_REVISIONS, self._columns(revisions))
+        queue.enqueue_expiries(self._conn, finals)
         if self.profile:
-            queue.enqueue_embeddings(self.conn, finals, self.profile)
+            queue.enqueue_embeddings(self._conn, finals, self.profile)
         return new
 
     def _columns(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -465,12 +514,15 @@ class Restorer:
     def _probe(self, table: str, originals: list[UUID]) -> _Taken:
         """Which of ``originals`` (and their mapped IDs) exist, here and elsewhere."""
         candidates = originals + [mapped_id(self.account_id, o) for o in originals]
-        set_locally(self.conn, {"grove.id_probe": "on"})
-        try:
-            rows = self.conn.execute(PROBE[table], (candidates,)).fetchall()
-        finally:
-            # Everything after sees this account only again.
-            set_locally(self.conn, {"grove.id_probe": "off"})
+        if not self.keep_ids:  # this account's rows only
+            rows = self._conn.execute(PROBE[table], (candidates,)).fetchall()
+        else:
+            set_locally(self._conn, {"grove.id_probe": "on"})
+            try:
+                rows = self._conn.execute(PROBE[table], (candidates,)).fetchall()
+            finally:
+                # Everything after sees this account only again.
+                set_locally(self._conn, {"grove.id_probe": "off"})
         taken = _Taken()
         for row in rows:
             (taken.here if row["account_id"] == self.account_id else taken.elsewhere).add(row["id"])
@@ -478,6 +530,8 @@ class Restorer:
 
     def _choose(self, original: UUID, taken: _Taken) -> UUID:
         mapped = mapped_id(self.account_id, original)
+        if not self.keep_ids:
+            return mapped
         if original in taken.here:
             return original
         if mapped in taken.here or original in taken.elsewhere:

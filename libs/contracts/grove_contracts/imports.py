@@ -1,0 +1,53 @@
+"""``POST /v1/import``: an owner restores a Grove export into their account over HTTP."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from grove_contracts.notes import Strict
+
+#: The longest line an import over HTTP reads (a note with all of its revisions); longer
+#: ones stop the import with their line number (``grove import`` has no such limit).
+MAX_IMPORT_LINE_BYTES = 1024 * 1024
+#: Warnings an import keeps (the first ones).
+MAX_IMPORT_WARNINGS = 50
+
+ImportState = Literal["running", "done", "failed"]
+
+
+class ImportQuery(Strict):
+    """``id``: the client's name for this import (a UUID): its progress is read at
+    ``GET /v1/import/{id}``, and sending the same export again under it resumes it."""
+
+    id: UUID
+
+
+class ImportCounts(BaseModel):
+    """What the import restored so far; ``skipped*`` were already in the account (a
+    resumed import), connections and conversations are not restored."""
+
+    notebooks: int = 0
+    notes: int = 0
+    revisions: int = 0
+    skippedNotebooks: int = 0
+    skippedNotes: int = 0
+    connections: int = 0
+    conversations: int = 0
+
+
+class ImportStatus(BaseModel):
+    """An import and how far it got: ``failed`` says why in ``error`` (and at which
+    ``line``); what came before that line is restored."""
+
+    id: UUID
+    state: ImportState
+    counts: ImportCounts
+    warnings: list[str]
+    error: str | None
+    line: int | None
+    createdAt: datetime
+    updatedAt: datetime

@@ -1,0 +1,185 @@
+"""``POST /v1/import``: an owner restores a Grove export over HTTP (real api, real
+PostgreSQL, owner sessions signed by the test provider), exactly as ``grove import``
+restores it but with every ID mapped; progress at ``GET /v1/import/{id}``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from grove_contracts.imports import MAX_IMPORT_LINE_BYTES
+from tests.integration.test_conversations import Owner, Stack, new_owner, stack
+from tests.integration.test_restore import body, export, populate, remapped
+from tests.support.clients import Client, data_of, error_of
+from tests.support.waiting import wait_until
+
+__all__ = ["stack"]
+
+
+@pytest.fixture
+def owner(stack: Stack) -> Owner:
+    return new_owner(stack)
+
+
+def ndjson(lines: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def send(
+    client: Client,
+    import_id: str,
+    data: bytes | Iterator[bytes],
+    media: str = "application/x-ndjson",
+) -> requests.Response:
+    return client.session.post(
+        client.base + "/v1/import",
+        params={"id": import_id},
+        data=data,
+        headers=client.headers({"Content-Type": media}),
+        timeout=60,
+    )
+
+
+def status(client: Client, import_id: str) -> dict[str, Any]:
+    return data_of(client.get(f"/v1/import/{import_id}"))  # type: ignore[no-any-return]
+
+
+def test_an_export_round_trips_through_the_api_with_ids_mapped(stack: Stack) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    populate(source.tenant)
+    original = export(source.tenant)
+    import_id = str(uuid.uuid4())
+    response = send(target.session, import_id, ndjson(original))
+    assert response.status_code == 200, response.text
+    done = data_of(response)
+    assert (done["id"], done["state"], done["error"]) == (import_id, "done", None)
+    assert done["counts"] == {
+        "notebooks": 4,
+        "notes": 5,
+        "revisions": 7,
+        "skippedNotebooks": 0,
+        "skippedNotes": 0,
+        "connections": 0,
+        "conversations": 0,
+    }
+    assert status(target.session, import_id) == done
+    again = export(target.tenant)
+    assert body(again) == body(remapped(original, target.tenant.account_id))
+
+
+def test_a_cut_short_import_resumes_under_its_id_without_duplicates(stack: Stack) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    populate(source.tenant)
+    original = export(source.tenant)
+    import_id = str(uuid.uuid4())
+    first = send(target.session, import_id, ndjson(original[:-2]))  # the last two notes lost
+    assert data_of(first)["counts"]["notes"] == 3
+    resumed = data_of(send(target.session, import_id, ndjson(original)))
+    counts = resumed["counts"]
+    assert (counts["notes"], counts["skippedNotes"], counts["skippedNotebooks"]) == (2, 3, 4)
+    assert body(export(target.tenant)) == body(remapped(original, target.tenant.account_id))
+
+
+def test_a_bad_line_stops_the_import_there_and_is_recorded(stack: Stack) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    populate(source.tenant)
+    original = export(source.tenant)
+    notes = [i for i, line in enumerate(original) if line["type"] == "memory"]
+    data = ndjson(original[: notes[2]]) + b'{"type": "memory", "memory": \n'
+    import_id = str(uuid.uuid4())
+    refused = send(target.session, import_id, data)
+    assert refused.status_code == 400, refused.text
+    error = error_of(refused)
+    line = notes[2] + 1
+    assert error["code"] == "import_refused"
+    assert error["details"][0]["field"] == f"line {line}"
+    failed = status(target.session, import_id)
+    assert (failed["state"], failed["line"]) == ("failed", line)
+    assert failed["counts"]["notes"] == 2
+    assert len([x for x in export(target.tenant) if x["type"] == "memory"]) == 2
+
+
+def test_another_format_version_and_wrong_media_type_are_refused(owner: Owner) -> None:
+    header = {"type": "export", "version": 2}
+    refused = send(owner.session, str(uuid.uuid4()), ndjson([header]))
+    assert refused.status_code == 400
+    assert "format version 2 is not supported" in error_of(refused)["message"]
+    wrong = send(owner.session, str(uuid.uuid4()), b"{}", media="application/json")
+    assert wrong.status_code == 415
+    missing = owner.session.session.post(
+        owner.session.base + "/v1/import",
+        data=b"",
+        headers=owner.session.headers({"Content-Type": "application/x-ndjson"}),
+    )
+    assert missing.status_code == 400  # no id
+
+
+def test_lines_are_limited_at_the_boundary(owner: Owner) -> None:
+    header = {"type": "export", "version": 1, "exportedAt": "2026-12-06T00:00:00Z"}
+
+    def line(size: int) -> bytes:
+        start = b'{"type": "connection", "pad": "'
+        return start + b"x" * (size - len(start) - 2) + b'"}'
+
+    fits = ndjson([header]) + line(MAX_IMPORT_LINE_BYTES) + b"\n"
+    response = send(owner.session, str(uuid.uuid4()), fits)
+    assert response.status_code == 200, response.text[:300]
+    assert data_of(response)["counts"]["connections"] == 1
+    over = ndjson([header]) + line(MAX_IMPORT_LINE_BYTES + 1) + b"\n"
+    refused = send(owner.session, str(uuid.uuid4()), over)
+    assert refused.status_code == 400
+    assert error_of(refused)["details"][0]["field"] == "line 2"
+
+
+def test_only_the_owner_imports_and_reads_imports_of_their_own_account(
+    owner: Owner, stack: Stack
+) -> None:
+    export_lines = export(owner.tenant)
+    import_id = str(uuid.uuid4())
+    key = send(owner.key, import_id, ndjson(export_lines))
+    assert key.status_code == 403 and error_of(key)["code"] == "owner_session_required"
+    assert data_of(send(owner.session, import_id, ndjson(export_lines)))["state"] == "done"
+    intruder = new_owner(stack)
+    assert intruder.session.get(f"/v1/import/{import_id}").status_code == 404
+    assert owner.key.get(f"/v1/import/{import_id}").status_code == 403
+
+
+def test_one_import_at_a_time_and_progress_is_readable_while_it_runs(
+    stack: Stack,
+) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    populate(source.tenant)
+    original = export(source.tenant)
+    release = threading.Event()
+
+    def slow() -> Iterator[bytes]:
+        yield ndjson(original[:-1])
+        release.wait(timeout=30)
+        yield ndjson(original[-1:])
+
+    import_id = str(uuid.uuid4())
+    result: list[requests.Response] = []
+    sender = threading.Thread(target=lambda: result.append(send(target.session, import_id, slow())))
+    sender.start()
+    try:
+        wait_until(lambda: status_or_none(target.session, import_id) == "running")
+        busy = send(target.session, str(uuid.uuid4()), ndjson(original))
+        assert busy.status_code == 409 and error_of(busy)["code"] == "import_in_progress"
+        again = send(target.session, import_id, ndjson(original))
+        assert again.status_code == 409
+    finally:
+        release.set()
+        sender.join(timeout=60)
+    assert result and result[0].status_code == 200, result[0].text if result else None
+    assert data_of(result[0])["counts"]["notes"] == 5
+
+
+def status_or_none(client: Client, import_id: str) -> str | None:
+    response = client.get(f"/v1/import/{import_id}")
+    return data_of(response)["state"] if response.status_code == 200 else None

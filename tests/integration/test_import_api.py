@@ -71,6 +71,7 @@ def test_an_export_round_trips_through_the_api_with_ids_mapped(stack: Stack) -> 
     assert status(target.session, import_id) == done
     again = export(target.tenant)
     assert body(again) == body(remapped(original, target.tenant.account_id))
+    assert body(export(source.tenant)) == body(original)  # the source account is untouched
 
 
 def test_a_cut_short_import_resumes_under_its_id_without_duplicates(stack: Stack) -> None:

@@ -4,6 +4,7 @@ restores it but with every ID mapped; progress at ``GET /v1/import/{id}``."""
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 import uuid
@@ -14,6 +15,7 @@ import pytest
 import requests
 
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES
+from grove_memory import restore
 from tests.integration.test_conversations import Owner, Stack, new_owner, stack
 from tests.integration.test_restore import body, export, populate, remapped
 from tests.support.clients import Client, data_of, error_of
@@ -63,10 +65,12 @@ def test_an_export_round_trips_through_the_api_with_ids_mapped(stack: Stack) -> 
         "notebooks": 4,
         "notes": 5,
         "revisions": 7,
+        "conversations": 0,
+        "turns": 0,
         "skippedNotebooks": 0,
         "skippedNotes": 0,
+        "skippedConversations": 0,
         "connections": 0,
-        "conversations": 0,
     }
     assert status(target.session, import_id) == done
     again = export(target.tenant)
@@ -184,3 +188,61 @@ def test_one_import_at_a_time_and_progress_is_readable_while_it_runs(
 def status_or_none(client: Client, import_id: str) -> str | None:
     response = client.get(f"/v1/import/{import_id}")
     return data_of(response)["state"] if response.status_code == 200 else None
+
+
+def owner_export(owner: Owner) -> list[dict[str, Any]]:
+    response = owner.session.get("/v1/export")
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+def test_conversations_round_trip_with_their_turns_and_citations(stack: Stack) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    billing = source.tenant.notebook("billing")
+    source.key.save("We deploy the billing service with Argo CD every Tuesday.", projectId=billing)
+    source.key.save("Priya maintains the billing service.")
+    everywhere = source.create(title="Deploys")["id"]
+    source.answered(everywhere, "When do we deploy the billing service?", 1)
+    scoped = source.create(projectId=billing)["id"]
+    turn = source.answered(scoped, "Who deploys billing?", 1)["turn"]
+    assert turn["sources"]
+    original = owner_export(source)
+    import_id = str(uuid.uuid4())
+    done = data_of(send(target.session, import_id, ndjson(original)))
+    assert (done["counts"]["conversations"], done["counts"]["turns"]) == (2, 2)
+    assert done["counts"]["connections"] >= 1  # credentials are never restored
+
+    def conversations(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        found = [line for line in lines if line["type"] == "conversation"]
+        for line in found:
+            for turn in line["turns"]:
+                turn["proposals"] = []  # not restored: their undo data is not exported
+        return found
+
+    expected = conversations(remapped(original, target.tenant.account_id))
+    assert conversations(owner_export(target)) == expected
+    restored_turn = expected[1]["turns"][0]
+    for citation in restored_turn["answer"]["citations"]:
+        note = target.key.get(f"/v1/memories/{citation['noteId']}")
+        assert note.status_code == 200  # citations point at the restored notes
+    again = data_of(send(target.session, import_id, ndjson(original)))
+    assert again["counts"]["skippedConversations"] == 2
+    assert len(conversations(owner_export(target))) == 2
+
+    # grove import keeps the conversations' IDs (each account's own) and maps the notes
+    # another account holds, the citations with them.
+    third = new_owner(stack)
+    lines = ndjson(original).splitlines(keepends=True)
+    counts = restore.restore(
+        stack.database.migration_url,
+        third.tenant.account_id,
+        lines,
+        profile=None,
+        progress=io.StringIO(),
+    )
+    assert (counts.conversations, counts.turns) == (2, 2)
+    kept = conversations(owner_export(third))
+    assert [c["conversation"]["id"] for c in kept] == [everywhere, scoped]
+    for citation in kept[1]["turns"][0]["answer"]["citations"]:
+        assert citation["noteId"] not in {c["noteId"] for c in turn["answer"]["citations"]}
+        assert third.key.get(f"/v1/memories/{citation['noteId']}").status_code == 200

@@ -9,10 +9,17 @@ request or an answer is written once, here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Required, TypedDict, TypeVar
+from typing import IO, Any, Generic, Literal, Required, TypedDict, TypeVar
 from uuid import UUID, uuid4
 
 import httpx
@@ -34,18 +41,26 @@ from grove_client.models import (
     ConversationList,
     ConversationSearchPage,
     CreatedKey,
+    CreatedProjectKey,
     CreatedShare,
     DeletedConversation,
     DeletedRecord,
     ForgetResponse,
     Grants,
+    ImportStatus,
     Memory,
     MemoryPage,
     NewNote,
     NewRecord,
     Notebook,
     NotebookList,
+    Org,
+    OrgList,
     PoolStatus,
+    Project,
+    ProjectKeyList,
+    ProjectList,
+    ProposalOutcome,
     Provenance,
     RecallResult,
     RecordEmbedding,
@@ -53,6 +68,7 @@ from grove_client.models import (
     RecordReply,
     RetrieveResult,
     RevisionPage,
+    RevokedProjectKey,
     SavedMemory,
     SearchPage,
     Share,
@@ -72,6 +88,14 @@ M = TypeVar("M", bound=BaseModel)
 M_co = TypeVar("M_co", bound=BaseModel, covariant=True)
 Id = UUID | str
 SubtreeAction = Literal["archive", "restore", "delete"]
+ProposalAction = Literal["apply", "undo"]
+#: A streamed request body (an import's export): its bytes, an iterable of byte chunks
+#: (say the export's lines), or a binary file object.
+Body = bytes | Iterable[bytes] | IO[bytes]
+#: ``Body``, or an async iterable of byte chunks (``AsyncGrove`` only).
+AsyncBody = Body | AsyncIterable[bytes]
+#: How much of a file is read at a time when ``AsyncGrove`` streams it.
+CHUNK_BYTES = 64 * 1024
 
 
 class ClientOptions(TypedDict, total=False):
@@ -115,15 +139,76 @@ def retry_policy(options: ClientOptions) -> RetryPolicy:
     )
 
 
+class Upload:
+    """A streamed request body, and whether it can be sent again after a failed attempt.
+
+    ``bytes``, an iterable that iterates afresh each time (a list) and a seekable file
+    (rewound to where it stood when given) can; an iterator (a generator) or a file that
+    cannot seek is sent once, so its call is not resent.
+    """
+
+    def __init__(self, source: AsyncBody, media_type: str) -> None:
+        self.source = source
+        self.media_type = media_type
+        self.start = source.tell() if _seekable(source) else None  # type: ignore[union-attr]
+        self.sent = False
+
+    def replayable(self) -> bool:
+        """Whether the body can be sent again from its start."""
+        source = self.source
+        if isinstance(source, bytes | bytearray | memoryview) or self.start is not None:
+            return True
+        if hasattr(source, "read"):
+            return False
+        if isinstance(source, AsyncIterable):
+            return not isinstance(source, AsyncIterator)
+        return not isinstance(source, Iterator)
+
+    def content(self, asynchronous: bool) -> Any:
+        """The body for the next attempt (None: it was sent and cannot be sent again)."""
+        if self.sent and not self.replayable():
+            return None
+        self.sent = True
+        source = self.source
+        if self.start is not None:
+            source.seek(self.start)  # type: ignore[union-attr]
+        if isinstance(source, bytes | bytearray | memoryview):
+            return bytes(source)
+        if not asynchronous:
+            if isinstance(source, AsyncIterable):
+                raise TypeError("an async iterable is streamed by AsyncGrove, not Grove")
+            return source
+        if isinstance(source, AsyncIterable):
+            return source
+        return _chunks(source)
+
+
+def _seekable(source: object) -> bool:
+    seekable = getattr(source, "seekable", None)
+    return callable(seekable) and bool(seekable()) and hasattr(source, "tell")
+
+
+async def _chunks(source: Iterable[bytes] | IO[bytes]) -> AsyncIterator[bytes]:
+    """A file's or a (synchronous) iterable's bytes, for ``httpx.AsyncClient``."""
+    if hasattr(source, "read"):
+        while chunk := source.read(CHUNK_BYTES):
+            yield chunk
+        return
+    for chunk in source:
+        yield chunk
+
+
 @dataclass(frozen=True)
 class Request:
-    """One request to send, resent as is: route, parameters, body, idempotency key."""
+    """One request to send, resent as is: route, parameters, body, idempotency key
+    (or a streamed ``upload`` instead of the JSON ``body``)."""
 
     endpoint: Endpoint
     path: Mapping[str, object] = field(default_factory=dict)
     params: Mapping[str, Any] | None = None
     body: Any = None
     key: Id | None = None
+    upload: Upload | None = None
 
     def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
         """The request, with its ``Idempotency-Key`` made once (so resends keep it)."""
@@ -131,9 +216,29 @@ class Request:
         if self.endpoint.idempotency == "header":
             headers["Idempotency-Key"] = str(self.key or uuid4())
         url = self.endpoint.url(**self.path)
+        if self.upload is not None:
+            headers["Content-Type"] = self.upload.media_type
+            content = self.upload.content(isinstance(http, httpx.AsyncClient))
+            return http.build_request(
+                self.endpoint.method, url, params=self.params, content=content, headers=headers
+            )
         return http.build_request(
             self.endpoint.method, url, params=self.params, json=self.body, headers=headers
         )
+
+    def again(
+        self, http: httpx.Client | httpx.AsyncClient, sent: httpx.Request
+    ) -> httpx.Request | None:
+        """What to resend after ``sent``: the same request (its upload started over), or
+        None when its upload cannot be sent again."""
+        if self.upload is None:
+            return sent
+        content = self.upload.content(isinstance(http, httpx.AsyncClient))
+        if content is None:
+            return None
+        framing = {"content-length", "transfer-encoding"}
+        headers = {k: v for k, v in sent.headers.items() if k.lower() not in framing}
+        return http.build_request(sent.method, sent.url, content=content, headers=headers)
 
 
 @dataclass(frozen=True)
@@ -355,9 +460,10 @@ def camel(values: Mapping[str, Any]) -> dict[str, Any]:
     return query(**{to_camel(k): v for k, v in values.items()})
 
 
-def search(text: str, options: SearchOptions) -> Call[SearchPage]:
-    """One page of search results."""
-    return call(endpoints.SEARCH, SearchPage, body={"query": text} | camel(options))
+def search(text: str, options: SearchOptions, cursor: str | None = None) -> Call[SearchPage]:
+    """One page of search results (after ``cursor``, if given, else ``options``' own)."""
+    body = {"query": text} | camel(options) | query(cursor=cursor)
+    return call(endpoints.SEARCH, SearchPage, body=body)
 
 
 def recall(text: str | None, options: RecallOptions) -> Call[RecallResult]:
@@ -477,6 +583,28 @@ def delete_conversation(conversation_id: Id) -> Call[DeletedConversation]:
     return call(endpoints.DELETE_CONVERSATION, DeletedConversation, path)
 
 
+def proposal(conversation_id: Id, proposal_id: Id, action: ProposalAction) -> Call[ProposalOutcome]:
+    """Apply a turn's proposal as previewed, or undo it (body ``{}``)."""
+    path = {"conversation_id": conversation_id, "proposal_id": proposal_id, "action": action}
+    return call(endpoints.PROPOSAL_ACTION, ProposalOutcome, path, body={})
+
+
+# Import (owner session)
+
+
+def import_export(source: AsyncBody, import_id: Id | None) -> Call[ImportStatus]:
+    """``POST /v1/import?id=``: the export streamed as NDJSON, under an import ID made
+    here if not given (a resend resumes the import it names)."""
+    params = {"id": str(import_id or uuid4())}
+    upload = Upload(source, "application/x-ndjson")
+    return Call(Request(endpoints.IMPORT, {}, params, upload=upload), ImportStatus)
+
+
+def import_status(import_id: Id) -> Call[ImportStatus]:
+    """An import's state and counts, also while it runs."""
+    return call(endpoints.IMPORT_STATUS, ImportStatus, {"import_id": import_id})
+
+
 # Shares (owner session)
 
 
@@ -549,6 +677,56 @@ def keys() -> Call[ApiKeyList]:
 def revoke_key(key_id: Id) -> Call[Connection]:
     """Revoke an API key (its connection, as it now stands, is the answer)."""
     return call(endpoints.REVOKE_KEY, Connection, {"key_id": key_id})
+
+
+# Orgs, projects and project keys (owner session)
+
+ProjectScope = Literal["project_memory:read", "project_memory:write"]
+
+
+def orgs() -> Call[OrgList]:
+    """The orgs the account belongs to."""
+    return call(endpoints.ORGS, OrgList)
+
+
+def create_org(name: str) -> Call[Org]:
+    """Create an org (its creator becomes its owner)."""
+    return call(endpoints.CREATE_ORG, Org, body={"name": name})
+
+
+def org(org_id: Id) -> Call[Org]:
+    """One org the account belongs to."""
+    return call(endpoints.ORG, Org, {"org_id": org_id})
+
+
+def projects(org_id: Id) -> Call[ProjectList]:
+    """The org's projects the account is in (an org owner: all)."""
+    return call(endpoints.PROJECTS, ProjectList, {"org_id": org_id})
+
+
+def create_project(org_id: Id, name: str) -> Call[Project]:
+    """Create a project (org owners; its creator becomes its admin)."""
+    return call(endpoints.CREATE_PROJECT, Project, {"org_id": org_id}, body={"name": name})
+
+
+def project_keys(org_id: Id, project_id: Id) -> Call[ProjectKeyList]:
+    """The project's keys (admins)."""
+    return call(endpoints.PROJECT_KEYS, ProjectKeyList, pool(org_id, project_id))
+
+
+def create_project_key(
+    org_id: Id, project_id: Id, name: str, scopes: Sequence[ProjectScope]
+) -> Call[CreatedProjectKey]:
+    """Create a project key (admins) with ``scopes`` (``project_memory:read`` at least)."""
+    body = {"name": name, "scopes": list(scopes)}
+    path = pool(org_id, project_id)
+    return call(endpoints.CREATE_PROJECT_KEY, CreatedProjectKey, path, body=body)
+
+
+def revoke_project_key(org_id: Id, project_id: Id, key_id: Id) -> Call[RevokedProjectKey]:
+    """Revoke a project key (admins)."""
+    path = {**pool(org_id, project_id), "key_id": key_id}
+    return call(endpoints.REVOKE_PROJECT_KEY, RevokedProjectKey, path)
 
 
 # A project's shared pool (project key or owner session)

@@ -17,9 +17,10 @@ from grove_client import models
 
 #: How a call is made idempotent: an ``Idempotency-Key`` header, an ``operationId`` on
 #: each item of the body (a batch refuses the header), the ``id`` the body gives the
-#: resource (conversations and their turns), or not at all (reads; mutations the API
-#: does not record, such as restore).
-Idempotency = Literal["header", "items", "body", "none"]
+#: resource (conversations and their turns), the ``id`` the query gives it (an import),
+#: the resource's own state (applying or undoing a proposal twice answers the first
+#: result), or not at all (reads; mutations the API does not record, such as restore).
+Idempotency = Literal["header", "items", "body", "query", "state", "none"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,16 @@ DELETE_CONVERSATION = Endpoint(
     "DELETE", "/v1/conversations/{conversation_id}", models.DeletedConversation, resend=False
 )
 ADD_TURN = Endpoint("POST", "/v1/conversations/{conversation_id}/turns", models.TurnReply, "body")
+# Applying or undoing twice answers the first result, so a lost answer is resent.
+PROPOSAL_ACTION = Endpoint(
+    "POST",
+    "/v1/conversations/{conversation_id}/proposals/{proposal_id}/{action}",
+    models.ProposalOutcome,
+    "state",
+)
+# The import's ``id`` (a query parameter, made once per call) resumes it when resent.
+IMPORT = Endpoint("POST", "/v1/import", models.ImportStatus, "query")
+IMPORT_STATUS = Endpoint("GET", "/v1/import/{import_id}", models.ImportStatus)
 CREATE_SHARE = Endpoint("POST", "/v1/shares", models.CreatedShare, resend=False)
 SHARES = Endpoint("GET", "/v1/shares", models.ShareList)
 REVOKE_SHARE = Endpoint("DELETE", "/v1/shares/{share_id}", models.Share, resend=False)
@@ -84,6 +95,23 @@ REVOKE_CONNECTION = Endpoint(
 CREATE_KEY = Endpoint("POST", "/v1/keys", models.CreatedKey, resend=False)
 KEYS = Endpoint("GET", "/v1/keys", models.ApiKeyList)
 REVOKE_KEY = Endpoint("DELETE", "/v1/keys/{key_id}", models.Connection, resend=False)
+# Orgs, projects and project keys (owner session). None of the writes is recorded for
+# idempotency, so none is resent after a lost answer (a second create makes a second).
+ORGS = Endpoint("GET", "/v1/orgs", models.OrgList)
+CREATE_ORG = Endpoint("POST", "/v1/orgs", models.Org, resend=False)
+ORG = Endpoint("GET", "/v1/orgs/{org_id}", models.Org)
+PROJECTS = Endpoint("GET", "/v1/orgs/{org_id}/projects", models.ProjectList)
+CREATE_PROJECT = Endpoint("POST", "/v1/orgs/{org_id}/projects", models.Project, resend=False)
+PROJECT_KEYS = Endpoint("GET", "/v1/orgs/{org_id}/projects/{project_id}/keys", models.ProjectKeyList)
+CREATE_PROJECT_KEY = Endpoint(
+    "POST", "/v1/orgs/{org_id}/projects/{project_id}/keys", models.CreatedProjectKey, resend=False
+)
+REVOKE_PROJECT_KEY = Endpoint(
+    "DELETE",
+    "/v1/orgs/{org_id}/projects/{project_id}/keys/{key_id}",
+    models.RevokedProjectKey,
+    resend=False,
+)
 # A project's shared pool (project key or owner session). The API records none of its
 # writes for idempotency (no ``Idempotency-Key``), so writes and deletes are not resent
 # after a lost answer: a second write would add a version, a second delete answer 404.
@@ -119,6 +147,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     CONVERSATION,
     DELETE_CONVERSATION,
     ADD_TURN,
+    PROPOSAL_ACTION,
+    IMPORT,
+    IMPORT_STATUS,
     CREATE_SHARE,
     SHARES,
     REVOKE_SHARE,
@@ -128,6 +159,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     CREATE_KEY,
     KEYS,
     REVOKE_KEY,
+    ORGS,
+    CREATE_ORG,
+    ORG,
+    PROJECTS,
+    CREATE_PROJECT,
+    PROJECT_KEYS,
+    CREATE_PROJECT_KEY,
+    REVOKE_PROJECT_KEY,
     POOL_STATUS,
     POOL_RECORDS,
     POOL_GET,

@@ -127,12 +127,10 @@ class SearchItem(Model):
     matches: dict[str, Any] | None = None
 
 
-class SearchPage(Model):
+class SearchPage(CursorPage[SearchItem]):
     """One page of search results; ``next_cursor`` continues the same query."""
 
-    items: list[SearchItem]
     retrieval: Retrieval | None = None
-    next_cursor: str | None = None
 
 
 class RecallItem(Model):
@@ -286,8 +284,93 @@ class Conversation(Model):
     all_scopes: bool = False
 
 
+class ProposalChange(Model):
+    """What a proposal would do, by ``action``: ``edit``, ``create``, ``merge``,
+    ``organize``, ``archive``, ``restore`` or ``delete``. The fields an action does not
+    use are left at their defaults; the others it carries (``retention_days``,
+    ``move_to``, ``destination``, ``project_id``) are kept in ``model_extra``."""
+
+    action: str
+    note_ids: list[UUID] = []
+    notebook_ids: list[UUID] = []
+    note_id: UUID | None = None
+    into: UUID | None = None
+    content: str | None = None
+    kind: str | None = None
+
+
+class PreviewNote(Model):
+    """A note a proposal touches, as it was when proposed (the apply's fence)."""
+
+    id: UUID
+    version: int
+    first_line: str
+    archived: bool
+    project_id: UUID | None = None
+
+
+class PreviewNotebook(Model):
+    """A notebook a proposal touches with its whole subtree, and the subtree's
+    counts and fingerprint when proposed."""
+
+    id: UUID
+    name: str
+    notebooks: int
+    notes: int
+    fingerprint: str
+
+
+class ProposalPreview(Model):
+    """Exactly what applying would touch; ``undoable`` is false for deletions."""
+
+    notes: list[PreviewNote]
+    notebooks: list[PreviewNotebook]
+    undoable: bool
+
+
+class ProposalEvent(Model):
+    """One apply or undo (``result``: ``applied``, ``undone`` or ``stale``), by whom."""
+
+    action: str
+    result: str
+    by: str
+    at: datetime
+    detail: str | None = None
+
+
+class Proposal(Model):
+    """A change to the notes a turn offers (``source``: ``deterministic`` or ``model``),
+    its ``preview``, its ``state`` (``proposed``, ``applied``, ``undone``) and history."""
+
+    id: UUID
+    source: str
+    summary: str
+    change: ProposalChange
+    preview: ProposalPreview
+    state: str
+    events: list[ProposalEvent]
+
+
+class ProposalNoteResult(Model):
+    """A note an apply or undo wrote: ``outcome`` (``created``, ``updated``,
+    ``archived``, ``restored``, ``moved``, ``deleted``) and its new ``version``."""
+
+    id: UUID
+    outcome: str
+    version: int
+
+
+class ProposalOutcome(Model):
+    """What an apply or undo did: the proposal as it now stands, and the notes and
+    notebooks it wrote."""
+
+    proposal: Proposal
+    notes: list[ProposalNoteResult]
+    notebooks: list[UUID]
+
+
 class Turn(Model):
-    """One question and, once ``completed``, its ``outcome`` and answer."""
+    """One question and, once ``completed``, its ``outcome``, answer and ``proposals``."""
 
     id: UUID
     ordinal: int
@@ -298,6 +381,7 @@ class Turn(Model):
     sources: list[TurnSource]
     error: str | None = None
     created_at: datetime
+    proposals: list[Proposal] = []
 
 
 class ConversationDetail(Conversation):
@@ -521,6 +605,96 @@ class DeletedRecord(Trusted):
 
     key: str
     deleted: bool
+
+
+class ImportCounts(Model):
+    """What an import restored so far; ``skipped_*`` were already in the account (a
+    resumed import). Connections and conversations are not restored."""
+
+    notebooks: int = 0
+    notes: int = 0
+    revisions: int = 0
+    skipped_notebooks: int = 0
+    skipped_notes: int = 0
+    connections: int = 0
+    conversations: int = 0
+
+
+class ImportStatus(Model):
+    """An import (``state``: ``running``, ``done`` or ``failed``, with ``error`` and the
+    ``line`` it failed at) and its counts; what came before a failed line stays."""
+
+    id: UUID
+    state: str
+    counts: ImportCounts
+    created_at: datetime
+    updated_at: datetime
+    warnings: list[str] = []
+    error: str | None = None
+    line: int | None = None
+
+
+class Org(Model):
+    """An org you belong to, and your ``role`` in it (``owner`` or ``member``)."""
+
+    id: UUID
+    name: str
+    role: str
+    created_at: datetime
+    entitlements: dict[str, dict[str, bool]] = {}
+
+
+class OrgList(Model):
+    """The orgs you belong to (one answer, no paging)."""
+
+    items: list[Org] = Field(alias="orgs")
+
+
+class Project(Model):
+    """A project of an org, and your ``role`` in it (None: not a member)."""
+
+    id: UUID
+    org_id: UUID
+    name: str
+    created_at: datetime
+    role: str | None = None
+
+
+class ProjectList(Model):
+    """An org's projects you are in (an org owner: all; one answer, no paging)."""
+
+    items: list[Project] = Field(alias="projects")
+
+
+class ProjectKey(Model):
+    """A project key for agents (never its secret): ``prefix``, ``scopes``, who made it."""
+
+    id: UUID
+    name: str
+    prefix: str
+    scopes: list[str]
+    created_by: UUID
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class CreatedProjectKey(ProjectKey):
+    """A new project key: ``key`` is the secret, which only this answer shows."""
+
+    key: str
+
+
+class ProjectKeyList(Model):
+    """A project's keys (one answer, no paging)."""
+
+    items: list[ProjectKey] = Field(alias="keys")
+
+
+class RevokedProjectKey(Model):
+    """A project key revoked."""
+
+    id: UUID
+    revoked: bool
 
 
 class NewRecord(BaseModel):

@@ -28,15 +28,17 @@ class ImportQuery(Strict):
 
 class ImportCounts(BaseModel):
     """What the import restored so far; ``skipped*`` were already in the account (a
-    resumed import), connections and conversations are not restored."""
+    resumed import); ``connections`` are never restored (they are credentials)."""
 
     notebooks: int = 0
     notes: int = 0
     revisions: int = 0
+    conversations: int = 0
+    turns: int = 0
     skippedNotebooks: int = 0
     skippedNotes: int = 0
+    skippedConversations: int = 0
     connections: int = 0
-    conversations: int = 0
 
 
 class ImportStatus(BaseModel):

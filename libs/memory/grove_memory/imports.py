@@ -160,8 +160,10 @@ def _counts_json(counts: restore.Counts) -> dict[str, int]:
         "notebooks": counts.notebooks,
         "notes": counts.notes,
         "revisions": counts.revisions,
+        "conversations": counts.conversations,
+        "turns": counts.turns,
         "skippedNotebooks": counts.skipped_notebooks,
         "skippedNotes": counts.skipped_notes,
+        "skippedConversations": counts.skipped_conversations,
         "connections": counts.connections,
-        "conversations": counts.conversations,
     }

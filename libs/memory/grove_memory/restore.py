@@ -44,8 +44,10 @@ from uuid import UUID, uuid5
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
+from grove_contracts.conversations import ConversationDetail
 from grove_contracts.errors import validation_details
 from grove_contracts.notebooks import CreateNotebookRequest, Notebook
 from grove_contracts.notes import Memory, RememberRequest, Revision
@@ -102,6 +104,26 @@ INSERT_REVISIONS = """
 """
 
 
+CONVERSATION_HERE = "SELECT 1 FROM conversations WHERE id = %s"
+# Restored conversations and turns carry no request digest: a retry of their creation
+# under the same ID (with any body) is a conflict, never a replay.
+INSERT_CONVERSATION = """
+    INSERT INTO conversations (account_id, id, request_hash, all_scopes, project_id,
+                               include_personal, title, version, created_at, updated_at)
+    VALUES (%(account)s, %(id)s, 'restored', %(all_scopes)s, %(project)s, %(personal)s,
+            %(title)s, %(version)s, %(created)s, %(updated)s)
+"""
+INSERT_TURN = """
+    INSERT INTO conversation_turns (account_id, conversation_id, id, ordinal, query, format,
+        context, request_hash, status, attempts, outcome, answer_text, answer_format,
+        generator, citations, sources, context_coverage, error, created_at, completed_at)
+    VALUES (%(account)s, %(conversation)s, %(id)s, %(ordinal)s, %(query)s, %(format)s,
+        %(context)s, 'restored', %(status)s, %(attempts)s, %(outcome)s, %(text)s,
+        %(answer_format)s, %(generator)s, %(citations)s, %(sources)s, %(coverage)s,
+        %(error)s, %(created)s, %(completed)s)
+"""
+
+
 class RestoreError(ServiceError):
     """The export cannot be restored from this line on; the lines before it are."""
 
@@ -126,14 +148,17 @@ class Counts:
     skipped_notes: int = 0
     connections: int = 0
     conversations: int = 0
+    turns: int = 0
+    skipped_conversations: int = 0
 
     def summary(self) -> str:
         """One line for people."""
         return (
             f"restored {self.notebooks} notebook(s), {self.notes} note(s) with"
-            f" {self.revisions} revision(s); already present: {self.skipped_notebooks}"
-            f" notebook(s), {self.skipped_notes} note(s); not restored:"
-            f" {self.connections} connection(s), {self.conversations} conversation(s)"
+            f" {self.revisions} revision(s), {self.conversations} conversation(s) with"
+            f" {self.turns} turn(s); already present: {self.skipped_notebooks}"
+            f" notebook(s), {self.skipped_notes} note(s), {self.skipped_conversations}"
+            f" conversation(s); not restored: {self.connections} connection(s)"
         )
 
 
@@ -207,7 +232,7 @@ class _Line:
 
     number: int
     kind: object
-    item: Notebook | _Note | None = None
+    item: Notebook | _Note | _Conversation | None = None
     error: RestoreError | None = None
 
 
@@ -222,6 +247,8 @@ def _check(number: int, raw: bytes) -> _Line:
             return _Line(number, kind, _notebook(number, data))
         if kind == "memory":
             return _Line(number, kind, _Note(number, *_memory(number, data)))
+        if kind == "conversation":
+            return _Line(number, kind, _conversation(number, data))
     except RestoreError as ex:
         return _Line(number, kind, error=ex)
     return _Line(number, kind)
@@ -340,8 +367,8 @@ class Restorer:
     def _line(self, line: _Line) -> None:
         number, kind = line.number, line.kind
         if kind == "notebook" and self.notebooks is not None:
-            raise RestoreError("a notebook line after the notes", number)
-        if kind == "memory":
+            raise RestoreError("a notebook line after the conversations or notes", number)
+        if kind in ("memory", "conversation"):
             self._notebooks_done()
         if line.error is not None:
             raise line.error
@@ -349,10 +376,10 @@ class Restorer:
             self.pending.append((number, line.item))
         elif isinstance(line.item, _Note):
             self._queue_note(line.item)
+        elif isinstance(line.item, _Conversation):
+            self._restore_conversation(line.item)
         elif kind == "connection":
             self.counts.connections += 1
-        elif kind == "conversation":
-            self.counts.conversations += 1
         else:
             raise RestoreError(f"unknown line type {kind!r}", number)
 
@@ -374,6 +401,106 @@ class Restorer:
                 yield
             finally:
                 self.conn = None
+
+    def _restore_conversation(self, line: _Conversation) -> None:
+        """One conversation with its turns, in one transaction: its ID and its turns'
+        are kept (a conversation's ID is its account's own) unless every ID is mapped;
+        the notes and notebooks its turns name map as theirs do. Proposals are not
+        restored (what an undo needs is not in the export); a turn that was being
+        answered is restored ``failed``."""
+        conversation = line.data["conversation"]
+        original = UUID(conversation["id"])
+        final = original if self.keep_ids else mapped_id(self.account_id, original)
+        with self._transaction():
+            if self._conn.execute(CONVERSATION_HERE, (final,)).fetchone() is not None:
+                self.counts.skipped_conversations += 1
+                return
+            refs = _note_references(line.data["turns"])
+            taken = self._probe("memories", refs)
+            notes = {str(n): str(self._choose(n, taken)) for n in refs}
+            values = self._conversation_row(line, final)
+            _execute(self._conn, line.number, INSERT_CONVERSATION, values)
+            for turn in line.data["turns"]:
+                row = self._turn_row(turn, final, notes)
+                _execute(self._conn, line.number, INSERT_TURN, row)
+        self.counts.conversations += 1
+        self.counts.turns += len(line.data["turns"])
+
+    def _conversation_row(self, line: _Conversation, final: UUID) -> dict[str, Any]:
+        conversation = line.data["conversation"]
+        project = _uuid(conversation["projectId"])
+        if project is not None:
+            assert self.notebooks is not None
+            if project not in self.notebooks:
+                self.progress.warning(
+                    f"line {line.number}: conversation {conversation['id']}'s notebook is not"
+                    " in the export; restored over personal notes only"
+                )
+            project = self.notebooks.get(project)
+        return {
+            "account": self.account_id,
+            "id": final,
+            "all_scopes": conversation["allScopes"],
+            "project": project,
+            "personal": conversation["includePersonal"] or project is None,
+            "title": conversation["title"],
+            "version": conversation["version"],
+            "created": conversation["createdAt"],
+            "updated": conversation["updatedAt"],
+        }
+
+    def _turn_row(
+        self, turn: dict[str, Any], conversation: UUID, notes: dict[str, str]
+    ) -> dict[str, Any]:
+        assert self.notebooks is not None
+        books = {str(k): str(v) for k, v in self.notebooks.items()}
+        context = turn["context"]
+        if context is not None:
+            context = {
+                **context,
+                "notes": [notes[n] for n in context.get("notes", [])],
+                "notebooks": [books.get(n, n) for n in context.get("notebooks", [])],
+            }
+        answer = turn["answer"] or {}
+        citations = [
+            {
+                **c,
+                "noteId": notes[c["noteId"]],
+                "revisionId": f"{notes[c['noteId']]}:{c['version']}",
+            }
+            for c in answer.get("citations", [])
+        ]
+        sources = [
+            {
+                **s,
+                "noteId": notes[s["noteId"]],
+                "projectId": None if s["projectId"] is None else books.get(s["projectId"]),
+            }
+            for s in turn["sources"]
+        ]
+        answering = turn["status"] == "in_progress"
+        turn_id = UUID(turn["id"])
+        return {
+            "account": self.account_id,
+            "conversation": conversation,
+            "id": turn_id if self.keep_ids else mapped_id(self.account_id, turn_id),
+            "ordinal": turn["ordinal"],
+            "query": turn["query"],
+            "format": turn["format"],
+            "context": None if context is None else Jsonb(context),
+            "status": "failed" if answering else turn["status"],
+            "attempts": turn["attempts"],
+            "outcome": turn["outcome"],
+            "text": answer.get("text"),
+            "answer_format": answer.get("format"),
+            "generator": answer.get("generator"),
+            "citations": Jsonb(citations),
+            "sources": Jsonb(sources),
+            "coverage": None if turn["contextCoverage"] is None else Jsonb(turn["contextCoverage"]),
+            "error": "abandoned" if answering else turn["error"],
+            "created": turn["createdAt"],
+            "completed": turn["completedAt"],
+        }
 
     @property
     def _conn(self) -> Conn:
@@ -546,6 +673,44 @@ class _Note:
     number: int
     memory: Memory
     revisions: list[Revision]
+
+
+@dataclass
+class _Conversation:
+    """A checked conversation line (its JSON, checked with the API's models)."""
+
+    number: int
+    data: dict[str, Any]
+
+
+def _conversation(number: int, data: dict[str, Any]) -> _Conversation:
+    """A conversation line, checked as the API reads conversations and turns."""
+    try:
+        ConversationDetail.model_validate(
+            {**data.get("conversation", {}), "turns": data.get("turns")}
+        )
+    except (ValidationError, TypeError) as ex:
+        if isinstance(ex, ValidationError):
+            raise _invalid(number, "conversation", ex) from ex
+        raise RestoreError("conversation: not an object", number) from ex
+    return _Conversation(number, data)
+
+
+def _note_references(turns: list[dict[str, Any]]) -> list[UUID]:
+    """Every note a conversation's turns name (selected, cited, given as evidence)."""
+    found: dict[UUID, None] = {}
+    for turn in turns:
+        for note in (turn["context"] or {}).get("notes", []):
+            found[UUID(note)] = None
+        for citation in (turn["answer"] or {}).get("citations", []):
+            found[UUID(citation["noteId"])] = None
+        for source in turn["sources"]:
+            found[UUID(source["noteId"])] = None
+    return list(found)
+
+
+def _uuid(value: str | None) -> UUID | None:
+    return None if value is None else UUID(value)
 
 
 @dataclass

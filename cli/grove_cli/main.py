@@ -142,8 +142,13 @@ def cmd_import(args: argparse.Namespace) -> None:
     profile = args.profile or os.environ.get("GROVE_EMBEDDING_PROFILE") or "minilm"
     try:
         with open(args.file, "rb") if args.file != "-" else sys.stdin.buffer as lines:
+            size = os.fstat(lines.fileno()).st_size if args.file != "-" else None
             counts = restore.restore(
-                url, UUID(args.account), lines, profile=None if profile == "disabled" else profile
+                url,
+                UUID(args.account),
+                lines,
+                profile=None if profile == "disabled" else profile,
+                total_bytes=size or None,
             )
     except (OSError, restore.RestoreError) as ex:
         sys.exit(f"grove: {ex}")

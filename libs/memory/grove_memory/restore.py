@@ -59,6 +59,8 @@ from grove_memory.export import FORMAT_VERSION
 from grove_memory.idempotency import HOLD_ACCOUNT
 
 PROGRESS_SECONDS = 2.0
+#: Characters of the progress bar.
+BAR_WIDTH = 30
 #: Notes restored in one transaction (when none is refused).
 GROUP_NOTES = 100
 #: Lines read and checked ahead of the writes (bounds the memory they hold).
@@ -165,13 +167,17 @@ class Counts:
 @dataclass
 class Progress:
     """Reports a restore's counts every ``interval`` seconds (and at its end), and its
-    warnings: to ``stream`` (``grove import``), or to ``report`` and ``warn``."""
+    warnings: to ``stream`` (``grove import``: on a terminal one line redrawn in place,
+    with a bar of the bytes read of ``total_bytes`` when the size is known; otherwise a
+    line each time), or to ``report`` and ``warn``."""
 
     counts: Counts
     stream: IO[str] | None = None
     interval: float = PROGRESS_SECONDS
     report: Callable[[Counts], None] | None = None
     warn: Callable[[str], None] | None = None
+    total_bytes: int | None = None
+    read_bytes: int = 0
     started: float = field(default_factory=time.monotonic)
     last: float = field(default_factory=time.monotonic)
 
@@ -184,10 +190,28 @@ class Progress:
         if self.report is not None:
             self.report(self.counts)
         if self.stream is not None:
-            done = self.counts.notes + self.counts.skipped_notes
-            rate = done / max(now - self.started, 1e-6)
-            line = f"{self.counts.summary()} ({rate:.0f} notes/s)"
-            print(line, file=self.stream, flush=True)
+            if self.stream.isatty():
+                end = "\n" if force else ""
+                print(f"\r{self.line(now)}\x1b[K", end=end, file=self.stream, flush=True)
+            else:
+                print(self.line(now), file=self.stream, flush=True)
+
+    def line(self, now: float) -> str:
+        """The counts, the rate in notes per second and, with a known size, a bar."""
+        done = self.counts.notes + self.counts.skipped_notes
+        rate = done / max(now - self.started, 1e-6)
+        text = f"{self.counts.summary()} ({rate:.0f} notes/s)"
+        if not self.total_bytes:
+            return text
+        share = min(self.read_bytes / self.total_bytes, 1.0)
+        filled = round(share * BAR_WIDTH)
+        return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {share:4.0%} {text}"
+
+    def counted(self, lines: Iterable[bytes]) -> Iterator[bytes]:
+        """``lines``, adding up their bytes into ``read_bytes`` (for the bar)."""
+        for line in lines:
+            self.read_bytes += len(line)
+            yield line
 
     def warning(self, message: str) -> None:
         """Something restored other than as exported (it goes on)."""
@@ -209,6 +233,7 @@ def restore(
     *,
     profile: str | None,
     progress: IO[str] = sys.stderr,
+    total_bytes: int | None = None,
 ) -> Counts:
     """Restore the export ``lines`` into the account; the counts of what was done.
 
@@ -217,11 +242,10 @@ def restore(
     Raises ``RestoreError`` (with the line number) at the first line that cannot be
     restored; everything before it stays restored, nothing of that line is written.
     """
+    shown = Progress(Counts(), progress, total_bytes=total_bytes)
     with psycopg.connect(migration_url, row_factory=dict_row, autocommit=True) as conn:
-        restorer = Restorer(
-            lambda: nullcontext(conn), account_id, profile, Progress(Counts(), progress)
-        )
-        restorer.run(lines, READ_AHEAD)
+        restorer = Restorer(lambda: nullcontext(conn), account_id, profile, shown)
+        restorer.run(shown.counted(lines), READ_AHEAD)
     return restorer.progress.counts
 
 

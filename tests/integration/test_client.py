@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import io
+import json
 import time
 import types
 import typing
@@ -257,6 +259,49 @@ def test_a_conversation_through_every_method_and_a_key_is_refused(account: Accou
         owner.conversation(started.id)
 
 
+def test_a_turns_merge_proposal_is_applied_and_undone(account: Account) -> None:
+    first = account.key.remember(DEPLOY)
+    second = account.key.remember("Every Tuesday we deploy the billing service with Argo CD.")
+    owner = account.owner
+    started = owner.create_conversation()
+    reply = owner.add_turn(started.id, "When do we deploy the billing service?", expected_version=1)
+    [proposal] = [p for p in reply.turn.proposals if p.change.action == "merge"]
+    assert (proposal.source, proposal.state, proposal.events) == ("deterministic", "proposed", [])
+    assert set(proposal.change.note_ids) == {first.id, second.id}
+    assert proposal.change.into in {first.id, second.id} and proposal.change.content
+    assert {(n.id, n.version) for n in proposal.preview.notes} == {(first.id, 1), (second.id, 1)}
+    assert proposal.preview.undoable is True
+    with pytest.raises(PermissionDenied) as refused:
+        account.key.apply_proposal(started.id, proposal.id)
+    assert refused.value.code == "owner_session_required"
+
+    applied = owner.apply_proposal(started.id, proposal.id)
+    kept = proposal.change.into
+    other = second.id if kept == first.id else first.id
+    assert applied.proposal.state == "applied"
+    assert {(n.id, n.outcome, n.version) for n in applied.notes} == {
+        (kept, "updated", 2),
+        (other, "archived", 1),  # archiving keeps the version
+    }
+    assert account.key.get(kept).content == proposal.change.content
+    undone = owner.undo_proposal(started.id, proposal.id)
+    assert undone.proposal.state == "undone"
+    assert [(e.action, e.result) for e in undone.proposal.events] == [
+        ("apply", "applied"),
+        ("undo", "undone"),
+    ]
+    assert {(n.id, n.outcome) for n in undone.notes} == {(kept, "updated"), (other, "restored")}
+    assert owner.undo_proposal(started.id, proposal.id) == undone  # the first result again
+    assert account.key.get(kept).content in {DEPLOY, second.content}
+    with pytest.raises(Conflict) as again:
+        owner.apply_proposal(started.id, proposal.id)
+    assert again.value.code == "proposal_undone"
+    [turn] = owner.conversation(started.id).turns
+    assert [(p.id, p.state) for p in turn.proposals if p.id == proposal.id] == [
+        (proposal.id, "undone")
+    ]
+
+
 def test_share_links_are_created_listed_and_revoked(account: Account) -> None:
     note = account.key.remember("a note worth sharing")
     with pytest.raises(PermissionDenied):
@@ -300,6 +345,72 @@ def test_the_export_streams_its_lines_as_objects(account: Account) -> None:
     assert {line["type"] for line in owner_lines} >= {"export", "memory"}
 
 
+def export_of(grove: Grove) -> list[bytes]:
+    """Everything ``grove`` may read, as the NDJSON lines of an export."""
+    return [json.dumps(line).encode() + b"\n" for line in grove.export()]
+
+
+@pytest.fixture
+def newcomer_token(database: embedded.EmbeddedDatabase, owner_api: Stack) -> str:
+    """An owner session of another fresh account on ``owner_api``."""
+    _, subject = owned_tenant(database, owner_api.api.url)
+    return owner_api.provider.token(subject)
+
+
+@pytest.fixture
+def newcomer(owner_api: Stack, newcomer_token: str) -> Iterator[Grove]:
+    """A client of ``newcomer_token``."""
+    with connect(owner_api.api.url, newcomer_token) as owner:
+        yield owner
+
+
+def test_an_export_is_imported_into_another_account(account: Account, newcomer: Grove) -> None:
+    notebook = account.key.create_notebook("carried over")
+    notes = [account.key.remember(f"carried over {i}", project_id=notebook.id) for i in range(2)]
+    notes.append(account.key.remember("a personal note"))
+    account.key.update(notes[0].id, content="carried over, corrected")
+    lines = export_of(account.key)
+    with pytest.raises(PermissionDenied):
+        account.key.import_export(lines)
+
+    status = newcomer.import_export(line for line in lines)  # a generator, streamed once
+    assert (status.state, status.error, status.line) == ("done", None, None)
+    counts = status.counts
+    assert (counts.notebooks, counts.notes, counts.revisions) == (1, 3, 4)
+    assert (counts.skipped_notes, counts.connections, counts.conversations) == (0, 0, 0)
+    assert newcomer.import_status(status.id) == status
+    contents = sorted(n.content for n in newcomer.list_notes())
+    assert contents == ["a personal note", "carried over 1", "carried over, corrected"]
+    [copied] = [n for n in newcomer.list_notes() if n.content == "carried over, corrected"]
+    assert [r.version for r in newcomer.revisions(copied.id).items] == [1, 2]
+
+    resumed = newcomer.import_export(b"".join(lines), import_id=status.id)
+    assert (resumed.id, resumed.state) == (status.id, "done")
+    assert (resumed.counts.notes, resumed.counts.skipped_notes) == (0, 3)
+    with pytest.raises(NotFound):
+        newcomer.import_status(uuid.uuid4())
+
+
+def test_an_import_whose_answer_is_lost_is_resent_under_its_id(
+    account: Account, owner_api: Stack, database: embedded.EmbeddedDatabase
+) -> None:
+    account.key.remember(DEPLOY)
+    export = b"".join(export_of(account.key))
+    _, subject = owned_tenant(database, owner_api.api.url)
+    proxy = FaultyProxy(owner_api.api.url, ["drop"])
+    try:
+        with connect(proxy.url, owner_api.provider.token(subject)) as owner:
+            status = owner.import_export(io.BytesIO(export))  # a seekable file: rewound
+            assert [n.content for n in owner.list_notes()] == [DEPLOY]
+    finally:
+        proxy.close()
+    posts = [s for s in proxy.seen if s.method == "POST"]
+    assert len(posts) == 2 and posts[0].path == posts[1].path == f"/v1/import?id={status.id}"
+    assert posts[0].body == posts[1].body == export
+    assert posts[0].headers["content-type"] == "application/x-ndjson"
+    assert (status.state, status.counts.notes, status.counts.skipped_notes) == ("done", 0, 1)
+
+
 # Connections and API keys
 
 
@@ -333,6 +444,37 @@ def test_api_keys_and_connections_are_created_granted_and_revoked(account: Accou
     assert (gone.id, gone.status) == (other.connection.id, "revoked")
     statuses = {c.id: c.status for c in owner.connections()}
     assert statuses[other.connection.id] == "revoked"
+
+
+# Orgs, projects and project keys
+
+
+def test_orgs_projects_and_project_keys_are_created_listed_and_revoked(account: Account) -> None:
+    owner = account.owner
+    with pytest.raises(PermissionDenied):
+        account.key.orgs()
+    assert owner.orgs() == []
+    org = owner.create_org("Acme")
+    assert (org.name, org.role) == ("Acme", "owner")
+    assert owner.orgs() == [org] and owner.org(org.id) == org
+    project = owner.create_project(org.id, "Rocket")
+    assert (project.org_id, project.name, project.role) == (org.id, "Rocket", "admin")
+    assert owner.projects(org.id) == [project]
+    created = owner.create_project_key(
+        org.id, project.id, "ci", ["project_memory:read", "project_memory:write"]
+    )
+    assert created.key.startswith(created.prefix) and created.revoked_at is None
+    assert created.scopes == ["project_memory:read", "project_memory:write"]
+    assert [k.id for k in owner.project_keys(org.id, project.id)] == [created.id]
+    assert "key" not in (owner.project_keys(org.id, project.id)[0].model_extra or {})
+    with connect(account.url, created.key) as agent:
+        assert agent.pool_status(org.id, project.id).access["role"] is not None
+        revoked = owner.revoke_project_key(org.id, project.id, created.id)
+        assert (revoked.id, revoked.revoked) == (created.id, True)
+        with pytest.raises(AuthError):
+            agent.pool_status(org.id, project.id)
+    [listed] = owner.project_keys(org.id, project.id)
+    assert listed.revoked_at is not None
 
 
 # A project's shared pool
@@ -478,6 +620,49 @@ def test_async_owner_methods_reach_their_routes(account: Account) -> None:
     asyncio.run(flow())
 
 
+def test_async_proposals_imports_search_and_orgs_reach_their_routes(
+    account: Account, newcomer_token: str
+) -> None:
+    again = "Every Tuesday we deploy the billing service with Argo CD."
+    account.key.remember(DEPLOY)
+    account.key.remember(again)
+    lines = export_of(account.key)
+
+    async def streamed() -> AsyncIterator[bytes]:
+        for line in lines:
+            yield line
+
+    async def flow() -> None:
+        async with connect_async(account.url, account.owner_token) as grove:
+            hits = [i.memory.content async for i in grove.search_all("billing", limit=1)]
+            assert sorted(hits) == sorted([DEPLOY, again])  # over two pages
+            started = await grove.create_conversation()
+            reply = await grove.add_turn(
+                started.id, "When do we deploy the billing service?", expected_version=1
+            )
+            [proposal] = [p for p in reply.turn.proposals if p.change.action == "merge"]
+            applied = await grove.apply_proposal(started.id, proposal.id)
+            assert applied.proposal.state == "applied"
+            assert await grove.apply_proposal(started.id, proposal.id) == applied
+            undone = await grove.undo_proposal(started.id, proposal.id)
+            assert undone.proposal.state == "undone"
+            org = await grove.create_org("Acme")
+            assert [o.id for o in await grove.orgs()] == [org.id]
+            assert (await grove.org(org.id)).name == "Acme"
+            project = await grove.create_project(org.id, "Rocket")
+            assert [p.id for p in await grove.projects(org.id)] == [project.id]
+            key = await grove.create_project_key(org.id, project.id, "reader")
+            assert key.scopes == ["project_memory:read"]
+            assert [k.id for k in await grove.project_keys(org.id, project.id)] == [key.id]
+            assert (await grove.revoke_project_key(org.id, project.id, key.id)).revoked
+        async with connect_async(account.url, newcomer_token) as other:
+            status = await other.import_export(streamed())
+            assert (status.state, status.counts.notes) == ("done", 2)
+            assert await other.import_status(status.id) == status
+
+    asyncio.run(flow())
+
+
 # Paging
 
 
@@ -494,6 +679,17 @@ def test_listing_follows_next_cursor_over_250_notes(
     listed = [n.id for n in grove.list_notes(limit=100)]
     assert len(listed) == 250 and set(listed) == saved
     assert [s.method for s in proxy.seen].count("GET") == 3  # three pages, cursors followed
+
+
+def test_search_all_follows_next_cursor_over_30_results(
+    proxied: tuple[Grove, FaultyProxy],
+) -> None:
+    grove, proxy = proxied
+    batch = grove.save_batch([NewNote(content=f"release checklist step {i}") for i in range(30)])
+    saved = {i.memory.id for i in batch.items if i.memory is not None}
+    found = [item.memory.id for item in grove.search_all("release checklist", limit=10)]
+    assert len(found) == 30 and set(found) == saved
+    assert [s.path for s in proxy.seen].count("/v1/memories/search") == 3
 
 
 # Errors
@@ -691,10 +887,17 @@ def model_drift(
 
 
 def object_schema(schema: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
-    """The object schema behind ``$ref``, ``anyOf`` (with null) and array ``items``."""
+    """The object schema behind ``$ref``, ``anyOf`` (with null) and array ``items``; a
+    ``oneOf`` (a discriminated union) as one object: every option's properties, and
+    those all of them require."""
     if "$ref" in schema:
         name = schema["$ref"].removeprefix("#/components/schemas/")
         return object_schema(document["components"]["schemas"][name], document)
+    if "oneOf" in schema:
+        options = [object_schema(option, document) for option in schema["oneOf"]]
+        properties = {k: v for option in options for k, v in option.get("properties", {}).items()}
+        required = set.intersection(*(set(option.get("required", [])) for option in options))
+        return {"properties": properties, "required": sorted(required)}
     for option in schema.get("anyOf", []):
         if option.get("type") != "null":
             return object_schema(option, document)

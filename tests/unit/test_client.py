@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import io
 import json
 import sys
 import tomllib
@@ -154,3 +155,59 @@ def test_an_export_is_read_line_by_line_and_its_error_raised() -> None:
     with pytest.raises(Conflict) as busy:
         list(grove.export())
     assert (busy.value.code, len(sent)) == ("rate_limited", 2)
+
+
+IMPORT_STATUS: dict[str, object] = {
+    "id": NOTE_ID,
+    "state": "done",
+    "counts": {"notebooks": 0, "notes": 1, "revisions": 1},
+    "warnings": [],
+    "error": None,
+    "line": None,
+    "createdAt": "2026-12-06T10:00:00Z",
+    "updatedAt": "2026-12-06T10:00:00Z",
+}
+
+
+def failing_once() -> tuple[Grove, list[tuple[str, bytes]]]:
+    """A client whose first request loses its connection; the requests it sent."""
+    sent: list[tuple[str, bytes]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append((str(request.url), request.read()))
+        if len(sent) == 1:
+            raise httpx.ConnectError("reset", request=request)
+        return httpx.Response(200, json={"success": True, "data": IMPORT_STATUS})
+
+    transport = httpx.MockTransport(answer)
+    return Grove("http://grove.test", "k", backoff=0.01, transport=transport), sent
+
+
+def test_an_import_is_resent_under_its_id_only_when_its_body_can_be_sent_again() -> None:
+    lines = [b'{"type": "export", "version": 1}\n', b'{"type": "memory"}\n']
+    for replayable in (lines, b"".join(lines), io.BytesIO(b"".join(lines))):
+        grove, sent = failing_once()
+        assert grove.import_export(replayable).counts.notes == 1
+        assert len(sent) == 2 and sent[0] == sent[1]
+        assert sent[0][0].startswith("http://grove.test/v1/import?id=")
+        assert sent[0][1] == b"".join(lines)
+    grove, sent = failing_once()
+    with pytest.raises(Unavailable) as lost:
+        grove.import_export(line for line in lines)  # a generator is streamed once
+    assert (lost.value.code, len(sent)) == ("connection", 1)
+
+
+def test_search_all_sends_each_pages_cursor() -> None:
+    def page(cursor: str | None) -> httpx.Response:
+        items = [{"memory": NOTE, "score": 1.0}]
+        return httpx.Response(
+            200, json={"success": True, "data": {"items": items, "nextCursor": cursor}}
+        )
+
+    grove, sent = answering(page("c1"), page(None))
+    assert len(list(grove.search_all("note", limit=1, kind="fact"))) == 2
+    bodies = [json.loads(r.content) for r in sent]
+    assert bodies == [
+        {"query": "note", "limit": 1, "kind": "fact"},
+        {"query": "note", "limit": 1, "kind": "fact", "cursor": "c1"},
+    ]

@@ -107,6 +107,12 @@ class AsyncGrove:
     async def search(self, query: str, **options: Unpack[calls.SearchOptions]) -> models.SearchPage:
         return await self._run(calls.search(query, options))
 
+    def search_all(
+        self, query: str, **options: Unpack[calls.SearchOptions]
+    ) -> AsyncIterator[models.SearchItem]:
+        cursor = options.get("cursor")
+        return self._pages(lambda after: calls.search(query, options, after), cursor)
+
     async def recall(
         self, query: str | None = None, **options: Unpack[calls.RecallOptions]
     ) -> models.RecallResult:
@@ -163,6 +169,22 @@ class AsyncGrove:
     async def delete_conversation(self, conversation_id: Id) -> models.DeletedConversation:
         return await self._run(calls.delete_conversation(conversation_id))
 
+    async def apply_proposal(self, conversation_id: Id, proposal_id: Id) -> models.ProposalOutcome:
+        return await self._run(calls.proposal(conversation_id, proposal_id, "apply"))
+
+    async def undo_proposal(self, conversation_id: Id, proposal_id: Id) -> models.ProposalOutcome:
+        return await self._run(calls.proposal(conversation_id, proposal_id, "undo"))
+
+    # Import (owner session)
+
+    async def import_export(
+        self, export: calls.AsyncBody, *, import_id: Id | None = None
+    ) -> models.ImportStatus:
+        return await self._run(calls.import_export(export, import_id))
+
+    async def import_status(self, import_id: Id) -> models.ImportStatus:
+        return await self._run(calls.import_status(import_id))
+
     # models.Share links (owner session)
 
     async def create_share(
@@ -202,6 +224,40 @@ class AsyncGrove:
 
     async def revoke_api_key(self, key_id: Id) -> models.Connection:
         return await self._run(calls.revoke_key(key_id))
+
+    # Orgs, projects and project keys (owner session)
+
+    async def orgs(self) -> list[models.Org]:
+        return (await self._run(calls.orgs())).items
+
+    async def create_org(self, name: str) -> models.Org:
+        return await self._run(calls.create_org(name))
+
+    async def org(self, org_id: Id) -> models.Org:
+        return await self._run(calls.org(org_id))
+
+    async def projects(self, org_id: Id) -> list[models.Project]:
+        return (await self._run(calls.projects(org_id))).items
+
+    async def create_project(self, org_id: Id, name: str) -> models.Project:
+        return await self._run(calls.create_project(org_id, name))
+
+    async def project_keys(self, org_id: Id, project_id: Id) -> list[models.ProjectKey]:
+        return (await self._run(calls.project_keys(org_id, project_id))).items
+
+    async def create_project_key(
+        self,
+        org_id: Id,
+        project_id: Id,
+        name: str,
+        scopes: Sequence[calls.ProjectScope] = ("project_memory:read",),
+    ) -> models.CreatedProjectKey:
+        return await self._run(calls.create_project_key(org_id, project_id, name, scopes))
+
+    async def revoke_project_key(
+        self, org_id: Id, project_id: Id, key_id: Id
+    ) -> models.RevokedProjectKey:
+        return await self._run(calls.revoke_project_key(org_id, project_id, key_id))
 
     # A project's shared pool
 
@@ -269,12 +325,16 @@ class AsyncGrove:
             try:
                 response = await self._http.send(built, stream=stream)
             except httpx.TransportError as ex:
-                wait = self.retries.after_failure(ex, attempt, request.endpoint.resend)
+                again = request.again(self._http, built)
+                resend = request.endpoint.resend and again is not None
+                wait = self.retries.after_failure(ex, attempt, resend)
             else:
                 later = self.retries.after_status(response, attempt)
-                if later is None:
+                again = None if later is None else request.again(self._http, built)
+                if later is None or again is None:
                     return response
                 await response.aclose()
                 wait = later
             await asyncio.sleep(wait)
             attempt += 1
+            built = again if again is not None else built

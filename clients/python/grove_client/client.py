@@ -127,6 +127,14 @@ class Grove:
         """One page of hybrid search results (``next_cursor`` continues the query)."""
         return self._run(calls.search(query, options))
 
+    def search_all(
+        self, query: str, **options: Unpack[calls.SearchOptions]
+    ) -> Iterator[models.SearchItem]:
+        """Every result of the query, best first, fetching a page (of ``limit``) when the
+        last is used up (from ``cursor``, if given)."""
+        cursor = options.get("cursor")
+        return self._pages(lambda after: calls.search(query, options, after), cursor)
+
     def recall(
         self, query: str | None = None, **options: Unpack[calls.RecallOptions]
     ) -> models.RecallResult:
@@ -196,6 +204,34 @@ class Grove:
         """Hide a conversation for good (its history is retained)."""
         return self._run(calls.delete_conversation(conversation_id))
 
+    def apply_proposal(self, conversation_id: Id, proposal_id: Id) -> models.ProposalOutcome:
+        """Apply a turn's proposal as its ``preview`` shows (``Conflict``
+        ``proposal_stale`` if anything moved since; applying again answers the first
+        result, so a lost answer is resent)."""
+        return self._run(calls.proposal(conversation_id, proposal_id, "apply"))
+
+    def undo_proposal(self, conversation_id: Id, proposal_id: Id) -> models.ProposalOutcome:
+        """Undo an applied proposal with new revisions (``Conflict``: ``proposal_stale``,
+        ``not_undoable``, ``proposal_not_applied``; undoing again answers the first)."""
+        return self._run(calls.proposal(conversation_id, proposal_id, "undo"))
+
+    # Import (owner session)
+
+    def import_export(
+        self, export: calls.Body, *, import_id: Id | None = None
+    ) -> models.ImportStatus:
+        """Restore an export (``GET /v1/export``'s NDJSON: bytes, an iterable of byte
+        chunks, or a binary file) into the account, streamed, and answer when it is done.
+
+        ``import_id`` names the import (made if not given): sending the same export under
+        it again resumes it. A lost connection is resent only when the body can be sent
+        again (bytes, a list, a seekable file; not a generator)."""
+        return self._run(calls.import_export(export, import_id))
+
+    def import_status(self, import_id: Id) -> models.ImportStatus:
+        """An import's state and counts, also while it runs."""
+        return self._run(calls.import_status(import_id))
+
     # models.Share links (owner session)
 
     def create_share(
@@ -245,6 +281,49 @@ class Grove:
     def revoke_api_key(self, key_id: Id) -> models.Connection:
         """Revoke an API key; the answer is its connection, now revoked."""
         return self._run(calls.revoke_key(key_id))
+
+    # Orgs, projects and project keys (owner session)
+
+    def orgs(self) -> list[models.Org]:
+        """The orgs the account belongs to, with its ``role`` in each."""
+        return self._run(calls.orgs()).items
+
+    def create_org(self, name: str) -> models.Org:
+        """Create an org (the account becomes its owner; not resent after a lost answer)."""
+        return self._run(calls.create_org(name))
+
+    def org(self, org_id: Id) -> models.Org:
+        """One org the account belongs to."""
+        return self._run(calls.org(org_id))
+
+    def projects(self, org_id: Id) -> list[models.Project]:
+        """The org's projects the account is in (an org owner: all of them)."""
+        return self._run(calls.projects(org_id)).items
+
+    def create_project(self, org_id: Id, name: str) -> models.Project:
+        """Create a project (org owners; the account becomes its admin)."""
+        return self._run(calls.create_project(org_id, name))
+
+    def project_keys(self, org_id: Id, project_id: Id) -> list[models.ProjectKey]:
+        """The project's keys, never their secrets (admins)."""
+        return self._run(calls.project_keys(org_id, project_id)).items
+
+    def create_project_key(
+        self,
+        org_id: Id,
+        project_id: Id,
+        name: str,
+        scopes: Sequence[calls.ProjectScope] = ("project_memory:read",),
+    ) -> models.CreatedProjectKey:
+        """Create a project key for agents (admins; ``key``, its secret, is shown only in
+        this answer); add ``project_memory:write`` to ``scopes`` to let it write."""
+        return self._run(calls.create_project_key(org_id, project_id, name, scopes))
+
+    def revoke_project_key(
+        self, org_id: Id, project_id: Id, key_id: Id
+    ) -> models.RevokedProjectKey:
+        """Revoke a project key (admins)."""
+        return self._run(calls.revoke_project_key(org_id, project_id, key_id))
 
     # A project's shared pool (a project key, or an owner session of a member)
 
@@ -321,12 +400,16 @@ class Grove:
             try:
                 response = self._http.send(built, stream=stream)
             except httpx.TransportError as ex:
-                wait = self.retries.after_failure(ex, attempt, request.endpoint.resend)
+                again = request.again(self._http, built)  # None: its body cannot be resent
+                resend = request.endpoint.resend and again is not None
+                wait = self.retries.after_failure(ex, attempt, resend)
             else:
                 later = self.retries.after_status(response, attempt)
-                if later is None:
+                again = None if later is None else request.again(self._http, built)
+                if later is None or again is None:
                     return response
                 response.close()
                 wait = later
             time.sleep(wait)
             attempt += 1
+            built = again if again is not None else built

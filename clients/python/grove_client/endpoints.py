@@ -102,20 +102,16 @@ CREATE_ORG = Endpoint("POST", "/v1/orgs", models.Org, resend=False)
 ORG = Endpoint("GET", "/v1/orgs/{org_id}", models.Org)
 PROJECTS = Endpoint("GET", "/v1/orgs/{org_id}/projects", models.ProjectList)
 CREATE_PROJECT = Endpoint("POST", "/v1/orgs/{org_id}/projects", models.Project, resend=False)
-PROJECT_KEYS = Endpoint("GET", "/v1/orgs/{org_id}/projects/{project_id}/keys", models.ProjectKeyList)
-CREATE_PROJECT_KEY = Endpoint(
-    "POST", "/v1/orgs/{org_id}/projects/{project_id}/keys", models.CreatedProjectKey, resend=False
-)
+PROJECT = "/v1/orgs/{org_id}/projects/{project_id}"
+PROJECT_KEYS = Endpoint("GET", PROJECT + "/keys", models.ProjectKeyList)
+CREATE_PROJECT_KEY = Endpoint("POST", PROJECT + "/keys", models.CreatedProjectKey, resend=False)
 REVOKE_PROJECT_KEY = Endpoint(
-    "DELETE",
-    "/v1/orgs/{org_id}/projects/{project_id}/keys/{key_id}",
-    models.RevokedProjectKey,
-    resend=False,
+    "DELETE", PROJECT + "/keys/{key_id}", models.RevokedProjectKey, resend=False
 )
 # A project's shared pool (project key or owner session). The API records none of its
 # writes for idempotency (no ``Idempotency-Key``), so writes and deletes are not resent
 # after a lost answer: a second write would add a version, a second delete answer 404.
-POOL = "/v1/orgs/{org_id}/projects/{project_id}/memory"
+POOL = PROJECT + "/memory"
 POOL_STATUS = Endpoint("GET", POOL + "/status", models.PoolStatus)
 POOL_RECORDS = Endpoint("GET", POOL, models.RecordPage)
 POOL_GET = Endpoint("GET", POOL + "/entry", models.RecordReply)

@@ -32,6 +32,8 @@ TENANT_TABLES = {
     "conversation_turns",
     "turn_proposals",
     "imports",
+    "files",
+    "file_chunks",
     "account_usage",
     "account_quotas",
 }

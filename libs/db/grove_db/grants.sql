@@ -24,6 +24,9 @@ GRANT UPDATE (status, attempts, lease_expires_at, outcome, answer_text, answer_f
     ON conversation_turns TO {role};
 GRANT SELECT, INSERT ON turn_proposals TO {role};
 GRANT SELECT, INSERT, UPDATE ON imports TO {role};
+-- files: metadata changes (versions, soft deletes); chunks are written once, never changed.
+GRANT SELECT, INSERT, UPDATE ON files TO {role};
+GRANT SELECT, INSERT ON file_chunks TO {role};
 GRANT UPDATE (state, applied, outcome, undo_outcome, events) ON turn_proposals TO {role};
 GRANT SELECT, INSERT, UPDATE ON orgs, org_members, org_projects, project_members,
     project_keys TO {role};

@@ -661,6 +661,54 @@ ALTER TABLE ONLY public.embeddings FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: file_chunks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.file_chunks (
+    account_id uuid NOT NULL,
+    file_id uuid NOT NULL,
+    version integer NOT NULL,
+    ordinal integer NOT NULL,
+    data bytea NOT NULL,
+    CONSTRAINT file_chunks_data_check CHECK (((octet_length(data) >= 1) AND (octet_length(data) <= 262144))),
+    CONSTRAINT file_chunks_ordinal_check CHECK ((ordinal >= 0)),
+    CONSTRAINT file_chunks_version_check CHECK ((version >= 1))
+);
+ALTER TABLE ONLY public.file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+
+ALTER TABLE ONLY public.file_chunks FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: files; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.files (
+    account_id uuid NOT NULL,
+    id uuid NOT NULL,
+    project_id uuid,
+    name text NOT NULL,
+    media_type text NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    size_bytes bigint NOT NULL,
+    sha256 bytea NOT NULL,
+    indexing text DEFAULT 'disabled'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    archived_at timestamp with time zone,
+    deleted_at timestamp with time zone,
+    CONSTRAINT files_indexing_check CHECK ((indexing = ANY (ARRAY['pending'::text, 'ready'::text, 'failed'::text, 'disabled'::text]))),
+    CONSTRAINT files_media_type_check CHECK (((char_length(media_type) >= 1) AND (char_length(media_type) <= 200))),
+    CONSTRAINT files_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 255))),
+    CONSTRAINT files_sha256_check CHECK ((octet_length(sha256) = 32)),
+    CONSTRAINT files_size_bytes_check CHECK ((size_bytes >= 0)),
+    CONSTRAINT files_version_check CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY public.files FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: identity_tombstones; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1194,6 +1242,22 @@ ALTER TABLE ONLY public.embeddings
 
 
 --
+-- Name: file_chunks file_chunks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.file_chunks
+    ADD CONSTRAINT file_chunks_pkey PRIMARY KEY (account_id, file_id, version, ordinal);
+
+
+--
+-- Name: files files_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.files
+    ADD CONSTRAINT files_pkey PRIMARY KEY (account_id, id);
+
+
+--
 -- Name: identity_tombstones identity_tombstones_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1417,6 +1481,13 @@ CREATE INDEX conversations_account_created ON public.conversations USING btree (
 --
 
 CREATE INDEX embeddings_minilm_hnsw ON public.embeddings USING hnsw (((embedding)::public.vector(384)) public.vector_cosine_ops) WHERE (profile = 'minilm'::text);
+
+
+--
+-- Name: files_newest; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX files_newest ON public.files USING btree (account_id, created_at DESC, id DESC) WHERE (deleted_at IS NULL);
 
 
 --
@@ -1753,6 +1824,30 @@ ALTER TABLE ONLY public.embeddings
 
 
 --
+-- Name: file_chunks file_chunks_account_id_file_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.file_chunks
+    ADD CONSTRAINT file_chunks_account_id_file_id_fkey FOREIGN KEY (account_id, file_id) REFERENCES public.files(account_id, id);
+
+
+--
+-- Name: files files_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.files
+    ADD CONSTRAINT files_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+
+--
+-- Name: files files_account_id_project_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.files
+    ADD CONSTRAINT files_account_id_project_id_fkey FOREIGN KEY (account_id, project_id) REFERENCES public.projects(account_id, id);
+
+
+--
 -- Name: imports imports_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2078,6 +2173,18 @@ CREATE POLICY creator_inserts ON public.orgs FOR INSERT WITH CHECK ((created_by 
 ALTER TABLE public.embeddings ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: file_chunks; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.file_chunks ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: files; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.files ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: imports; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -2377,6 +2484,20 @@ CREATE POLICY tenant ON public.conversations USING ((account_id = public.grove_c
 --
 
 CREATE POLICY tenant ON public.embeddings USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: file_chunks tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.file_chunks USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: files tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.files USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
 
 
 --
@@ -2737,6 +2858,20 @@ GRANT UPDATE(deleted_at) ON TABLE public.conversations TO grove_app;
 --
 
 GRANT SELECT,INSERT,UPDATE ON TABLE public.embeddings TO grove_app;
+
+
+--
+-- Name: TABLE file_chunks; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.file_chunks TO grove_app;
+
+
+--
+-- Name: TABLE files; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.files TO grove_app;
 
 
 --

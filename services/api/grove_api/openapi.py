@@ -21,7 +21,7 @@ import falcon.inspect
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from grove_api import ask, conversations, health, owner, projects, resources, shares
+from grove_api import ask, conversations, files, health, owner, projects, resources, shares
 from grove_api.settings import ApiSettings
 from grove_api.wiring import Wiring
 from grove_auth import devissuer
@@ -58,6 +58,15 @@ from grove_contracts.discovery import (
     Readiness,
 )
 from grove_contracts.errors import ErrorEnvelope
+from grove_contracts.files import (
+    DeletedFile,
+    FileListQuery,
+    FilePage,
+    FileUploadQuery,
+    FileVersionQuery,
+    Storage,
+    StoredFile,
+)
 from grove_contracts.imports import ImportQuery, ImportStatus
 from grove_contracts.notebooks import (
     ArchivedNotebookList,
@@ -250,6 +259,15 @@ IMPORT_BODY = (
     " resumes it: nothing is written twice. A line that cannot be restored answers 400"
     " `import_refused` naming it; the lines before it stay restored."
 )
+FILE_BODY = (
+    "The body is the file itself, sent with its `Content-Type`: text/plain, text/markdown,"
+    " text/html, application/pdf or application/json (parameters such as `charset`"
+    " allowed; any other type: 415 `unsupported_media_type`), at most"
+    " `GROVE_MAX_FILE_BYTES` (10 MiB by default; one byte more: 413). Owner session or a"
+    " key with write on the scope. `operationId` (or an `Idempotency-Key` header) makes a"
+    " retry return the first result without storing anything again."
+)
+ORIGINAL: dict[str, Any] = {"description": "The bytes of the file's current version, as uploaded"}
 PROPOSAL_FLOW = (
     "A completed turn may carry `proposals` (see `Turn`). `apply` writes the change in one"
     " transaction, only if every note is still at the version and every notebook subtree"
@@ -463,6 +481,78 @@ ROUTES: tuple[Route, ...] = (
                 "/v1/import/{import_id:uuid}",
                 "An import's state and counts (also while it runs)",
                 ImportStatus,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        files.Files,
+        (
+            Operation(
+                "POST",
+                "/v1/files",
+                "Upload a file (a document as a memory source)",
+                StoredFile,
+                query=FileUploadQuery,
+                status=201,
+                also=(200,),
+                errors=(404, 409, 410, 413, 415),
+                description=FILE_BODY,
+                creates={"file_id": "/id"},
+            ),
+            Operation(
+                "GET",
+                "/v1/files",
+                "List files, newest first, a page at a time",
+                FilePage,
+                query=FileListQuery,
+            ),
+        ),
+    ),
+    Route(
+        files.File,
+        (
+            Operation("GET", "/v1/files/{file_id:uuid}", "Read a file's metadata", StoredFile),
+            Operation(
+                "POST",
+                "/v1/files/{file_id:uuid}",
+                "Upload a new version of a file",
+                StoredFile,
+                query=FileVersionQuery,
+                errors=(409, 410, 413, 415),
+                description=FILE_BODY,
+            ),
+            Operation(
+                "DELETE",
+                "/v1/files/{file_id:uuid}",
+                "Delete (hide) a file; its bytes are retained",
+                DeletedFile,
+            ),
+        ),
+    ),
+    Route(
+        files.FileOriginal,
+        (
+            Operation(
+                "GET",
+                "/v1/files/{file_id:uuid}/original",
+                "Download the current version's bytes (always an attachment)",
+                ORIGINAL,
+                media_type="*/*",
+                envelope=False,
+                description="Answered with the `Content-Type` it was uploaded with,"
+                " `Content-Disposition: attachment` and `X-Content-Type-Options: nosniff`.",
+            ),
+        ),
+    ),
+    Route(
+        files.StorageView,
+        (
+            Operation(
+                "GET",
+                "/v1/storage",
+                "The account's storage per kind (never under the truth)",
+                Storage,
                 auth="owner",
             ),
         ),

@@ -19,6 +19,8 @@ DEFAULT_POOL_SIZE = 4
 MAX_BODY_BYTES = 64 * 1024
 #: ``POST /v1/memories/batch``: 100 notes of 6,000 ASCII characters, with room to spare.
 MAX_BATCH_BODY_BYTES = 1024 * 1024
+#: ``POST /v1/files``: the largest upload (one version of one file).
+MAX_FILE_BYTES = 10 * 1024 * 1024
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 30
 DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
 DEFAULT_QUERY_EMBED_MS = 300
@@ -83,6 +85,8 @@ class ApiSettings(IdentitySettings, QuotaSettings):
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = MAX_BODY_BYTES
     #: The body limit of ``POST /v1/memories/batch`` alone (every other route: the above).
     max_batch_body_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = MAX_BATCH_BODY_BYTES
+    #: The largest file ``POST /v1/files`` accepts, in bytes (exactly this passes; more: 413).
+    max_file_bytes: Annotated[int, Field(ge=1, le=1024 * 1024 * 1024)] = MAX_FILE_BYTES
     #: The platform switch of project memory (``/v1/orgs/.../memory``); off: 404 everywhere.
     project_memory_enabled: bool = True
     dev_issuer_key: str = ".grove/dev-issuer.pem"

@@ -1,0 +1,160 @@
+"""The files routes: uploads and versions, originals, listing, and the storage view.
+
+An upload's body is the file itself, read in chunks up to ``GROVE_MAX_FILE_BYTES``
+(never more than that plus one chunk in memory) before any transaction begins, so a
+slow client holds no database connection while it sends. Originals are streamed a
+chunk at a time, each chunk read in its own short transaction, always as an
+attachment that browsers will not render or sniff.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import falcon
+
+from grove_api.body import operation_id, read_query
+from grove_api.errors import ApiError
+from grove_api.resources import Resource, _ok
+from grove_api.wiring import Wiring
+from grove_contracts.files import (
+    ACCEPTED_MEDIA_TYPES,
+    FileListQuery,
+    FileUploadQuery,
+    FileVersionQuery,
+    media_type_of,
+)
+from grove_memory import files
+from grove_memory.blobs import CHUNK_BYTES, PostgresBlobs
+from grove_memory.store import require
+
+#: How long an upload waits for each piece of its body, and a download for its client to
+#: take each piece; past it the request ends (its thread is free again).
+FILE_IO_TIMEOUT_SECONDS = 30
+#: Past the limit, at most this much more of a body is read (and dropped) so the client
+#: sees the 413 rather than a reset connection; beyond it the connection just closes.
+MAX_DRAIN_BYTES = 16 * 1024 * 1024
+#: Safe characters of an RFC 5987 ``attr-char`` beside letters and digits.
+ATTR_CHARS = "!#$&+-.^_`|~"
+
+
+class FileResource(Resource):
+    """Base of the files routes: the blob store and the upload limit."""
+
+    def __init__(self, wiring: Wiring) -> None:
+        super().__init__(wiring)
+        self.blobs = PostgresBlobs()
+        self.max_file = wiring.settings.max_file_bytes
+
+    def body(self, req: falcon.Request) -> files.Body:
+        """The uploaded file: 403 for a caller that may not write (before any of the body
+        is read), 415 unless an accepted type, 413 past the limit."""
+        require(req.context.principal, "write")
+        if media_type_of(req.content_type) is None:
+            raise ApiError(
+                "unsupported_media_type",
+                "send the file as one of " + ", ".join(ACCEPTED_MEDIA_TYPES),
+            )
+        connection = req.env.get("gunicorn.socket")
+        if connection is not None:
+            connection.settimeout(FILE_IO_TIMEOUT_SECONDS)
+        # A chunked body has no length: the server's own stream ends with it.
+        stream = req.bounded_stream if req.content_length is not None else req.stream
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := stream.read(CHUNK_BYTES):
+            size += len(chunk)
+            if size > self.max_file:
+                _drain(stream)
+                raise ApiError("payload_too_large", f"the file exceeds {self.max_file} bytes")
+            chunks.append(chunk)
+        return files.Body.of(chunks, req.content_type or "")
+
+
+def _drain(stream: Any) -> None:
+    """Read and drop up to ``MAX_DRAIN_BYTES`` more, a chunk at a time."""
+    remaining = MAX_DRAIN_BYTES
+    while remaining > 0 and (chunk := stream.read(min(remaining, CHUNK_BYTES))):
+        remaining -= len(chunk)
+
+
+class Files(FileResource):
+    """``POST /v1/files`` (upload a new file) and ``GET /v1/files`` (list, newest first)."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, FileUploadQuery)
+        op = operation_id(req, query.operationId)
+        body = self.body(req)
+        result = files.upload(
+            self.store,
+            self.blobs,
+            req.context.principal,
+            body,
+            name=query.name,
+            notebook_id=query.notebook_id,
+            operation_id=op,
+        )
+        _ok(resp, result.file, 201 if result.created else 200)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, FileListQuery)
+        _ok(resp, files.list_files(self.store, req.context.principal, query))
+
+
+class File(FileResource):
+    """``GET``, ``POST`` (a new version) and ``DELETE /v1/files/{id}``."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
+        _ok(resp, files.get_file(self.store, req.context.principal, file_id))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
+        query = read_query(req, FileVersionQuery)
+        op = operation_id(req, query.operationId)
+        body = self.body(req)
+        stored = files.upload_version(
+            self.store,
+            self.blobs,
+            req.context.principal,
+            file_id,
+            body,
+            name=query.name,
+            operation_id=op,
+        )
+        _ok(resp, stored)
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
+        _ok(resp, files.delete_file(self.store, req.context.principal, file_id))
+
+
+class FileOriginal(FileResource):
+    """``GET /v1/files/{id}/original``: the current version's bytes, as an attachment."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
+        found = files.original(self.store, self.blobs, req.context.principal, file_id)
+        connection = req.env.get("gunicorn.socket")
+        if connection is not None:
+            connection.settimeout(FILE_IO_TIMEOUT_SECONDS)
+        resp.content_type = found.file.mediaType
+        resp.set_header("Content-Disposition", attachment(found.file.name))
+        resp.set_header("X-Content-Type-Options", "nosniff")
+        # Opened directly anyway, an HTML file runs nothing and loads nothing.
+        resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
+        resp.set_header("Cache-Control", "private, no-store")
+        resp.content_length = found.file.sizeBytes
+        resp.stream = found.chunks
+
+
+def attachment(name: str) -> str:
+    """``Content-Disposition`` of a download named ``name``: an ASCII fallback and the
+    exact name in RFC 5987 encoding."""
+    fallback = "".join(c if c.isascii() and (c.isalnum() or c in " ._-") else "_" for c in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe=ATTR_CHARS)}"
+
+
+class StorageView(Resource):
+    """``GET /v1/storage``: the owner's storage counters per kind."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        _ok(resp, files.storage(self.store, req.context.principal))

@@ -18,10 +18,9 @@ import requests
 from grove_db import embedded
 from grove_db.pool import set_tenant
 from grove_memory.blobs import CHUNK_BYTES
-from tests.integration.test_owner import Provider, owned_tenant
+from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of
 from tests.support.processes import Running, start_api
-from tests.support.tenants import Tenant
 
 #: ``GROVE_MAX_FILE_BYTES`` of this module's api.
 LIMIT = 4096
@@ -42,21 +41,8 @@ class FilesStack:
     database: embedded.EmbeddedDatabase
 
 
-@dataclass
-class Account:
-    """A fresh account: its owner's session and a full-access key."""
-
-    stack: FilesStack
-    tenant: Tenant
-    subject: str
-
-    @property
-    def session(self) -> Client:
-        return Client(self.stack.api.url, self.stack.provider.token(self.subject))
-
-    @property
-    def key(self) -> Client:
-        return self.tenant.client
+#: An account with its owner's session and a full-access key on the files stack.
+Account = OwnedAccount
 
 
 @pytest.fixture(scope="module")

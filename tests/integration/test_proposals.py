@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from grove_contracts.proposals import ProposalDraft
 from grove_db.pool import open_pool, transaction
-from grove_memory import proposals
+from grove_memory import proposals, proposer
 from grove_memory.conversations import conversation_row
 from grove_memory.store import Store
 from tests.integration.test_conversations import Owner, Stack, new_owner, stack
@@ -590,3 +590,30 @@ def test_the_export_carries_proposals_and_their_events(owner: Owner, store: Stor
     assert stored["id"] == proposal["id"] and stored["state"] == "applied"
     assert [e["result"] for e in stored["events"]] == ["applied"]
     assert "applied" not in stored and "outcome" not in stored  # the undo's notes stay inside
+
+
+def test_the_proposer_uses_the_indexed_vectors_when_both_notes_have_them(
+    owner: Owner, store: Store, stack: Stack
+) -> None:
+    a = owner.key.save(DEPLOY)
+    b = owner.key.save(DEPLOY_AGAIN)
+    ids = [uuid.UUID(a["id"]), uuid.UUID(b["id"])]
+
+    def suggested(second: list[float]) -> list[str]:
+        with psycopg.connect(stack.database.grove_superuser_url) as conn:
+            conn.execute("DELETE FROM embeddings WHERE memory_id = ANY(%s)", (ids,))
+            for note, vector in zip(ids, ([1.0, 0.0, 0.0], second), strict=True):
+                conn.execute(
+                    "INSERT INTO embeddings (account_id, memory_id, version, profile, dimensions,"
+                    " embedding) VALUES (%s, %s, 1, 'probe', 3, %s::vector)",
+                    (owner.tenant.account_id, note, str(vector)),
+                )
+        probe = Store(pool=store.pool, cursor_secret=b"x", profile="probe")
+        principal = owner.principal()
+        with transaction(store.pool, principal.account_id) as conn:
+            drafts = proposer.suggest(conn, probe, principal, ids)
+        return [d.change.action for d in drafts]
+
+    # The words say "same", so the vectors decide: far apart, no merge; close, a merge.
+    assert suggested([0.0, 1.0, 0.0]) == []
+    assert suggested([0.9, 0.1, 0.0]) == ["merge"]

@@ -18,7 +18,13 @@ from uuid import UUID
 
 from grove_auth.principal import Principal
 from grove_contracts.notes import MAX_CONTENT_CHARS
-from grove_contracts.proposals import MAX_MERGE_NOTES, LifecycleChange, MergeChange, ProposalDraft
+from grove_contracts.proposals import (
+    MAX_MERGE_NOTES,
+    MAX_PROPOSAL_TARGETS,
+    LifecycleChange,
+    MergeChange,
+    ProposalDraft,
+)
 from grove_db.pool import Conn
 from grove_memory import duplicates
 from grove_memory.conversations import preview as first_line
@@ -70,6 +76,7 @@ def suggest(
         cosines = {frozenset((p["a"], p["b"])): float(p["cosine"]) for p in pairs.fetchall()}
     drafts = [_merge_draft(group) for group in _duplicate_groups(rows, cosines)]
     expiring = [r["id"] for r in rows if r["kind"] == "handoff" and r["expiring"]]
+    expiring = expiring[:MAX_PROPOSAL_TARGETS]
     if expiring:
         drafts.append(
             ProposalDraft(

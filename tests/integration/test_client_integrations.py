@@ -1,5 +1,6 @@
-"""grove-client's framework adapters against the real api: LangGraph's ``GroveStore``
-and LlamaIndex's ``GroveRetriever``, each checked through the framework and over REST.
+"""grove-client's framework adapters against the real api: LangGraph's ``GroveStore``,
+LangChain's ``GroveChatMessageHistory``, and LlamaIndex's ``GroveRetriever`` and
+``GroveMemoryBlock``, each checked through the framework and over REST.
 
 The frameworks are the client's optional extras (``make install`` installs them); without
 one its tests skip, except under ``CI=true``, where they fail.
@@ -12,6 +13,7 @@ import importlib
 import json
 import os
 import uuid
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -21,6 +23,7 @@ from grove_client import Grove
 from tests.support.tenants import Tenant
 
 if TYPE_CHECKING:
+    from grove_client.integrations.langchain import GroveChatMessageHistory
     from grove_client.integrations.langgraph import GroveStore
 
 
@@ -48,6 +51,14 @@ def store(grove: Grove) -> GroveStore:
     from grove_client.integrations.langgraph import GroveStore
 
     return GroveStore(grove)
+
+
+@pytest.fixture
+def history(grove: Grove) -> GroveChatMessageHistory:
+    require_extra("langchain_core.chat_history", "langchain")
+    from grove_client.integrations.langchain import GroveChatMessageHistory
+
+    return GroveChatMessageHistory(grove, "session-1")
 
 
 # LangGraph
@@ -194,6 +205,114 @@ def test_a_langgraph_graph_remembers_and_recalls_through_the_store(
     assert json.loads(note.content) == {"text": "we deploy on tuesdays"}
 
 
+# LangChain
+
+
+def test_history_keeps_a_session_in_order_as_notes(
+    history: GroveChatMessageHistory, grove: Grove
+) -> None:
+    from langchain_core.messages import AIMessage, ChatMessage, HumanMessage, SystemMessage
+
+    from grove_client.integrations.langchain import GroveChatMessageHistory
+
+    sent = [
+        SystemMessage(content="you are terse"),
+        HumanMessage(content="when do we deploy?"),
+        AIMessage(content="on tuesdays:\nafter the standup"),
+        ChatMessage(role="critic", content="cite the runbook"),
+    ]
+    history.add_messages(sent[:2])
+    history.add_messages(sent[2:])
+    other = GroveChatMessageHistory(grove, "session-2")
+    other.add_user_message("a message of another session")
+    grove.remember("human: saved outside the history")  # no provenance: not a message
+
+    got = history.messages
+    assert [(type(m), m.text) for m in got] == [(type(m), m.text) for m in sent]
+    assert isinstance(got[3], ChatMessage) and got[3].role == "critic"
+    assert [m.text for m in other.messages] == ["a message of another session"]
+
+    notes = [n for n in grove.list_notes() if n.provenance and n.provenance.source_ref]
+    by_content = {n.content: n for n in notes}
+    note = by_content["human: when do we deploy?"]
+    assert note.kind == "fact" and note.project_id is None
+    assert note.provenance is not None
+    assert (note.provenance.source_agent, note.provenance.source_ref) == (
+        "langchain",
+        "session-1",
+    )
+    assert "ai: on tuesdays:\nafter the standup" in by_content
+
+    grove.update(note.id, content="where do we deploy?")  # edited by hand: no role prefix
+    assert history.messages[1] == HumanMessage(content="where do we deploy?")
+
+    history.clear()
+    assert history.messages == []
+    assert [m.text for m in other.messages] == ["a message of another session"]
+    left = sorted(n.content for n in grove.list_notes())
+    assert left == ["human: a message of another session", "human: saved outside the history"]
+
+
+def test_history_async_notebook_and_refusals(
+    history: GroveChatMessageHistory, grove: Grove
+) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from grove_client.integrations.langchain import GroveChatMessageHistory
+
+    notebook = grove.create_notebook("chats")
+    in_notebook = GroveChatMessageHistory(
+        grove, "session-1", project_id=notebook.id, kind="decision", agent="support-bot"
+    )
+
+    async def run() -> list[Any]:
+        await in_notebook.aadd_messages([HumanMessage(content="hi"), AIMessage(content="hello")])
+        got = await in_notebook.aget_messages()
+        await in_notebook.aclear()
+        return got
+
+    assert [m.text for m in asyncio.run(run())] == ["hi", "hello"]
+    assert list(grove.list_notes(project_id=notebook.id)) == []
+    assert history.messages == []  # same session, another scope and agent
+
+    in_notebook.add_user_message("kept")
+    [note] = grove.list_notes(project_id=notebook.id)
+    assert note.kind == "decision"
+    assert note.provenance is not None and note.provenance.source_agent == "support-bot"
+
+    tool = ToolMessage(content="42", tool_call_id="call-1")
+    with pytest.raises(ValueError, match="a tool message is not kept"):
+        history.add_messages([HumanMessage(content="first"), tool])
+    assert history.messages == []  # checked before anything is saved
+    with pytest.raises(ValueError, match="session_id must be 1 to 500 characters"):
+        GroveChatMessageHistory(grove, "")
+
+
+def test_a_runnable_with_message_history_keeps_its_turns_in_grove(
+    history: GroveChatMessageHistory, grove: Grove
+) -> None:
+    from langchain_core._api.deprecation import LangChainDeprecationWarning
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    model = FakeListChatModel(responses=["on tuesdays", "after the standup"])
+    with warnings.catch_warnings():  # deprecated in langchain-core 1.x, still supported
+        warnings.simplefilter("ignore", LangChainDeprecationWarning)
+        chat = RunnableWithMessageHistory(model, lambda session_id: history)
+    config: Any = {"configurable": {"session_id": "session-1"}}
+    assert chat.invoke("when do we deploy?", config=config).content == "on tuesdays"
+    assert chat.invoke("at what time?", config=config).content == "after the standup"
+
+    assert history.messages == [
+        HumanMessage(content="when do we deploy?"),
+        AIMessage(content="on tuesdays"),
+        HumanMessage(content="at what time?"),
+        AIMessage(content="after the standup"),
+    ]
+    assert len(list(grove.list_notes(source_agent="langchain"))) == 4
+
+
 # LlamaIndex
 
 
@@ -222,3 +341,52 @@ def test_retriever_answers_notes_saved_over_rest(grove: Grove) -> None:
     personal = asyncio.run(GroveRetriever(grove).aretrieve("miso"))
     assert [h.node.get_content() for h in personal] == ["the cat is called miso"]
     assert GroveRetriever(grove).retrieve("deploy tuesdays") == []  # not in personal notes
+
+
+def test_memory_block_saves_flushed_messages_and_recalls_them(grove: Grove) -> None:
+    require_extra("llama_index.core.memory", "llamaindex")
+    from llama_index.core.base.llms.types import ChatMessage
+    from llama_index.core.memory import Memory
+
+    from grove_client.integrations.llamaindex import GroveMemoryBlock
+
+    notebook = grove.create_notebook("assistant")
+    block = GroveMemoryBlock(grove=grove, project_id=notebook.id)
+    memory = Memory.from_defaults(
+        session_id="chat-1",
+        token_limit=40,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+        memory_blocks=[block],
+        tokenizer_fn=lambda text: text.split(),
+    )
+    turns = [
+        ("user", "we deploy the billing service on tuesdays"),
+        ("assistant", "noted, billing deploys happen on tuesdays"),
+        ("system", "a system message is not saved"),
+        ("user", "the cat is called miso"),
+        ("assistant", "miso, got it"),
+    ]
+    memory.put_messages([ChatMessage(role=role, content=text) for role, text in turns])
+
+    # the flushed messages, oldest first: user and assistant ones saved, in order
+    saved = list(grove.list_notes(project_id=notebook.id, sort="updated_asc"))
+    kept = [f"{role}: {text}" for role, text in turns if role != "system"]
+    assert len(saved) >= 2
+    assert [n.content for n in saved] == kept[: len(saved)]
+    assert saved[0].provenance is not None
+    assert (saved[0].provenance.source_agent, saved[0].provenance.source_ref) == (
+        "llamaindex",
+        "chat-1",
+    )
+
+    recalled = asyncio.run(
+        block.aget([ChatMessage(role="user", content="when does billing deploy?")])
+    )
+    assert "user: we deploy the billing service on tuesdays" in recalled.split("\n\n")
+    assert asyncio.run(block.aget([])) == ""
+
+    messages = memory.get(input="when does billing deploy?")
+    context = messages[0]
+    assert context.role == "system"
+    assert "we deploy the billing service on tuesdays" in (context.content or "")

@@ -198,8 +198,7 @@ def search_conversations(
     binding = {"a": str(principal.account_id), "l": "conversations", "q": digest}
     key: tuple[datetime | None, UUID | None] = (None, None)
     if body.after:
-        payload = cursors.decode(store.cursor_secret, body.after, binding)
-        key = (datetime.fromisoformat(payload["key"][0]), UUID(payload["key"][1]))
+        key = cursors.newest_after(store.cursor_secret, body.after, binding)
     pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     with transaction(store.pool, principal.account_id) as conn:
         rows = conn.execute(
@@ -211,11 +210,7 @@ def search_conversations(
                 "limit": CONVERSATION_PAGE + 1,
             },
         ).fetchall()
-    page = rows[:CONVERSATION_PAGE]
-    next_cursor = None
-    if len(rows) > CONVERSATION_PAGE:
-        last = [page[-1]["created_at"].isoformat(), str(page[-1]["id"])]
-        next_cursor = cursors.encode(store.cursor_secret, {"bind": binding, "key": last})
+    page, next_cursor = cursors.newest_page(store.cursor_secret, binding, rows, CONVERSATION_PAGE)
     items = [
         ConversationHit.model_validate(
             {**conversation_json(r), "questionPreview": preview(r["preview"], PREVIEW_CHARS)}

@@ -12,7 +12,9 @@ import binascii
 import hashlib
 import hmac
 import json
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from grove_memory.errors import InvalidCursor
 
@@ -46,3 +48,22 @@ def decode(secret: bytes, cursor: str, binding: dict[str, Any]) -> dict[str, Any
     if not isinstance(payload, dict) or payload.get("bind") != binding:
         raise InvalidCursor()
     return payload
+
+
+def newest_after(secret: bytes, cursor: str, binding: dict[str, Any]) -> tuple[datetime, UUID]:
+    """The ``(created_at, id)`` a newest-first listing resumes after (``newest_page``'s
+    cursor, checked against ``binding``)."""
+    key = decode(secret, cursor, binding)["key"]
+    return datetime.fromisoformat(key[0]), UUID(key[1])
+
+
+def newest_page(
+    secret: bytes, binding: dict[str, Any], rows: list[dict[str, Any]], limit: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    """A newest-first page of ``rows`` (read one past ``limit``) and the cursor after its
+    last row's ``(created_at, id)``; None when nothing follows."""
+    page = rows[:limit]
+    if len(rows) <= limit:
+        return page, None
+    last = [page[-1]["created_at"].isoformat(), str(page[-1]["id"])]
+    return page, encode(secret, {"bind": binding, "key": last})

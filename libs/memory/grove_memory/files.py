@@ -14,7 +14,6 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, cast
 from uuid import UUID, uuid4
 
@@ -225,26 +224,16 @@ def list_files(store: Store, principal: Principal, query: FileListQuery) -> File
     where = [VISIBLE_FILE]
     values = params(principal, limit=query.limit + 1)
     if query.cursor:
-        payload = cursors.decode(store.cursor_secret, query.cursor, binding)
+        created, after = cursors.newest_after(store.cursor_secret, query.cursor, binding)
         where.append("(f.created_at, f.id) < (%(after_created)s, %(after_id)s)")
-        values.update(
-            after_created=datetime.fromisoformat(payload["created"]),
-            after_id=UUID(payload["id"]),
-        )
+        values.update(after_created=created, after_id=after)
     with transaction(store.pool, principal.account_id) as conn:
         rows = conn.execute(
             f"SELECT {FILE_COLUMNS} FROM files f WHERE {' AND '.join(where)}"
             " ORDER BY f.created_at DESC, f.id DESC LIMIT %(limit)s",
             values,
         ).fetchall()
-    page = rows[: query.limit]
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = page[-1]
-        next_cursor = cursors.encode(
-            store.cursor_secret,
-            {"bind": binding, "created": last["created_at"].isoformat(), "id": str(last["id"])},
-        )
+    page, next_cursor = cursors.newest_page(store.cursor_secret, binding, rows, query.limit)
     return FilePage(items=[file_of(row) for row in page], nextCursor=next_cursor)
 
 

@@ -146,22 +146,16 @@ def list_shares(store: Store, principal: Principal, query: ShareListQuery) -> Sh
     where = "true"
     values: dict[str, Any] = {"limit": query.limit + 1}
     if query.cursor:
-        payload = cursors.decode(store.cursor_secret, query.cursor, binding)
+        key_time, key_id = cursors.newest_after(store.cursor_secret, query.cursor, binding)
         where = "(s.created_at, s.id) < (%(key_time)s, %(key_id)s)"
-        values.update(key_time=datetime.fromisoformat(payload["key"][0]))
-        values.update(key_id=UUID(payload["key"][1]))
+        values.update(key_time=key_time, key_id=key_id)
     with transaction(store.pool, principal.account_id) as conn:
         rows = conn.execute(
             f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE {where}"
             " ORDER BY s.created_at DESC, s.id DESC LIMIT %(limit)s",
             values,
         ).fetchall()
-    page = rows[: query.limit]
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = page[-1]
-        key = [last["created_at"].isoformat(), str(last["id"])]
-        next_cursor = cursors.encode(store.cursor_secret, {"bind": binding, "key": key})
+    page, next_cursor = cursors.newest_page(store.cursor_secret, binding, rows, query.limit)
     return ShareList(items=[_share(r) for r in page], nextCursor=next_cursor)
 
 
@@ -231,8 +225,7 @@ def public_page(store: Store, token_hash: bytes, query: PublicPageQuery) -> Shar
         before: tuple[datetime | None, UUID | None] = (None, None)
         if share is not None and query.cursor:
             bound = {"s": str(share["share_id"])}
-            payload = cursors.decode(store.cursor_secret, query.cursor, bound)
-            before = (datetime.fromisoformat(payload["key"][0]), UUID(payload["key"][1]))
+            before = cursors.newest_after(store.cursor_secret, query.cursor, bound)
         # Asked whether the share exists or not: an unknown token costs what a known one does.
         rows = conn.execute(
             "SELECT * FROM grove_public_share_notes(%s, %s, %s, %s)",
@@ -240,17 +233,8 @@ def public_page(store: Store, token_hash: bytes, query: PublicPageQuery) -> Shar
         ).fetchall()
     if share is None:
         return None
-    page = rows[: query.limit]
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = page[-1]
-        next_cursor = cursors.encode(
-            store.cursor_secret,
-            {
-                "bind": {"s": str(share["share_id"])},
-                "key": [last["created_at"].isoformat(), str(last["id"])],
-            },
-        )
+    bound = {"s": str(share["share_id"])}
+    page, next_cursor = cursors.newest_page(store.cursor_secret, bound, rows, query.limit)
     return SharedPage(
         type=share["target_type"],
         title=share["title"],

@@ -26,7 +26,7 @@ def read_json(req: falcon.Request, model: type[M], max_bytes: int) -> M:
         raise ApiError("unsupported_media_type", "send the body as application/json")
     raw = req.bounded_stream.read(max_bytes + 1)
     if len(raw) > max_bytes:
-        _discard(req, max_bytes)
+        discard(req.bounded_stream, max_bytes * DRAIN_FACTOR)
         raise ApiError("payload_too_large", f"the body exceeds {max_bytes} bytes")
     try:
         data = json.loads(raw)
@@ -42,30 +42,47 @@ def read_json(req: falcon.Request, model: type[M], max_bytes: int) -> M:
         raise ApiError("invalid_json", "the body is nested too deeply") from ex
 
 
-def _discard(req: falcon.Request, max_bytes: int) -> None:
-    """Read (and drop) a moderately oversized body so the client can see the 413.
+def discard(stream: Any, budget: int) -> None:
+    """Read (and drop) up to ``budget`` more bytes of an oversized body, so the client
+    can see the 413.
 
     A server that answers before the client has finished sending makes most clients
-    report a reset connection instead of the answer. Beyond ``DRAIN_FACTOR`` times
-    the limit we stop reading and let the connection close.
+    report a reset connection instead of the answer. Beyond the budget we stop reading
+    and let the connection close.
     """
-    remaining = max_bytes * DRAIN_FACTOR
+    remaining = budget
     while remaining > 0:
-        chunk = req.bounded_stream.read(min(remaining, 64 * 1024))
+        chunk = stream.read(min(remaining, 64 * 1024))
         if not chunk:
             return
         remaining -= len(chunk)
 
 
-def read_lines(req: falcon.Request, max_line_bytes: int, media_type: str) -> Iterator[bytes]:
-    """The body's lines as they arrive (415 unless it is ``media_type``); a line over
-    ``max_line_bytes`` (its newline aside) stops them with ``RestoreError`` naming it."""
+def socket_timeout(req: falcon.Request, seconds: float) -> None:
+    """Give each read of the request and each write of the response ``seconds`` on the
+    client's socket (gunicorn's), so a client that stops costs a thread for that long."""
+    connection = req.env.get("gunicorn.socket")
+    if connection is not None:
+        connection.settimeout(seconds)
+
+
+def incoming(req: falcon.Request, timeout: float) -> Any:
+    """The request body as it arrives, each piece within ``timeout`` seconds. A chunked
+    body has no length: the server's own stream ends with it (gunicorn's does)."""
+    socket_timeout(req, timeout)
+    return req.bounded_stream if req.content_length is not None else req.stream
+
+
+def read_lines(
+    req: falcon.Request, max_line_bytes: int, media_type: str, timeout: float
+) -> Iterator[bytes]:
+    """The body's lines as they arrive, each piece within ``timeout`` seconds (415 unless
+    it is ``media_type``); a line over ``max_line_bytes`` (its newline aside) stops them
+    with ``RestoreError`` naming it."""
     sent = (req.content_type or "").split(";")[0].strip().lower()
     if sent != media_type:
         raise ApiError("unsupported_media_type", f"send the body as {media_type}")
-    # A chunked body has no length: the server's own stream ends with it (gunicorn's does).
-    stream = req.bounded_stream if req.content_length is not None else req.stream
-    return _lines(stream, max_line_bytes)
+    return _lines(incoming(req, timeout), max_line_bytes)
 
 
 #: How much of a body of lines is read at a time.

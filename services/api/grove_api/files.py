@@ -9,13 +9,12 @@ attachment that browsers will not render or sniff.
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
 import falcon
 
-from grove_api.body import operation_id, read_query
+from grove_api.body import discard, incoming, operation_id, read_query, socket_timeout
 from grove_api.errors import ApiError
 from grove_api.resources import Resource, _ok
 from grove_api.wiring import Wiring
@@ -57,27 +56,16 @@ class FileResource(Resource):
                 "unsupported_media_type",
                 "send the file as one of " + ", ".join(ACCEPTED_MEDIA_TYPES),
             )
-        connection = req.env.get("gunicorn.socket")
-        if connection is not None:
-            connection.settimeout(FILE_IO_TIMEOUT_SECONDS)
-        # A chunked body has no length: the server's own stream ends with it.
-        stream = req.bounded_stream if req.content_length is not None else req.stream
+        stream = incoming(req, FILE_IO_TIMEOUT_SECONDS)
         chunks: list[bytes] = []
         size = 0
         while chunk := stream.read(CHUNK_BYTES):
             size += len(chunk)
             if size > self.max_file:
-                _drain(stream)
+                discard(stream, MAX_DRAIN_BYTES)
                 raise ApiError("payload_too_large", f"the file exceeds {self.max_file} bytes")
             chunks.append(chunk)
         return files.Body.of(chunks, req.content_type or "")
-
-
-def _drain(stream: Any) -> None:
-    """Read and drop up to ``MAX_DRAIN_BYTES`` more, a chunk at a time."""
-    remaining = MAX_DRAIN_BYTES
-    while remaining > 0 and (chunk := stream.read(min(remaining, CHUNK_BYTES))):
-        remaining -= len(chunk)
 
 
 class Files(FileResource):
@@ -133,9 +121,7 @@ class FileOriginal(FileResource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
         found = files.original(self.store, self.blobs, req.context.principal, file_id)
-        connection = req.env.get("gunicorn.socket")
-        if connection is not None:
-            connection.settimeout(FILE_IO_TIMEOUT_SECONDS)
+        socket_timeout(req, FILE_IO_TIMEOUT_SECONDS)
         resp.content_type = found.file.mediaType
         resp.set_header("Content-Disposition", attachment(found.file.name))
         resp.set_header("X-Content-Type-Options", "nosniff")

@@ -11,7 +11,7 @@ from uuid import UUID
 import falcon
 from pydantic import BaseModel, ConfigDict
 
-from grove_api.body import operation_id, read_json, read_lines, read_query
+from grove_api.body import operation_id, read_json, read_lines, read_query, socket_timeout
 from grove_api.errors import ApiError
 from grove_api.middleware import AccountSlots
 from grove_api.wiring import Wiring
@@ -187,9 +187,7 @@ class Export(Resource):
                 " retry when the running one ends",
                 retry_after=EXPORT_RETRY_SECONDS,
             )
-        connection = req.env.get("gunicorn.socket")
-        if connection is not None:
-            connection.settimeout(self.send_timeout)
+        socket_timeout(req, self.send_timeout)
         resp.content_type = "application/x-ndjson"
         resp.downloadable_as = "grove-export.ndjson"
         resp.stream = BoundedStream(
@@ -209,12 +207,9 @@ class Import(Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ImportQuery)
-        principal = req.context.principal
-        connection = req.env.get("gunicorn.socket")
-        if connection is not None:
-            connection.settimeout(IMPORT_RECEIVE_TIMEOUT_SECONDS)
-        lines = read_lines(req, MAX_IMPORT_LINE_BYTES, "application/x-ndjson")
-        _ok(resp, imports.run_import(self.store, principal, query.id, lines))
+        media = "application/x-ndjson"
+        lines = read_lines(req, MAX_IMPORT_LINE_BYTES, media, IMPORT_RECEIVE_TIMEOUT_SECONDS)
+        _ok(resp, imports.run_import(self.store, req.context.principal, query.id, lines))
 
 
 #: How long an import waits for each piece of its body.

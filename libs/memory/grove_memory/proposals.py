@@ -555,7 +555,7 @@ def _save(
     """Write ``values`` as the note's next version and its revision; the new row."""
     row = write_correction(conn, store, current, values, retention_supplied=restart)
     record_revision(conn, store, row, None)
-    return _note_row(conn, row["id"])
+    return row
 
 
 def _written(
@@ -617,7 +617,7 @@ def _create(
     ).fetchone()
     assert created is not None  # proposals never create handoffs, the only conflict
     record_revision(conn, store, created, None)
-    _written(written, _note_row(conn, created["id"]), "created", None, undo_as="archived")
+    _written(written, created, "created", None, undo_as="archived")
 
 
 ARCHIVE_NOTES = """
@@ -825,7 +825,8 @@ SET_EXPIRY = "UPDATE memories SET expires_at = %s WHERE id = %s"
 def _put_back(
     conn: Conn, store: Store, current: dict[str, Any], before: dict[str, Any]
 ) -> dict[str, Any]:
-    """Save the note's earlier fields (and exact expiry) as its next version."""
+    """Save the note's earlier fields (and exact expiry, which its revision copies) as its
+    next version; the new row (its version, notebook and archive state)."""
     values = {name: before[name] for name in NOTE_FIELDS}
     values["project_id"] = _uuid(before["project_id"])
     row = write_correction(conn, store, current, values, retention_supplied=True)
@@ -833,8 +834,8 @@ def _put_back(
     conn.execute(
         SET_EXPIRY, (None if expires is None else datetime.fromisoformat(expires), row["id"])
     )
-    record_revision(conn, store, _note_row(conn, row["id"]), None)
-    return _note_row(conn, row["id"])
+    record_revision(conn, store, row, None)
+    return row
 
 
 def _set_archived_subtree(conn: Conn, tree: dict[str, Any], archive: bool) -> None:

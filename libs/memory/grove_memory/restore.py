@@ -452,7 +452,7 @@ class Restorer:
 
     def _conversation_row(self, line: _Conversation, final: UUID) -> dict[str, Any]:
         conversation = line.data["conversation"]
-        project = _uuid(conversation["projectId"])
+        project = None if conversation["projectId"] is None else UUID(conversation["projectId"])
         if project is not None:
             assert self.notebooks is not None
             if project not in self.notebooks:
@@ -731,10 +731,6 @@ def _note_references(turns: list[dict[str, Any]]) -> list[UUID]:
         for source in turn["sources"]:
             found[UUID(source["noteId"])] = None
     return list(found)
-
-
-def _uuid(value: str | None) -> UUID | None:
-    return None if value is None else UUID(value)
 
 
 @dataclass

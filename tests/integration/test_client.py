@@ -41,6 +41,7 @@ from grove_client import (
 )
 from grove_client.endpoints import ENDPOINTS, Endpoint
 from grove_db import embedded
+from tests.integration.test_conversations import start_answering_api
 from tests.integration.test_owner import Provider, owned_tenant, superuser_sql
 from tests.integration.test_project_memory import Stack, Team, new_team
 from tests.support.processes import free_port, start_api, start_ask
@@ -133,15 +134,7 @@ def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
     (grove-ask, extractive and lexical only), with its provider and database."""
     provider = Provider()
     ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
-    api = start_api(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_ASK_ADDRESS": ask.url,
-            "GROVE_API_WORKERS": "1",
-            **provider.env(),
-        }
-    )
+    api = start_answering_api(database, provider, ask, workers=1)
     yield Stack(provider, api, database)
     api.stop()
     ask.stop()

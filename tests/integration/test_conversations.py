@@ -41,19 +41,27 @@ class Stack:
     database: embedded.EmbeddedDatabase
 
 
-@pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
-    provider = Provider()
-    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
-    api = start_api(
+def start_answering_api(
+    database: embedded.EmbeddedDatabase, provider: Provider, ask: Running, workers: int
+) -> Running:
+    """An api taking owner sessions from ``provider`` and answering through ``ask``
+    (embeddings off: evidence is lexical)."""
+    return start_api(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
             "GROVE_ASK_ADDRESS": ask.url,
-            "GROVE_API_WORKERS": "2",
+            "GROVE_API_WORKERS": str(workers),
             **provider.env(),
         }
     )
+
+
+@pytest.fixture(scope="module")
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+    provider = Provider()
+    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
+    api = start_answering_api(database, provider, ask, workers=2)
     yield Stack(provider, ask, api, database)
     api.stop()
     ask.stop()

@@ -16,9 +16,10 @@ import pytest
 
 from grove_db import embedded
 from tests.integration.test_ask_openai import FakeChat, serve
+from tests.integration.test_conversations import Stack, start_answering_api
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.support.clients import data_of
-from tests.support.processes import Running, start_api, start_ask
+from tests.support.processes import Running, start_ask
 from tests.support.scraping import scrape
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
@@ -28,16 +29,14 @@ QUESTION = "Merge my duplicate notes about billing deploys and file the result u
 
 
 @dataclass
-class Stack:
+class ModelStack(Stack):
+    """The conversations' stack with grove-ask on the ``openai`` generator, scripted."""
+
     fake: FakeChat
-    provider: Provider
-    ask: Running
-    api: Running
-    database: embedded.EmbeddedDatabase
 
 
 @pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[ModelStack]:
     fake = FakeChat()
     server = serve(fake)
     provider = Provider()
@@ -52,17 +51,9 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
             }
         )
         running.append(ask)
-        api = start_api(
-            {
-                "GROVE_DATABASE_URL": database.runtime_url,
-                "GROVE_EMBEDDING_PROFILE": "disabled",
-                "GROVE_ASK_ADDRESS": ask.url,
-                "GROVE_API_WORKERS": "1",
-                **provider.env(),
-            }
-        )
+        api = start_answering_api(database, provider, ask, workers=1)
         running.append(api)
-        yield Stack(fake, provider, ask, api, database)
+        yield ModelStack(provider, ask, api, database, fake)
     finally:
         for service in reversed(running):
             service.stop()
@@ -79,7 +70,7 @@ def numbered(prompt: str, text: str) -> int:
     return int(found.group(1))
 
 
-def test_the_models_valid_proposals_reach_the_turn_and_apply(stack: Stack) -> None:
+def test_the_models_valid_proposals_reach_the_turn_and_apply(stack: ModelStack) -> None:
     tenant, subject = owned_tenant(stack.database, stack.api.url)
     owner = OwnedAccount(stack, tenant, subject)
     billing = tenant.notebook("Billing")

@@ -14,9 +14,14 @@ import pytest
 
 from grove_ask.answer import Answer, Citation, Evidence, NotebookRef
 from grove_ask.cancel import Cancellation
-from grove_ask.server import MAX_NOTEBOOKS, InferenceService
+from grove_ask.server import InferenceService
 from grove_contracts.inference.v1 import inference_pb2_grpc
-from grove_contracts.proposals import MergeChange, OrganizeChange, ProposalDraft
+from grove_contracts.proposals import (
+    MAX_PROPOSAL_NOTEBOOKS,
+    MergeChange,
+    OrganizeChange,
+    ProposalDraft,
+)
 from grove_memory.inference import EvidenceText, InferenceClient, InferenceError
 from tests.integration.test_ask_openai import FakeChat, serve
 from tests.support.processes import Running, start_ask
@@ -126,10 +131,10 @@ def test_notebooks_are_limited_at_the_boundary(chat: tuple[FakeChat, Running]) -
     fake, ask = chat
     fake.reset(json.dumps({"answer": "", "citations": []}))
     client = InferenceClient(ask.url, "disabled")
-    many = [(str(uuid.uuid4()), f"Notebook {n}") for n in range(MAX_NOTEBOOKS + 1)]
+    many = [(str(uuid.uuid4()), f"Notebook {n}") for n in range(MAX_PROPOSAL_NOTEBOOKS + 1)]
     try:
         answer = client.answer(
-            "q", [], evidence(), markdown=False, timeout=10, notebooks=many[:MAX_NOTEBOOKS]
+            "q", [], evidence(), markdown=False, timeout=10, notebooks=many[:MAX_PROPOSAL_NOTEBOOKS]
         )
         assert answer.text == ""
         for notebooks in (many, [(str(uuid.uuid4()), "  ")], [("", "Work")]):

@@ -26,6 +26,9 @@ MAX_PROPOSAL_TARGETS = 20
 #: Notes one merge may combine.
 MAX_MERGE_NOTES = 10
 MAX_SUMMARY_CHARS = 200
+#: Notebooks ``Answer`` may be told of for its proposals (by ID and name, a name as
+#: ``grove_contracts.notebooks.MAX_NAME_CHARS`` allows).
+MAX_PROPOSAL_NOTEBOOKS = 100
 
 #: Kinds a proposal may give a note (a handoff needs a task ID, which proposals do not set).
 ProposedKind = Literal["preference", "fact", "decision", "solution"]

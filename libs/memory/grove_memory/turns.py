@@ -38,7 +38,7 @@ from grove_contracts.conversations import (
     TurnReply,
     TurnRequest,
 )
-from grove_contracts.proposals import ProposalDraft, ProposalSource
+from grove_contracts.proposals import MAX_PROPOSAL_NOTEBOOKS, ProposalDraft, ProposalSource
 from grove_db.pool import Conn, transaction
 from grove_memory import ask, proposals, proposer
 from grove_memory.conversations import (
@@ -65,9 +65,6 @@ HISTORY_TURNS = 8
 #: A question this short ("and the second one?") is retrieved together with the last one.
 SHORT_QUESTION_WORDS = 4
 TITLE_CHARS = 80
-#: Notebooks named to the generator for its proposals (the ask service's limit,
-#: ``grove_ask.server.MAX_NOTEBOOKS``; names fit its 200 characters).
-MAX_NOTEBOOKS = 100
 
 
 class ContextUnavailable(ServiceError):
@@ -183,7 +180,7 @@ def _claim(
             completed = [t["query"] for t in turns if t["status"] == "completed"]
             claim.previous = completed[-HISTORY_TURNS:]
         claim.conversation = conversation_row(conn, conversation_id) or conversation
-        rows = conn.execute(PROPOSABLE_NOTEBOOKS, (MAX_NOTEBOOKS,)).fetchall()
+        rows = conn.execute(PROPOSABLE_NOTEBOOKS, (MAX_PROPOSAL_NOTEBOOKS,)).fetchall()
         claim.notebooks = [(str(r["id"]), r["name"]) for r in rows]
     return claim
 

@@ -16,6 +16,8 @@ from grove_ask.providers import ProviderError
 from grove_ask.settings import AskSettings
 from grove_ask.telemetry import ServerTelemetry
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
+from grove_contracts.notebooks import MAX_NAME_CHARS
+from grove_contracts.proposals import MAX_PROPOSAL_NOTEBOOKS
 
 MAX_TEXTS = 256
 MAX_TEXT_CHARS = 6000
@@ -24,8 +26,6 @@ MAX_QUESTION_CHARS = 6000
 MAX_PREVIOUS_QUESTIONS = 8
 MAX_EVIDENCE = 24
 MAX_EVIDENCE_CHARS = 6000
-MAX_NOTEBOOKS = 100
-MAX_NOTEBOOK_NAME_CHARS = 200
 SERVICE_NAME = "grove.inference.v1.Inference"
 
 
@@ -144,8 +144,8 @@ def _invalid_answer(request: Any) -> str | None:
         problem = _invalid_evidence(item)
         if problem:
             return f"evidence[{index}].{problem}"
-    if len(request.notebooks) > MAX_NOTEBOOKS:
-        return f"notebooks: at most {MAX_NOTEBOOKS}"
+    if len(request.notebooks) > MAX_PROPOSAL_NOTEBOOKS:
+        return f"notebooks: at most {MAX_PROPOSAL_NOTEBOOKS}"
     for index, notebook in enumerate(request.notebooks):
         problem = _invalid_notebook(notebook)
         if problem:
@@ -156,8 +156,8 @@ def _invalid_answer(request: Any) -> str | None:
 def _invalid_notebook(item: Any) -> str | None:
     if not item.id:
         return "id: required"
-    if not item.name.strip() or len(item.name) > MAX_NOTEBOOK_NAME_CHARS:
-        return f"name: 1-{MAX_NOTEBOOK_NAME_CHARS} characters, not blank"
+    if not item.name.strip() or len(item.name) > MAX_NAME_CHARS:
+        return f"name: 1-{MAX_NAME_CHARS} characters, not blank"
     return None
 
 

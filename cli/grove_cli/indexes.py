@@ -86,27 +86,42 @@ def ensure(
         row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
         if not row or not row[0]:
             raise ValueError("another grove indexes is running on this database")
-        sizes = _sizes(conn, profile)
-        indexed = set()
-        for name, valid in conn.execute(EXISTING).fetchall():
-            match = NAME.match(name)
-            if not match or match.group(2) != profile:
-                continue
-            account_id = UUID(hex=match.group(1))
-            vectors = sizes.get(account_id, (0, 0))[0]
-            if valid and vectors * 2 >= min_vectors:
-                indexed.add(account_id)
-                continue
-            started = time.monotonic()
-            _drop(conn, account_id, profile)  # an invalid one (a failed build) is built again
-            if valid:
-                changes.append(Change("dropped", account_id, vectors, time.monotonic() - started))
-        for account_id, (vectors, dimensions) in sorted(sizes.items(), key=lambda i: -i[1][0]):
-            if vectors >= min_vectors and account_id not in indexed:
-                started = time.monotonic()
-                _build(conn, account_id, profile, dimensions)
-                changes.append(Change("built", account_id, vectors, time.monotonic() - started))
+        try:
+            _ensure(conn, profile, min_vectors, changes)
+        finally:
+            # Released here, not left to the backend's exit after the socket closes: a run
+            # straight after this one would otherwise race that exit and be refused.
+            conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
     return changes
+
+
+def _ensure(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    profile: str,
+    min_vectors: int,
+    changes: list[Change],
+) -> None:
+    """``ensure``'s work, under its lock."""
+    sizes = _sizes(conn, profile)
+    indexed = set()
+    for name, valid in conn.execute(EXISTING).fetchall():
+        match = NAME.match(name)
+        if not match or match.group(2) != profile:
+            continue
+        account_id = UUID(hex=match.group(1))
+        vectors = sizes.get(account_id, (0, 0))[0]
+        if valid and vectors * 2 >= min_vectors:
+            indexed.add(account_id)
+            continue
+        started = time.monotonic()
+        _drop(conn, account_id, profile)  # an invalid one (a failed build) is built again
+        if valid:
+            changes.append(Change("dropped", account_id, vectors, time.monotonic() - started))
+    for account_id, (vectors, dimensions) in sorted(sizes.items(), key=lambda i: -i[1][0]):
+        if vectors >= min_vectors and account_id not in indexed:
+            started = time.monotonic()
+            _build(conn, account_id, profile, dimensions)
+            changes.append(Change("built", account_id, vectors, time.monotonic() - started))
 
 
 def _sizes(conn: psycopg.Connection[tuple[Any, ...]], profile: str) -> dict[UUID, tuple[int, int]]:

@@ -113,6 +113,12 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
     return NotebookList(items=items, nextCursor=next_cursor)
 
 
+def lock_tree(conn: Conn, account_id: UUID) -> None:
+    """Hold the account's notebook tree for the transaction: structural changes (notebook
+    moves, subtree operations, applied proposals) go one at a time."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(account_id),))
+
+
 CYCLE = """
     WITH RECURSIVE up AS (
         SELECT id, parent_id FROM projects WHERE id = %(parent)s
@@ -138,7 +144,7 @@ def update_notebook(store: Store, principal: Principal, req: UpdateNotebookReque
         check_notebook(conn, principal, req.id)
         if "parentId" in supplied and req.parentId is not None:
             check_notebook(conn, principal, req.parentId)
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
+            lock_tree(conn, principal.account_id)
             if conn.execute(CYCLE, {"parent": req.parentId, "id": req.id}).fetchone():
                 raise NotebookCycle()
         row = write_notebook(

@@ -55,7 +55,7 @@ from grove_memory.conversations import PROPOSAL_JSON
 from grove_memory.conversations import preview as first_line
 from grove_memory.errors import NotebookCycle, NotFound, ServiceError
 from grove_memory.idempotency import hold_account, hold_session
-from grove_memory.notebooks import CYCLE, NOTEBOOK_COLUMNS, write_notebook
+from grove_memory.notebooks import CYCLE, NOTEBOOK_COLUMNS, lock_tree, write_notebook
 from grove_memory.notes import INSERT_NOTE, NOTE_FIELDS, record_revision, write_correction
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE, params
@@ -356,8 +356,6 @@ RECORD = """
 RECORD_REFUSAL = """
     UPDATE turn_proposals SET events = events || %s WHERE conversation_id = %s AND id = %s
 """
-#: Structural changes of one account (subtree operations, notebook moves) go one at a time.
-ACCOUNT_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 
 Act = Literal["apply", "undo"]
 
@@ -399,7 +397,7 @@ def _act(
             earlier = _earlier(row, act)
             if earlier is not None:
                 return _outcome(row, earlier)
-            conn.execute(ACCOUNT_LOCK, (str(principal.account_id),))
+            lock_tree(conn, principal.account_id)
             change = CHANGE.validate_python(row["change"])
             if act == "apply":
                 written = _apply(conn, store, principal, row, change)

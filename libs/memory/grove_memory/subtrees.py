@@ -18,7 +18,7 @@ from grove_auth.principal import Principal
 from grove_contracts.notebooks import ArchivedNotebookList, SubtreePreview, SubtreeResult
 from grove_db.pool import Conn, transaction
 from grove_memory.errors import NotFound, ServiceError
-from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_of
+from grove_memory.notebooks import NOTEBOOK_COLUMNS, lock_tree, notebook_of
 from grove_memory.store import Store
 
 Action = Literal["archive", "restore", "delete"]
@@ -93,7 +93,7 @@ def apply(
     """Archive, restore or delete the subtree if it is still as previewed."""
     _require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(principal.account_id),))
+        lock_tree(conn, principal.account_id)
         before = state(conn, root)
         if before.fingerprint != fingerprint:
             raise SubtreeChanged()

@@ -1,7 +1,8 @@
-"""Lexical postings (note_words, migrations 0023 and 0026) and the common-terms split of BM25.
+"""Lexical postings (note_words, migrations 0023, 0026 and 0032) and the common-terms split of BM25.
 
 The postings follow each note in the writing transaction: its words with their
-frequencies on save, the new words and frequencies after an edit, none once forgotten;
+frequencies on save, the new words and frequencies after an edit, the note's scope after a
+move, none once forgotten;
 another tenant sees none of them. BM25 finds candidates through its rarest words and lets
 common words only rank, but only for a caller who may see the whole account; a narrower
 caller's words all find candidates.
@@ -88,6 +89,35 @@ def test_postings_follow_the_note_and_stay_in_their_tenant(fresh: Any) -> None:
     with transaction(pool, mine) as conn:
         conn.execute("UPDATE memories SET deleted_at = now() WHERE id = %s", (note,))
         assert _words(conn, note) == []
+
+
+def test_postings_carry_the_notes_scope_through_moves_and_edits(fresh: Any) -> None:
+    url, pool = fresh
+    account = _account(url)
+    notebook = uuid.uuid4()
+
+    def scopes(conn: Conn, note: uuid.UUID) -> set[uuid.UUID | None]:
+        rows = conn.execute(
+            "SELECT DISTINCT project_id FROM note_words WHERE memory_id = %s", (note,)
+        ).fetchall()
+        return {row["project_id"] for row in rows}
+
+    with transaction(pool, account) as conn:
+        conn.execute(
+            "INSERT INTO projects (account_id, id, name) VALUES (%s, %s, 'billing')",
+            (account, notebook),
+        )
+        note = _save(conn, account, "Invoices close on the first")
+        assert scopes(conn, note) == {None}
+        conn.execute("UPDATE memories SET project_id = %s WHERE id = %s", (notebook, note))
+        assert scopes(conn, note) == {notebook}
+        conn.execute(
+            "UPDATE memories SET content = 'Invoices close monthly', project_id = NULL"
+            " WHERE id = %s",
+            (note,),
+        )
+        assert scopes(conn, note) == {None}
+        assert _words(conn, note) == ["close", "invoic", "month"]
 
 
 def test_postings_carry_each_words_frequency_and_bm25_ranks_by_it(fresh: Any) -> None:

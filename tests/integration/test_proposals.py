@@ -173,6 +173,20 @@ def test_a_turn_offers_to_merge_near_duplicates_and_apply_and_undo_round_trip(ow
     ]
 
 
+def test_a_change_offered_once_is_not_offered_again_in_the_conversation(owner: Owner) -> None:
+    deploys = owner.tenant.notebook("deploys")
+    owner.key.save(DEPLOY, projectId=deploys)
+    owner.key.save(DEPLOY_AGAIN, projectId=deploys)
+    query = "When do we deploy the billing service?"
+    conversation, turn = ask(owner, query)
+    assert [p["change"]["action"] for p in turn["proposals"]] == ["merge"]
+    # The same notes again: left alone once, the merge is not offered on every turn.
+    again = owner.answered(conversation, query, 2)["turn"]
+    assert again["sources"] == turn["sources"] and again["proposals"] == []
+    # A new conversation has not seen it.
+    assert [p["change"]["action"] for p in ask(owner, query)[1]["proposals"]] == ["merge"]
+
+
 def only_merge(owner: Owner, conversation: str) -> dict[str, Any]:
     (turn,) = data_of(owner.get(conversation))["turns"]
     return next(p for p in turn["proposals"] if p["change"]["action"] == "merge")
@@ -513,6 +527,9 @@ def test_proposals_outside_the_conversation_scope_are_dropped_and_refused_at_app
             {"action": "archive", "noteIds": [], "notebookIds": [billing]},
             {"action": "create", "content": "A note in ops.", "kind": "fact", "projectId": ops},
             {"action": "archive", "noteIds": [inside["id"]], "notebookIds": []},
+            # Personal notes are outside a one-notebook conversation: a new note the model
+            # left without a notebook goes in the conversation's.
+            {"action": "create", "content": "A note in billing.", "kind": "fact"},
         ]
         kept = proposals.prepare(
             conn,
@@ -520,7 +537,15 @@ def test_proposals_outside_the_conversation_scope_are_dropped_and_refused_at_app
             scope,
             [("model", ProposalDraft(summary="s", change=d)) for d in drafts],  # type: ignore[arg-type]
         )
-    assert [k.draft.change.model_dump(mode="json")["noteIds"] for k in kept] == [[inside["id"]]]
+    assert [k.draft.change.model_dump(mode="json") for k in kept] == [
+        {"action": "archive", "noteIds": [inside["id"]], "notebookIds": []},
+        {
+            "action": "create",
+            "content": "A note in billing.",
+            "kind": "fact",
+            "projectId": billing,
+        },
+    ]
     # A stored proposal naming a note outside the scope (written around prepare) is
     # refused when applied, and writes nothing.
     with psycopg.connect(stack.database.grove_superuser_url) as conn:

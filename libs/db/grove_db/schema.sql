@@ -189,12 +189,14 @@ BEGIN
           AND w.word = ANY(before)
           AND (NEW.deleted_at IS NOT NULL OR NOT w.word = ANY(tsvector_to_array(NEW.content_tsv)));
     IF NEW.deleted_at IS NULL THEN
-        INSERT INTO note_words AS w (account_id, word, memory_id, tf)
+        INSERT INTO note_words AS w (account_id, word, memory_id, tf, project_id)
             SELECT NEW.account_id, u.lexeme, NEW.id,
-                   least(coalesce(array_length(u.positions, 1), 1), 32767)
+                   least(coalesce(array_length(u.positions, 1), 1), 32767), NEW.project_id
             FROM unnest(NEW.content_tsv) AS u
-        ON CONFLICT (account_id, word, memory_id) DO UPDATE SET tf = excluded.tf
-            WHERE w.tf IS DISTINCT FROM excluded.tf;
+        ON CONFLICT (account_id, word, memory_id) DO UPDATE
+            SET tf = excluded.tf, project_id = excluded.project_id
+            WHERE w.tf IS DISTINCT FROM excluded.tf
+               OR w.project_id IS DISTINCT FROM excluded.project_id;
     END IF;
     RETURN NULL;
 END $$;
@@ -852,7 +854,8 @@ CREATE TABLE public.note_words (
     account_id uuid NOT NULL,
     word text NOT NULL,
     memory_id uuid NOT NULL,
-    tf smallint DEFAULT 1 NOT NULL
+    tf smallint DEFAULT 1 NOT NULL,
+    project_id uuid
 );
 
 ALTER TABLE ONLY public.note_words FORCE ROW LEVEL SECURITY;
@@ -1302,7 +1305,7 @@ ALTER TABLE ONLY public.memory_revisions
 --
 
 ALTER TABLE ONLY public.note_words
-    ADD CONSTRAINT note_words_pkey PRIMARY KEY (account_id, word, memory_id) INCLUDE (tf);
+    ADD CONSTRAINT note_words_pkey PRIMARY KEY (account_id, word, memory_id) INCLUDE (tf, project_id);
 
 
 --
@@ -1648,7 +1651,7 @@ CREATE INDEX shares_account_created ON public.shares USING btree (account_id, cr
 -- Name: memories note_words; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER note_words AFTER INSERT OR UPDATE OF content, deleted_at ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_note_words();
+CREATE TRIGGER note_words AFTER INSERT OR UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_note_words();
 
 
 --

@@ -37,7 +37,6 @@ from grove_memory.errors import (
     NotFound,
     VersionConflict,
 )
-from grove_memory.recall import sees_whole_account
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_of, revision_of
 from grove_memory.scope import VISIBLE, check_notebook, granted, in_notebook, params
 from grove_memory.store import Store, require
@@ -381,16 +380,15 @@ SIMILAR_CANDIDATES = 5
 SIMILAR_WORDS = 6
 #: Notes each of those words finds at most.
 SIMILAR_POSTINGS = 100
-#: The notes sharing the most of those words that are read (and then kept in scope).
+#: The notes sharing the most of those words that are read (and then kept if live).
 SIMILAR_SHORTLIST = 20
 
-#: Candidates for the notes like the saved one: the notes with any of its
+#: Candidates for the notes like the saved one: the notes in its scope with any of its
 #: ``SIMILAR_WORDS`` longest words (at most ``SIMILAR_POSTINGS`` for each, in the
-#: postings' order), the ``SIMILAR_SHORTLIST`` sharing the most of them, then those live
-#: in its scope. The postings are read from their index alone, unless ``{postings}``
-#: restricts them to the notes in scope the caller may see (a caller who does not see
-#: the whole account: which notes it is told of must not depend on notes outside its
-#: grants). The work is bounded by the postings read, whatever the account's size.
+#: postings' order, the scope read from the postings' index: migration 0032), the
+#: ``SIMILAR_SHORTLIST`` sharing the most of them, then those live. Only postings of the
+#: saved note's scope, which its writer sees, are read, so which notes a caller is told of
+#: never depends on notes outside its grants. The work is bounded by the postings read.
 SIMILAR = f"""
     WITH words AS (
         SELECT l.word FROM memories n
@@ -400,20 +398,15 @@ SIMILAR = f"""
     ), shared AS (
         SELECT p.memory_id, count(*) AS score FROM words
         CROSS JOIN LATERAL (
-            SELECT v.memory_id FROM note_words v {{postings}}
+            SELECT v.memory_id FROM note_words v
             WHERE v.account_id = grove_current_account() AND v.word = words.word
-              AND v.memory_id <> %(saved)s
+              AND v.memory_id <> %(saved)s AND {{postings}}
             LIMIT %(postings)s) AS p
         GROUP BY p.memory_id ORDER BY score DESC, p.memory_id LIMIT %(shortlist)s
     )
     SELECT {MEMORY_COLUMNS} FROM shared s JOIN memories m ON m.id = s.memory_id
     WHERE m.archived_at IS NULL AND {VISIBLE} AND {{scope}}
     ORDER BY s.score DESC, m.id LIMIT %(limit)s
-"""
-#: ``SIMILAR``'s postings for a caller who does not see the whole account.
-VISIBLE_POSTINGS = f"""
-    JOIN memories m ON m.account_id = v.account_id AND m.id = v.memory_id
-         AND m.archived_at IS NULL AND {VISIBLE} AND {{scope}}
 """
 
 
@@ -432,8 +425,7 @@ def similar_notes(conn: Conn, principal: Principal, row: dict[str, Any]) -> list
         limit=SIMILAR_CANDIDATES,
     )
     scope = in_notebook(row["project_id"])
-    postings = "" if sees_whole_account(principal) else VISIBLE_POSTINGS.format(scope=scope)
-    statement = SIMILAR.format(postings=postings, scope=scope)
+    statement = SIMILAR.format(postings=in_notebook(row["project_id"], "v"), scope=scope)
     found = conn.execute(statement, values).fetchall()
     saved = duplicates.words(row["content"])
     scored = [(duplicates.word_similarity(saved, duplicates.words(f["content"])), f) for f in found]

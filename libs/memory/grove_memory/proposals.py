@@ -282,11 +282,18 @@ def prepare(
     principal: Principal,
     scope: Scope,
     drafts: Sequence[tuple[ProposalSource, ProposalDraft]],
+    earlier: Sequence[dict[str, Any]] = (),
 ) -> list[Prepared]:
     """The drafts that apply now, with previews, at most ``MAX_PROPOSALS``; the rest are
-    dropped and counted (``grove_proposals_total{outcome="dropped"}``)."""
+    counted (``grove_proposals_total``): ``repeated`` when the conversation was offered the
+    same change before (``earlier``, the stored changes: offered once, whether applied,
+    undone or left alone), ``dropped`` when invalid, out of scope or over the limit."""
     kept: list[Prepared] = []
     for source, draft in drafts:
+        draft = placed(scope, draft)
+        if draft.change.model_dump(mode="json") in earlier:
+            metrics.PROPOSALS.labels(metrics.service(), source, "repeated").inc()
+            continue
         if len(kept) == MAX_PROPOSALS:
             metrics.PROPOSALS.labels(metrics.service(), source, "dropped").inc()
             continue
@@ -298,6 +305,29 @@ def prepare(
         metrics.PROPOSALS.labels(metrics.service(), source, "offered").inc()
         kept.append(Prepared(source, draft, preview))
     return kept
+
+
+def placed(scope: Scope, draft: ProposalDraft) -> ProposalDraft:
+    """``draft`` with a new note left without a notebook put in the conversation's one
+    notebook (personal notes are outside a one-notebook conversation)."""
+    change = draft.change
+    if (
+        isinstance(change, CreateChange)
+        and change.projectId is None
+        and scope.project_id is not None
+        and not scope.covers_place(None)
+    ):
+        change = change.model_copy(update={"projectId": scope.project_id})
+        return draft.model_copy(update={"change": change})
+    return draft
+
+
+EARLIER_CHANGES = "SELECT change FROM turn_proposals WHERE conversation_id = %s"
+
+
+def earlier_changes(conn: Conn, conversation_id: UUID) -> list[dict[str, Any]]:
+    """Every change the conversation was offered so far, as stored."""
+    return [row["change"] for row in conn.execute(EARLIER_CHANGES, (conversation_id,))]
 
 
 INSERT_PROPOSAL = """

@@ -29,13 +29,16 @@ GRANTED = granted("m")
 VISIBLE = f"{LIVE} AND {GRANTED}"
 
 
-def in_notebook(notebook_id: UUID | None) -> str:
-    """Notes in one scope: the notebook ``%(project_id)s``, or personal notes for None.
+def in_notebook(notebook_id: UUID | None, alias: str = "m") -> str:
+    """Rows of ``alias`` (notes ``m``, or anything else with a ``project_id``) in one
+    scope: the notebook ``%(project_id)s``, or personal notes for None.
 
     Written as ``IS NULL`` or ``=`` rather than ``IS NOT DISTINCT FROM``, which the
     planner cannot estimate: at 100,000 notes it turned an HNSW search into a 1 s scan.
     """
-    return "m.project_id IS NULL" if notebook_id is None else "m.project_id = %(project_id)s"
+    if notebook_id is None:
+        return f"{alias}.project_id IS NULL"
+    return f"{alias}.project_id = %(project_id)s"
 
 
 def check_notebook(conn: Conn, principal: Principal, notebook_id: UUID | None) -> None:

@@ -480,7 +480,8 @@ def _propose(
     drafts += [("deterministic", d) for d in proposer.suggest(conn, store, principal, given)]
     if drafts:
         scope = proposals.scope_of(claim.conversation, claim.selectors, given)
-        prepared = proposals.prepare(conn, principal, scope, drafts)
+        earlier = proposals.earlier_changes(conn, claim.conversation["id"])
+        prepared = proposals.prepare(conn, principal, scope, drafts, earlier)
         proposals.store_proposals(
             conn, principal, claim.conversation["id"], claim.turn_id, prepared
         )

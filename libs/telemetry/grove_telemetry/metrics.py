@@ -60,7 +60,8 @@ INFERENCE_OUTCOMES = ("ok", "unavailable", "timeout", "error", "cancelled")
 PROPOSALS = Counter(
     "grove_proposals",
     "Proposals generated with conversation turns, by source (model, deterministic) and"
-    " outcome (offered; dropped: invalid, out of scope, or over the limit).",
+    " outcome (offered; repeated: offered before in the conversation; dropped: invalid,"
+    " out of scope, or over the limit).",
     ["service", "source", "outcome"],
 )
 PROPOSAL_ACTIONS = Counter(
@@ -113,7 +114,7 @@ def init(service: str) -> None:
             INFERENCE_CLIENT.labels(service, method, outcome)
     if service == "api":
         for source in ("model", "deterministic"):
-            for offered in ("offered", "dropped"):
+            for offered in ("offered", "repeated", "dropped"):
                 PROPOSALS.labels(service, source, offered)
         for action, result in (("apply", "applied"), ("undo", "undone")):
             for outcome in (result, "stale"):

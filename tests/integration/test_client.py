@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import io
 import json
 import time
@@ -20,6 +21,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
+from grove_auth.oauth import AgentConfig, agent_principal
 from grove_client import (
     USER_AGENT,
     AsyncGrove,
@@ -37,12 +39,22 @@ from grove_client import (
     RateLimited,
     RecordProvenance,
     Unavailable,
+    UnsupportedMediaType,
     ValidationError,
 )
-from grove_client.endpoints import ENDPOINTS, Endpoint
+from grove_client.endpoints import ENDPOINTS, EXCLUDED, Endpoint
+from grove_client.models import StoredFile
 from grove_db import embedded
+from grove_db.pool import open_pool
 from tests.integration.test_conversations import start_answering_api
-from tests.integration.test_owner import Provider, owned_tenant, superuser_sql
+from tests.integration.test_owner import (
+    AUDIENCE,
+    ISSUER,
+    WEBSITE,
+    Provider,
+    owned_tenant,
+    superuser_sql,
+)
 from tests.integration.test_project_memory import Stack, Team, new_team
 from tests.support.processes import free_port, start_api, start_ask
 from tests.support.proxy import Fault, FaultyProxy
@@ -60,6 +72,12 @@ def connect(url: str, key: str | None, **options: Any) -> Grove:
 def connect_async(url: str, key: str | None, **options: Any) -> AsyncGrove:
     assert key is not None
     return AsyncGrove(url, key, **{"max_retries": 2, "backoff": 0.05, **options})
+
+
+def unextracted(file: StoredFile) -> dict[str, Any]:
+    """A file's metadata but its extraction's state, which the suite's workers change
+    while a test runs."""
+    return file.model_dump(exclude={"indexing", "indexing_error", "passages"})
 
 
 async def collect(items: AsyncIterator[T]) -> list[T]:
@@ -149,6 +167,8 @@ class Account:
     owner: Grove
     url: str
     owner_token: str
+    account_id: uuid.UUID
+    subject: str
 
 
 @pytest.fixture
@@ -157,7 +177,7 @@ def account(database: embedded.EmbeddedDatabase, owner_api: Stack) -> Iterator[A
     tenant, subject = owned_tenant(database, url)
     session = provider.token(subject)
     with connect(url, tenant.client.key) as key, connect(url, session) as owner:
-        yield Account(key, owner, url, session)
+        yield Account(key, owner, url, session, tenant.account_id, subject)
 
 
 def test_the_owner_restores_an_expired_note_and_a_key_is_refused(
@@ -439,6 +459,144 @@ def test_api_keys_and_connections_are_created_granted_and_revoked(account: Accou
     assert statuses[other.connection.id] == "revoked"
 
 
+def pending_request(database: embedded.EmbeddedDatabase, subject: str) -> uuid.UUID:
+    """A new OAuth client's pending request to connect to ``subject``'s account, made as
+    the MCP server makes it when a client the owner has not approved calls it."""
+    pool = open_pool(database.runtime_url)
+    try:
+        config = AgentConfig(issuer=ISSUER, audience=AUDIENCE, website_origin=WEBSITE)
+        claims = {"sub": subject, "client_id": f"agent-{uuid.uuid4().hex[:8]}", "scope": "mcp"}
+        principal = agent_principal(pool, config, claims)
+    finally:
+        pool.close()
+    assert principal.approval_url is not None
+    return uuid.UUID(principal.approval_url.split("request=")[1])
+
+
+def test_oauth_connection_requests_are_read_approved_and_denied(
+    database: embedded.EmbeddedDatabase, account: Account
+) -> None:
+    owner = account.owner
+    asked = pending_request(database, account.subject)
+    with pytest.raises(PermissionDenied):
+        account.key.connection_request(asked)
+    shown = owner.connection_request(asked)
+    assert (shown.id, shown.status, shown.scopes) == (asked, "pending", ["mcp"])
+    assert shown.client_id and shown.client_id.startswith("agent-")
+    assert (shown.connection.status, shown.connection.grants) == ("pending", None)
+    grants = Grants(capabilities=["memory:read"])
+    approved = owner.approve_connection_request(asked, grants)
+    assert (approved.id, approved.status, approved.grants) == (
+        shown.connection.id,
+        "active",
+        grants,
+    )
+    assert owner.connection_request(asked).status == "approved"
+    with pytest.raises(NotFound):
+        owner.deny_connection_request(asked)  # answered already
+    refused = pending_request(database, account.subject)
+    denied = owner.deny_connection_request(refused)
+    assert owner.connection_request(refused).status == "denied"
+    assert denied.id != approved.id
+    with pytest.raises(NotFound):
+        owner.connection_request(uuid.uuid4())
+
+
+def test_an_account_is_deleted_only_with_its_phrase_and_by_its_owner(account: Account) -> None:
+    phrase = "delete my Grove account"
+    with pytest.raises(PermissionDenied):
+        account.key.delete_account(phrase)
+    with pytest.raises(ValidationError):
+        account.owner.delete_account("delete it")
+    deleted = account.owner.delete_account(phrase)
+    assert (deleted.deleted, deleted.account_id) == (True, account.account_id)
+    with pytest.raises(AuthError):
+        account.key.list_notes_page()
+
+
+# Files
+
+
+def test_files_are_uploaded_versioned_listed_downloaded_and_deleted(
+    database: embedded.EmbeddedDatabase, account: Account
+) -> None:
+    key, owner = account.key, account.owner
+    notebook = key.create_notebook("docs")
+    text = b"# Deploys\nTuesdays.\n"
+    first = key.upload_file(text, "deploys.md", project_id=notebook.id)
+    assert (first.name, first.media_type, first.project_id) == (
+        "deploys.md",
+        "text/markdown",
+        notebook.id,
+    )
+    assert (first.version, first.size_bytes) == (1, len(text))
+    assert first.sha256 == hashlib.sha256(text).hexdigest()
+    operation = uuid.uuid4()
+    plain = key.upload_file(io.BytesIO(b"plain"), "notes.txt", operation_id=operation)
+    assert (plain.media_type, plain.project_id) == ("text/plain", None)
+    assert key.upload_file(b"plain", "notes.txt", operation_id=operation) == plain  # replayed
+
+    second = key.upload_file_version(first.id, b"Wednesdays", media_type="text/plain")
+    assert (second.id, second.version, second.name) == (first.id, 2, "deploys.md")
+    renamed = key.upload_file_version(first.id, [b"# Deploys", b" on Fridays"], name="v3.md")
+    assert (renamed.version, renamed.name, renamed.media_type) == (3, "v3.md", "text/markdown")
+    assert unextracted(key.get_file(first.id)) == unextracted(renamed)
+    assert b"".join(key.download_file(first.id)) == b"# Deploys on Fridays"
+    moved = key.update_file(first.id, project_id=None, name="deploys.md")
+    assert (moved.project_id, moved.name, moved.version) == (None, "deploys.md", 3)
+    archived = key.update_file(first.id, archived=True)
+    assert (archived.archived, archived.name) == (True, "deploys.md")
+    renamed = key.update_file(first.id, archived=False, project_id=notebook.id, name="v3.md")
+    assert (renamed.archived, renamed.project_id) == (False, notebook.id)
+    with pytest.raises(ValueError):
+        key.upload_file_version(first.id, b"no name, no type")
+    with pytest.raises(UnsupportedMediaType) as unsupported:
+        key.upload_file(b"\x00", "blob.bin", media_type="application/octet-stream")
+    assert (unsupported.value.status, unsupported.value.code) == (415, "unsupported_media_type")
+
+    assert {f.id for f in key.list_files(limit=1)} == {first.id, plain.id}  # over two pages
+    page = key.list_files_page(limit=1)
+    assert len(page.items) == 1 and page.next_cursor
+    with pytest.raises(PermissionDenied):
+        key.storage()
+    usage = owner.storage()
+    assert usage.files.items >= 2 and usage.files.bytes >= renamed.size_bytes + plain.size_bytes
+
+    stranger = new_tenant(database, account.url)
+    with connect(account.url, stranger.client.key) as other:
+        assert list(other.list_files()) == []
+        for call in (
+            lambda: other.get_file(first.id),
+            lambda: b"".join(other.download_file(first.id)),
+            lambda: other.upload_file_version(first.id, b"mine now", media_type="text/plain"),
+            lambda: other.delete_file(first.id),
+        ):
+            with pytest.raises(NotFound):
+                call()
+    assert unextracted(key.get_file(first.id)) == unextracted(renamed)
+
+    assert (key.delete_file(plain.id).id, key.delete_file(first.id).deleted) == (plain.id, True)
+    with pytest.raises(NotFound):
+        key.get_file(plain.id)
+    with pytest.raises(NotFound):
+        b"".join(key.download_file(first.id))
+    assert list(key.list_files()) == []
+
+
+# The agent tool registry
+
+
+def test_the_tool_registry_is_listed_and_a_tool_is_called(grove: Grove) -> None:
+    tools = {tool.name: tool for tool in grove.tools()}
+    assert {"remember", "search_memories"} <= set(tools)
+    assert tools["remember"].input_schema["properties"]["content"]
+    saved = grove.call_tool("remember", {"content": "saved through the registry", "kind": "fact"})
+    assert saved["content"] == "saved through the registry" and saved["version"] == 1
+    assert grove.get(saved["id"]).content == "saved through the registry"
+    with pytest.raises(ValidationError):
+        grove.call_tool("remember", {"content": "   ", "kind": "fact"})
+
+
 # Orgs, projects and project keys
 
 
@@ -468,6 +626,36 @@ def test_orgs_projects_and_project_keys_are_created_listed_and_revoked(account: 
             agent.pool_status(org.id, project.id)
     [listed] = owner.project_keys(org.id, project.id)
     assert listed.revoked_at is not None
+
+
+def test_project_members_and_org_entitlements_are_managed_by_admins(team: Team) -> None:
+    url, org, project = team.stack.api.url, team.org, team.project
+    alice, bob, carol = (uuid.UUID(p.id) for p in (team.alice, team.bob, team.carol))
+    with connect(url, team.alice.session.key) as admin, connect(url, team.bob.session.key) as other:
+        roles = {m.account_id: m.role for m in admin.members(org, project)}
+        assert roles == {alice: "admin", bob: "contributor", carol: "viewer"}
+        promoted = admin.set_member_role(org, project, carol, "contributor")
+        assert (promoted.account_id, promoted.role) == (carol, "contributor")
+        with pytest.raises(PermissionDenied):
+            other.remove_member(org, project, carol)
+        removed = admin.remove_member(org, project, carol)
+        assert (removed.account_id, removed.removed) == (carol, True)
+        with pytest.raises(NotFound):
+            admin.remove_member(org, project, carol)
+        added = admin.add_member(org, project, carol, "viewer")
+        assert (added.account_id, added.role) == (carol, "viewer")
+        assert {m.account_id for m in other.members(org, project)} == {alice, bob, carol}
+
+        off = admin.set_org_entitlements(org, project_memory=False)
+        assert off.entitlements["projectMemory"]["enabled"] is False
+        assert admin.org(org) == off
+        with pytest.raises(NotFound):  # the pool is off: its projects answer 404
+            admin.pool_status(org, project)
+        on = admin.set_org_entitlements(org, project_memory=True)
+        assert on.entitlements["projectMemory"]["enabled"] is True
+        assert admin.pool_status(org, project).enabled is True
+        with pytest.raises(PermissionDenied):
+            other.set_org_entitlements(org, project_memory=False)
 
 
 # A project's shared pool
@@ -531,6 +719,60 @@ def test_async_the_pool_round_trips_a_record(team: Team) -> None:
             assert (await pool.delete_record(org, project, "k")).deleted is True
             with pytest.raises(NotFound):
                 await pool.get_record(org, project, "k")
+
+    asyncio.run(flow())
+
+
+def test_async_files_members_requests_tools_and_account_reach_their_routes(
+    database: embedded.EmbeddedDatabase, account: Account, team: Team
+) -> None:
+    asked = pending_request(database, account.subject)
+    refused = pending_request(database, account.subject)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"streamed "
+        yield b"from asyncio"
+
+    async def flow() -> None:
+        async with connect_async(account.url, account.owner_token) as owner:
+            stored = await owner.upload_file(chunks(), "async.txt")
+            assert (stored.version, stored.size_bytes) == (1, 21)
+            again = await owner.upload_file_version(stored.id, b"v2", media_type="text/plain")
+            again = await owner.update_file(again.id, name="renamed.txt")
+            assert again.version == 2
+            assert unextracted(await owner.get_file(stored.id)) == unextracted(again)
+            assert [f.id async for f in owner.list_files()] == [stored.id]
+            (listed,) = (await owner.list_files_page(limit=1)).items
+            assert unextracted(listed) == unextracted(again)
+            assert b"".join(await collect(owner.download_file(stored.id))) == b"v2"
+            assert (await owner.storage()).files.items >= 1
+            assert (await owner.delete_file(stored.id)).deleted is True
+            with pytest.raises(NotFound):
+                await collect(owner.download_file(stored.id))
+
+            assert "remember" in {t.name for t in await owner.tools()}
+            saved = await owner.call_tool("remember", {"content": "async registry", "kind": "fact"})
+            assert saved["content"] == "async registry"
+
+            assert (await owner.connection_request(asked)).status == "pending"
+            approved = await owner.approve_connection_request(asked, Grants())
+            assert approved.status == "active"
+            assert (await owner.deny_connection_request(refused)).id != approved.id
+
+        url, org, project, carol = team.stack.api.url, team.org, team.project, team.carol.id
+        async with connect_async(url, team.alice.session.key) as admin:
+            assert len(await admin.members(org, project)) == 3
+            assert (await admin.set_member_role(org, project, carol, "contributor")).role == (
+                "contributor"
+            )
+            assert (await admin.remove_member(org, project, carol)).removed is True
+            assert (await admin.add_member(org, project, carol, "viewer")).role == "viewer"
+            org_now = await admin.set_org_entitlements(org, project_memory=True)
+            assert org_now.entitlements["projectMemory"]["enabled"] is True
+
+        async with connect_async(account.url, account.owner_token) as owner:
+            deleted = await owner.delete_account("delete my Grove account")
+            assert deleted.account_id == account.account_id
 
     asyncio.run(flow())
 
@@ -798,6 +1040,39 @@ def test_a_restore_is_not_resent_after_a_lost_answer(
 
 
 # Drift from the api's document
+
+
+def test_every_operation_of_the_apis_document_is_a_method_or_excluded(api_url: str) -> None:
+    document = httpx.get(f"{api_url}/v1/openapi.json", timeout=30).json()
+    assert uncovered(document) == []
+    assert {(e.method, e.path) for e in ENDPOINTS} & set(EXCLUDED) == set()
+    assert all(reason.strip() for reason in EXCLUDED.values())
+
+
+def test_a_new_route_neither_called_nor_excluded_is_found(api_url: str) -> None:
+    document = httpx.get(f"{api_url}/v1/openapi.json", timeout=30).json()
+    grown = copy.deepcopy(document)
+    grown["paths"]["/v1/widgets"] = {"get": {}, "parameters": []}
+    grown["paths"]["/v1/files"]["put"] = {}
+    assert uncovered(grown) == [
+        "PUT /v1/files: neither a client method nor in EXCLUDED",
+        "GET /v1/widgets: neither a client method nor in EXCLUDED",
+    ]
+
+
+#: The keys of an OpenAPI path item that are operations (the others are shared fields).
+OPERATIONS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def uncovered(document: dict[str, Any]) -> list[str]:
+    """Each operation of the document that no endpoint calls and ``EXCLUDED`` omits."""
+    covered = {(e.method, e.path) for e in ENDPOINTS} | set(EXCLUDED)
+    return [
+        f"{method.upper()} {path}: neither a client method nor in EXCLUDED"
+        for path, item in sorted(document["paths"].items())
+        for method in item
+        if method in OPERATIONS and (method.upper(), path) not in covered
+    ]
 
 
 def test_every_route_and_model_of_the_client_is_in_the_apis_document(api_url: str) -> None:

@@ -26,8 +26,8 @@ class AsyncGrove:
 
     Each method is documented on ``Grove``; those that list (``list_notes``,
     ``notebooks``, ``conversations``, ``search_conversations``, ``shares``,
-    ``list_records``, ``export``) are async iterators here. Use it as an async context
-    manager, or await ``aclose()``.
+    ``list_records``, ``list_files``, ``export``, ``download_file``) are async iterators
+    here. Use it as an async context manager, or await ``aclose()``.
     """
 
     def __init__(self, url: str, api_key: str, **options: Unpack[calls.AsyncOptions]) -> None:
@@ -90,17 +90,10 @@ class AsyncGrove:
         return await self._run(calls.save_batch(notes))
 
     async def export(self) -> AsyncIterator[dict[str, Any]]:
-        response = await self._send(calls.EXPORT, stream=True)
-        try:
-            if not response.is_success:
-                await response.aread()
-                calls.data(response)
-            async for line in response.aiter_lines():
-                item = calls.export_line(line)
-                if item is not None:
-                    yield item
-        finally:
-            await response.aclose()
+        async for line in self._streamed(calls.EXPORT, httpx.Response.aiter_lines):
+            item = calls.export_line(line)
+            if item is not None:
+                yield item
 
     # Finding notes and answers
 
@@ -185,6 +178,59 @@ class AsyncGrove:
     async def import_status(self, import_id: Id) -> models.ImportStatus:
         return await self._run(calls.import_status(import_id))
 
+    # Files
+
+    async def upload_file(
+        self,
+        content: calls.AsyncBody,
+        name: str,
+        *,
+        project_id: Id | None = None,
+        **options: Unpack[calls.FileOptions],
+    ) -> models.StoredFile:
+        return await self._run(calls.upload_file(content, name, project_id, options))
+
+    async def upload_file_version(
+        self,
+        file_id: Id,
+        content: calls.AsyncBody,
+        *,
+        name: str | None = None,
+        **options: Unpack[calls.FileOptions],
+    ) -> models.StoredFile:
+        return await self._run(calls.upload_file_version(file_id, content, name, options))
+
+    async def update_file(
+        self,
+        file_id: Id,
+        *,
+        operation_id: Id | None = None,
+        **changes: Unpack[calls.FileChanges],
+    ) -> models.StoredFile:
+        return await self._run(calls.update_file(file_id, changes, operation_id))
+
+    async def list_files_page(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> models.FilePage:
+        return await self._run(calls.files(limit, cursor))
+
+    def list_files(self, *, limit: int | None = None) -> AsyncIterator[models.StoredFile]:
+        return self._pages(lambda after: calls.files(limit, after))
+
+    async def get_file(self, file_id: Id) -> models.StoredFile:
+        return await self._run(calls.get_file(file_id))
+
+    async def download_file(self, file_id: Id) -> AsyncIterator[bytes]:
+        request = calls.file_original(file_id)
+        async for chunk in self._streamed(request, httpx.Response.aiter_bytes):
+            yield chunk
+
+    async def delete_file(self, file_id: Id) -> models.DeletedFile:
+        return await self._run(calls.delete_file(file_id))
+
+    async def storage(self) -> models.Storage:
+        return await self._run(calls.storage())
+
     # models.Share links (owner session)
 
     async def create_share(
@@ -214,6 +260,17 @@ class AsyncGrove:
     async def revoke_connection(self, connection_id: Id) -> models.Connection:
         return await self._run(calls.revoke_connection(connection_id))
 
+    async def connection_request(self, request_id: Id) -> models.ConnectionRequest:
+        return await self._run(calls.connection_request(request_id))
+
+    async def approve_connection_request(
+        self, request_id: Id, grants: models.Grants
+    ) -> models.Connection:
+        return await self._run(calls.approve_request(request_id, grants))
+
+    async def deny_connection_request(self, request_id: Id) -> models.Connection:
+        return await self._run(calls.deny_request(request_id))
+
     async def create_api_key(
         self, name: str, *, grants: models.Grants | None = None
     ) -> models.CreatedKey:
@@ -225,6 +282,9 @@ class AsyncGrove:
     async def revoke_api_key(self, key_id: Id) -> models.Connection:
         return await self._run(calls.revoke_key(key_id))
 
+    async def delete_account(self, confirmation: str) -> models.DeletedAccount:
+        return await self._run(calls.delete_account(confirmation))
+
     # Orgs, projects and project keys (owner session)
 
     async def orgs(self) -> list[models.Org]:
@@ -235,6 +295,9 @@ class AsyncGrove:
 
     async def org(self, org_id: Id) -> models.Org:
         return await self._run(calls.org(org_id))
+
+    async def set_org_entitlements(self, org_id: Id, *, project_memory: bool) -> models.Org:
+        return await self._run(calls.update_org(org_id, project_memory))
 
     async def projects(self, org_id: Id) -> list[models.Project]:
         return (await self._run(calls.projects(org_id))).items
@@ -258,6 +321,24 @@ class AsyncGrove:
         self, org_id: Id, project_id: Id, key_id: Id
     ) -> models.RevokedProjectKey:
         return await self._run(calls.revoke_project_key(org_id, project_id, key_id))
+
+    async def members(self, org_id: Id, project_id: Id) -> list[models.Member]:
+        return (await self._run(calls.members(org_id, project_id))).items
+
+    async def add_member(
+        self, org_id: Id, project_id: Id, account_id: Id, role: calls.Role
+    ) -> models.Member:
+        return await self._run(calls.add_member(org_id, project_id, account_id, role))
+
+    async def set_member_role(
+        self, org_id: Id, project_id: Id, account_id: Id, role: calls.Role
+    ) -> models.Member:
+        return await self._run(calls.update_member(org_id, project_id, account_id, role))
+
+    async def remove_member(
+        self, org_id: Id, project_id: Id, account_id: Id
+    ) -> models.RemovedMember:
+        return await self._run(calls.remove_member(org_id, project_id, account_id))
 
     # A project's shared pool
 
@@ -302,6 +383,16 @@ class AsyncGrove:
     async def delete_record(self, org_id: Id, project_id: Id, key: str) -> models.DeletedRecord:
         return await self._run(calls.delete_record(org_id, project_id, key))
 
+    # The agent tool registry
+
+    async def tools(self) -> list[models.ToolDescription]:
+        return (await self._run(calls.tools())).items
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return (await self._run(calls.call_tool(name, arguments or {}))).model_dump()
+
     # The requests
 
     async def _pages(
@@ -314,6 +405,19 @@ class AsyncGrove:
             cursor = current.cursor()
             if cursor is None:
                 return
+
+    async def _streamed(
+        self, request: calls.Request, read: Callable[[httpx.Response], AsyncIterator[T]]
+    ) -> AsyncIterator[T]:
+        response = await self._send(request, stream=True)
+        try:
+            if not response.is_success:
+                await response.aread()
+                calls.data(response)
+            async for item in read(response):
+                yield item
+        finally:
+            await response.aclose()
 
     async def _run(self, call: Call[M]) -> M:
         return call.parse(await self._send(call.request))

@@ -9,6 +9,7 @@ request or an answer is written once, here.
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -36,6 +37,7 @@ from grove_client.models import (
     BatchResult,
     Connection,
     ConnectionList,
+    ConnectionRequest,
     Conversation,
     ConversationDetail,
     ConversationList,
@@ -43,11 +45,16 @@ from grove_client.models import (
     CreatedKey,
     CreatedProjectKey,
     CreatedShare,
+    DeletedAccount,
     DeletedConversation,
+    DeletedFile,
     DeletedRecord,
+    FilePage,
     ForgetResponse,
     Grants,
     ImportStatus,
+    Member,
+    MemberList,
     Memory,
     MemoryPage,
     NewNote,
@@ -66,6 +73,7 @@ from grove_client.models import (
     RecordEmbedding,
     RecordPage,
     RecordReply,
+    RemovedMember,
     RetrieveResult,
     RevisionPage,
     RevokedProjectKey,
@@ -73,8 +81,12 @@ from grove_client.models import (
     SearchPage,
     Share,
     ShareList,
+    Storage,
+    StoredFile,
     SubtreePreview,
     SubtreeResult,
+    ToolList,
+    ToolOutput,
     TurnReply,
 )
 from grove_client.retries import RetryPolicy, retry_after
@@ -371,8 +383,12 @@ def get(memory_id: Id) -> Call[Memory]:
 
 def update(memory_id: Id, correction: Correction) -> Call[Memory]:
     """A partial correction: only the fields given are sent (None included)."""
-    body = {to_camel(k): str(v) if isinstance(v, UUID) else v for k, v in correction.items()}
-    return call(endpoints.UPDATE, Memory, {"memory_id": memory_id}, body=body)
+    return call(endpoints.UPDATE, Memory, {"memory_id": memory_id}, body=given(correction))
+
+
+def given(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields given, None included (a PATCH's body), camelCase, UUIDs as strings."""
+    return {to_camel(k): str(v) if isinstance(v, UUID) else v for k, v in values.items()}
 
 
 def list_notes(filters: ListFilters, cursor: str | None) -> Call[MemoryPage]:
@@ -605,6 +621,89 @@ def import_status(import_id: Id) -> Call[ImportStatus]:
     return call(endpoints.IMPORT_STATUS, ImportStatus, {"import_id": import_id})
 
 
+# Files
+
+
+class FileOptions(TypedDict, total=False):
+    """An upload's ``Content-Type`` (guessed from the file's name if not given), and
+    its ``operation_id`` (the ``Idempotency-Key``; made once per call if not given)."""
+
+    media_type: str | None
+    operation_id: Id | None
+
+
+def upload(
+    endpoint: Endpoint,
+    path: Mapping[str, object],
+    params: dict[str, Any],
+    content: AsyncBody,
+    options: FileOptions,
+) -> Call[StoredFile]:
+    """A file's bytes streamed to ``endpoint`` with its media type and operation ID."""
+    media_type = options.get("media_type") or mimetypes.guess_type(params.get("name", ""))[0]
+    if media_type is None:
+        raise ValueError("give the file's media_type: it cannot be guessed from a name")
+    body = Upload(content, media_type)
+    request = Request(endpoint, path, params, key=options.get("operation_id"), upload=body)
+    return Call(request, StoredFile)
+
+
+def upload_file(
+    content: AsyncBody, name: str, project_id: Id | None, options: FileOptions
+) -> Call[StoredFile]:
+    """``POST /v1/files?name=&projectId=``: a new file in a notebook (or personal)."""
+    params = query(name=name, projectId=project_id)
+    return upload(endpoints.UPLOAD_FILE, {}, params, content, options)
+
+
+def upload_file_version(
+    file_id: Id, content: AsyncBody, name: str | None, options: FileOptions
+) -> Call[StoredFile]:
+    """``POST /v1/files/{id}``: a new version of a file (renamed if ``name`` is given)."""
+    path = {"file_id": file_id}
+    return upload(endpoints.UPLOAD_FILE_VERSION, path, query(name=name), content, options)
+
+
+class FileChanges(TypedDict, total=False):
+    """The fields of ``update_file``: those left out keep their values;
+    ``project_id=None`` moves the file to personal notes' scope."""
+
+    name: str
+    project_id: Id | None
+    archived: bool
+
+
+def update_file(file_id: Id, changes: FileChanges, operation_id: Id | None) -> Call[StoredFile]:
+    """Rename, move or archive a file (the ``Idempotency-Key`` kept across resends)."""
+    path = {"file_id": file_id}
+    return call(endpoints.UPDATE_FILE, StoredFile, path, body=given(changes), key=operation_id)
+
+
+def files(limit: int | None, cursor: str | None) -> Call[FilePage]:
+    """One page of files, newest first."""
+    return call(endpoints.FILES, FilePage, params=query(limit=limit, cursor=cursor))
+
+
+def get_file(file_id: Id) -> Call[StoredFile]:
+    """A file's metadata at its current version."""
+    return call(endpoints.FILE, StoredFile, {"file_id": file_id})
+
+
+def delete_file(file_id: Id) -> Call[DeletedFile]:
+    """Hide a file for good."""
+    return call(endpoints.DELETE_FILE, DeletedFile, {"file_id": file_id})
+
+
+def file_original(file_id: Id) -> Request:
+    """The request of a file's current bytes (read as a stream, not an envelope)."""
+    return Request(endpoints.FILE_ORIGINAL, {"file_id": file_id})
+
+
+def storage() -> Call[Storage]:
+    """The account's storage per kind (owner session)."""
+    return call(endpoints.STORAGE, Storage)
+
+
 # Shares (owner session)
 
 
@@ -661,6 +760,23 @@ def revoke_connection(connection_id: Id) -> Call[Connection]:
     return call(endpoints.REVOKE_CONNECTION, Connection, {"connection_id": connection_id})
 
 
+def connection_request(request_id: Id) -> Call[ConnectionRequest]:
+    """An OAuth client's request to connect."""
+    path = {"request_id": request_id}
+    return call(endpoints.CONNECTION_REQUEST, ConnectionRequest, path)
+
+
+def approve_request(request_id: Id, grants: Grants) -> Call[Connection]:
+    """Approve a pending OAuth client with ``grants``."""
+    path = {"request_id": request_id}
+    return call(endpoints.APPROVE_REQUEST, Connection, path, body={"grants": grants.wire()})
+
+
+def deny_request(request_id: Id) -> Call[Connection]:
+    """Refuse a pending OAuth client."""
+    return call(endpoints.DENY_REQUEST, Connection, {"request_id": request_id})
+
+
 def create_key(name: str, grants: Grants | None) -> Call[CreatedKey]:
     """Create an API key and its connection (the API's default grants if not given)."""
     body: dict[str, Any] = {"name": name}
@@ -679,9 +795,15 @@ def revoke_key(key_id: Id) -> Call[Connection]:
     return call(endpoints.REVOKE_KEY, Connection, {"key_id": key_id})
 
 
+def delete_account(confirmation: str) -> Call[DeletedAccount]:
+    """Delete the account, with the confirmation phrase typed exactly."""
+    return call(endpoints.DELETE_ACCOUNT, DeletedAccount, body={"confirmation": confirmation})
+
+
 # Orgs, projects and project keys (owner session)
 
 ProjectScope = Literal["project_memory:read", "project_memory:write"]
+Role = Literal["viewer", "contributor", "admin"]
 
 
 def orgs() -> Call[OrgList]:
@@ -697,6 +819,12 @@ def create_org(name: str) -> Call[Org]:
 def org(org_id: Id) -> Call[Org]:
     """One org the account belongs to."""
     return call(endpoints.ORG, Org, {"org_id": org_id})
+
+
+def update_org(org_id: Id, project_memory: bool) -> Call[Org]:
+    """Turn the org's project memory on or off (org owners)."""
+    body = {"entitlements": {"projectMemory": {"enabled": project_memory}}}
+    return call(endpoints.UPDATE_ORG, Org, {"org_id": org_id}, body=body)
 
 
 def projects(org_id: Id) -> Call[ProjectList]:
@@ -727,6 +855,29 @@ def revoke_project_key(org_id: Id, project_id: Id, key_id: Id) -> Call[RevokedPr
     """Revoke a project key (admins)."""
     path = {**pool(org_id, project_id), "key_id": key_id}
     return call(endpoints.REVOKE_PROJECT_KEY, RevokedProjectKey, path)
+
+
+def members(org_id: Id, project_id: Id) -> Call[MemberList]:
+    """The project's members."""
+    return call(endpoints.MEMBERS, MemberList, pool(org_id, project_id))
+
+
+def add_member(org_id: Id, project_id: Id, account_id: Id, role: Role) -> Call[Member]:
+    """Add a person (by Grove account ID) with ``role``, or change their role (admins)."""
+    body = {"accountId": str(account_id), "role": role}
+    return call(endpoints.ADD_MEMBER, Member, pool(org_id, project_id), body=body)
+
+
+def update_member(org_id: Id, project_id: Id, account_id: Id, role: Role) -> Call[Member]:
+    """Change a member's role (admins)."""
+    path = {**pool(org_id, project_id), "account_id": account_id}
+    return call(endpoints.UPDATE_MEMBER, Member, path, body={"role": role})
+
+
+def remove_member(org_id: Id, project_id: Id, account_id: Id) -> Call[RemovedMember]:
+    """Remove a member (admins)."""
+    path = {**pool(org_id, project_id), "account_id": account_id}
+    return call(endpoints.REMOVE_MEMBER, RemovedMember, path)
 
 
 # A project's shared pool (project key or owner session)
@@ -774,3 +925,16 @@ def retrieve_records(
     if embedding is not None:
         body["embedding"] = embedding.model_dump(mode="json")
     return call(endpoints.POOL_RETRIEVE, RetrieveResult, pool(org_id, project_id), body=body)
+
+
+# The agent tool registry
+
+
+def tools() -> Call[ToolList]:
+    """The registry's tools."""
+    return call(endpoints.TOOLS, ToolList)
+
+
+def call_tool(name: str, arguments: Mapping[str, Any]) -> Call[ToolOutput]:
+    """Run one tool with its arguments (JSON values, by the tool's wire names)."""
+    return call(endpoints.CALL_TOOL, ToolOutput, {"tool": name}, body=dict(arguments))

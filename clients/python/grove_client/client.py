@@ -109,17 +109,10 @@ class Grove:
     def export(self) -> Iterator[dict[str, Any]]:
         """Everything the credential may read, one NDJSON line (an object) at a time,
         read from the network as it is used; close the iterator to stop early."""
-        response = self._send(calls.EXPORT, stream=True)
-        try:
-            if not response.is_success:
-                response.read()
-                calls.data(response)
-            for line in response.iter_lines():
-                item = calls.export_line(line)
-                if item is not None:
-                    yield item
-        finally:
-            response.close()
+        for line in self._streamed(calls.EXPORT, httpx.Response.iter_lines):
+            item = calls.export_line(line)
+            if item is not None:
+                yield item
 
     # Finding notes and answers
 
@@ -232,6 +225,76 @@ class Grove:
         """An import's state and counts, also while it runs."""
         return self._run(calls.import_status(import_id))
 
+    # Files
+
+    def upload_file(
+        self,
+        content: calls.Body,
+        name: str,
+        *,
+        project_id: Id | None = None,
+        **options: Unpack[calls.FileOptions],
+    ) -> models.StoredFile:
+        """Upload a file (bytes, an iterable of byte chunks, or a binary file; at most
+        10 MiB by default) into a notebook, or personal notes' scope without one.
+
+        ``media_type`` is its ``Content-Type`` (guessed from ``name`` if not given);
+        ``operation_id`` (made if not given) is kept across resends, so a resent upload
+        returns the first result. A body that cannot be sent again (a generator) is not
+        resent after a lost connection."""
+        return self._run(calls.upload_file(content, name, project_id, options))
+
+    def upload_file_version(
+        self,
+        file_id: Id,
+        content: calls.Body,
+        *,
+        name: str | None = None,
+        **options: Unpack[calls.FileOptions],
+    ) -> models.StoredFile:
+        """Upload a new version of a file (``version`` + 1), renamed if ``name`` is given;
+        ``media_type`` is needed unless ``name`` tells it."""
+        return self._run(calls.upload_file_version(file_id, content, name, options))
+
+    def update_file(
+        self,
+        file_id: Id,
+        *,
+        operation_id: Id | None = None,
+        **changes: Unpack[calls.FileChanges],
+    ) -> models.StoredFile:
+        """Rename, move (``project_id``; None: personal notes' scope) or archive a file;
+        the fields left out keep their values (``calls.FileChanges``)."""
+        return self._run(calls.update_file(file_id, changes, operation_id))
+
+    def list_files_page(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> models.FilePage:
+        """One page of files, newest first (``next_cursor`` asks for the next one)."""
+        return self._run(calls.files(limit, cursor))
+
+    def list_files(self, *, limit: int | None = None) -> Iterator[models.StoredFile]:
+        """Every file, newest first, fetching a page (of ``limit``) when one is used up."""
+        return self._pages(lambda after: calls.files(limit, after))
+
+    def get_file(self, file_id: Id) -> models.StoredFile:
+        """A file's metadata at its current version."""
+        return self._run(calls.get_file(file_id))
+
+    def download_file(self, file_id: Id) -> Iterator[bytes]:
+        """The current version's bytes, read from the network as they are used (close
+        the iterator to stop early); an error (``NotFound``) is raised at the first read."""
+        yield from self._streamed(calls.file_original(file_id), httpx.Response.iter_bytes)
+
+    def delete_file(self, file_id: Id) -> models.DeletedFile:
+        """Hide a file for good (its bytes stay counted in ``storage``; not resent after
+        a lost answer)."""
+        return self._run(calls.delete_file(file_id))
+
+    def storage(self) -> models.Storage:
+        """The account's storage per kind (owner session)."""
+        return self._run(calls.storage())
+
     # models.Share links (owner session)
 
     def create_share(
@@ -268,6 +331,20 @@ class Grove:
         """Revoke a connection and its keys, effective on their next request."""
         return self._run(calls.revoke_connection(connection_id))
 
+    def connection_request(self, request_id: Id) -> models.ConnectionRequest:
+        """An OAuth client's request to connect (the ``request`` of its approval link)."""
+        return self._run(calls.connection_request(request_id))
+
+    def approve_connection_request(
+        self, request_id: Id, grants: models.Grants
+    ) -> models.Connection:
+        """Approve a pending OAuth client with ``grants``; the answer is its connection."""
+        return self._run(calls.approve_request(request_id, grants))
+
+    def deny_connection_request(self, request_id: Id) -> models.Connection:
+        """Refuse a pending OAuth client; the answer is its connection."""
+        return self._run(calls.deny_request(request_id))
+
     def create_api_key(
         self, name: str, *, grants: models.Grants | None = None
     ) -> models.CreatedKey:
@@ -282,6 +359,12 @@ class Grove:
         """Revoke an API key; the answer is its connection, now revoked."""
         return self._run(calls.revoke_key(key_id))
 
+    def delete_account(self, confirmation: str) -> models.DeletedAccount:
+        """Delete the account for good: ``confirmation`` must be exactly ``"delete my
+        Grove account"``. Every credential of the account, this one included, stops
+        working."""
+        return self._run(calls.delete_account(confirmation))
+
     # Orgs, projects and project keys (owner session)
 
     def orgs(self) -> list[models.Org]:
@@ -295,6 +378,10 @@ class Grove:
     def org(self, org_id: Id) -> models.Org:
         """One org the account belongs to."""
         return self._run(calls.org(org_id))
+
+    def set_org_entitlements(self, org_id: Id, *, project_memory: bool) -> models.Org:
+        """Turn the org's project memory on or off (org owners)."""
+        return self._run(calls.update_org(org_id, project_memory))
 
     def projects(self, org_id: Id) -> list[models.Project]:
         """The org's projects the account is in (an org owner: all of them)."""
@@ -324,6 +411,27 @@ class Grove:
     ) -> models.RevokedProjectKey:
         """Revoke a project key (admins)."""
         return self._run(calls.revoke_project_key(org_id, project_id, key_id))
+
+    def members(self, org_id: Id, project_id: Id) -> list[models.Member]:
+        """The project's members and their roles."""
+        return self._run(calls.members(org_id, project_id)).items
+
+    def add_member(
+        self, org_id: Id, project_id: Id, account_id: Id, role: calls.Role
+    ) -> models.Member:
+        """Add a person (their Grove account ID) with ``role``, or change their role
+        (admins)."""
+        return self._run(calls.add_member(org_id, project_id, account_id, role))
+
+    def set_member_role(
+        self, org_id: Id, project_id: Id, account_id: Id, role: calls.Role
+    ) -> models.Member:
+        """Change a member's role (admins; the last admin: ``Conflict``)."""
+        return self._run(calls.update_member(org_id, project_id, account_id, role))
+
+    def remove_member(self, org_id: Id, project_id: Id, account_id: Id) -> models.RemovedMember:
+        """Remove a member (admins); their project keys stop working at once."""
+        return self._run(calls.remove_member(org_id, project_id, account_id))
 
     # A project's shared pool (a project key, or an owner session of a member)
 
@@ -376,6 +484,17 @@ class Grove:
         """Delete a record by its exact key (not resent after a lost answer)."""
         return self._run(calls.delete_record(org_id, project_id, key))
 
+    # The agent tool registry
+
+    def tools(self) -> list[models.ToolDescription]:
+        """The agent tool registry (what MCP clients list), in registry order."""
+        return self._run(calls.tools()).items
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run one registry tool with its arguments (wire names, JSON values) and answer
+        its output (not resent after a lost answer: a tool may write)."""
+        return self._run(calls.call_tool(name, arguments or {})).model_dump()
+
     # The requests
 
     def _pages(
@@ -388,6 +507,19 @@ class Grove:
             cursor = current.cursor()
             if cursor is None:
                 return
+
+    def _streamed(
+        self, request: calls.Request, read: Callable[[httpx.Response], Iterator[T]]
+    ) -> Iterator[T]:
+        """``read`` of a streamed answer, or its error raised; closed when done."""
+        response = self._send(request, stream=True)
+        try:
+            if not response.is_success:
+                response.read()
+                calls.data(response)
+            yield from read(response)
+        finally:
+            response.close()
 
     def _run(self, call: Call[M]) -> M:
         """Send ``call`` (resent as ``RetryPolicy`` allows) and parse its answer."""

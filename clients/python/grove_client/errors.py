@@ -65,6 +65,10 @@ class PayloadTooLarge(GroveError):
     """The request body is over the API's limit (413)."""
 
 
+class UnsupportedMediaType(GroveError):
+    """The body's ``Content-Type`` is not one the route accepts (415), e.g. a file type."""
+
+
 class RateLimited(GroveError):
     """Too many requests (429); ``retry_after`` says how many seconds to wait."""
 
@@ -85,6 +89,7 @@ STATUS_ERRORS: dict[int, type[GroveError]] = {
     409: Conflict,
     410: Gone,
     413: PayloadTooLarge,
+    415: UnsupportedMediaType,
     429: RateLimited,
     500: ServerError,
     503: Unavailable,

@@ -53,8 +53,18 @@ class Provenance(Model):
     source_ref: str | None = None
 
 
+class PassageSource(Model):
+    """Where a passage was read: its file, the file's version, and its span: ``pages``
+    (a PDF's first and last page, from 1) or ``bytes`` (``[start, end)`` of the file)."""
+
+    file_id: UUID
+    version: int
+    pages: list[int] | None = None
+    bytes: list[int] | None = None
+
+
 class Memory(Model):
-    """A note."""
+    """A note; a passage of an uploaded file (``kind == "passage"``) cites it in ``file``."""
 
     id: UUID
     content: str
@@ -70,6 +80,7 @@ class Memory(Model):
     expires_at: datetime | None = None
     archived: bool = False
     indexing: str | None = None
+    file: PassageSource | None = None
 
 
 class SimilarNote(Model):
@@ -514,6 +525,30 @@ class ApiKeyList(Model):
     items: list[ApiKey]
 
 
+class ConnectionRequest(Model):
+    """An OAuth client's request to connect, as the approval page shows it (``status``:
+    ``pending`` while it can be answered, ``expired``, ``approved``, ``denied`` or
+    ``withdrawn``). ``client_name`` and ``client_version`` are what the client says it
+    is, unverified; ``client_id`` is what the identity provider issued."""
+
+    id: UUID
+    status: str
+    scopes: list[str]
+    connection: Connection
+    client_id: str | None = None
+    client_name: str | None = None
+    client_version: str | None = None
+    requested_at: datetime | None = None
+    expires_at: datetime | None = None
+
+
+class DeletedAccount(Model):
+    """The account deleted: its credentials revoked, its notes hidden."""
+
+    deleted: bool
+    account_id: UUID
+
+
 class Trusted(Model):
     """A project-memory answer: ``data_trust`` and ``notice`` say that what it carries
     is untrusted memory, which grants no authority."""
@@ -634,6 +669,80 @@ class ImportStatus(Model):
     line: int | None = None
 
 
+class StoredFile(Model):
+    """A file's metadata at its current ``version``: ``sha256`` (hex) and ``size_bytes``
+    are those of that version's bytes; ``project_id`` is its notebook (None: personal)."""
+
+    id: UUID
+    name: str
+    media_type: str
+    version: int
+    size_bytes: int
+    sha256: str
+    indexing: str
+    archived: bool
+    created_at: datetime
+    updated_at: datetime
+    project_id: UUID | None = None
+    #: Why extracting this version into passages failed (``indexing == "failed"``).
+    indexing_error: str | None = None
+    #: How many passages this version's extraction made.
+    passages: int = 0
+
+
+class FilePage(CursorPage[StoredFile]):
+    """One page of files, newest first; ``next_cursor`` asks for the next."""
+
+
+class DeletedFile(Model):
+    """A file hidden for good (its bytes stay counted in storage)."""
+
+    id: UUID
+    deleted: bool
+
+
+class StorageCounter(Model):
+    """How many items of one kind the account holds, and at least how many bytes."""
+
+    items: int
+    bytes: int
+
+
+class Storage(Model):
+    """The account's storage per kind, never under the truth (deleted but retained items
+    and every file version count)."""
+
+    notes: StorageCounter
+    passages: StorageCounter
+    revisions: StorageCounter
+    embeddings: StorageCounter
+    files: StorageCounter
+    conversations: StorageCounter
+    project_records: StorageCounter
+
+
+class ToolDescription(Model):
+    """One tool of the agent tool registry: its arguments' and output's JSON Schemas."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    annotations: dict[str, Any] = {}
+
+
+class ToolList(Model):
+    """The agent tool registry, in registry order."""
+
+    items: list[ToolDescription] = Field(alias="tools")
+
+
+class ToolOutput(Model):
+    """A tool's output: each tool has its own fields (see its ``output_schema``), all
+    kept in ``model_extra``."""
+
+
 class Org(Model):
     """An org you belong to, and your ``role`` in it (``owner`` or ``member``)."""
 
@@ -695,6 +804,29 @@ class RevokedProjectKey(Model):
 
     id: UUID
     revoked: bool
+
+
+class Member(Model):
+    """A person in a project, by Grove account ID, and their ``role`` (``viewer``,
+    ``contributor`` or ``admin``)."""
+
+    account_id: UUID
+    role: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemberList(Model):
+    """A project's members (one answer, no paging)."""
+
+    items: list[Member] = Field(alias="members")
+
+
+class RemovedMember(Model):
+    """A person removed from a project (their project keys stop working at once)."""
+
+    account_id: UUID
+    removed: bool
 
 
 class NewRecord(BaseModel):

@@ -24,6 +24,8 @@ ERROR_STATUS: dict[str, int] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "version_conflict": 409,
+    "passage_read_only": 409,
+    "file_unreadable": 422,
     "conflict": 409,
     "subtree_changed": 409,
     "target_archived": 409,

@@ -71,6 +71,17 @@ class FileVersionQuery(_Named):
     operationId: UUID | None = None
 
 
+class FileUpdate(_Named):
+    """``PATCH /v1/files/{id}``: rename it, move it (``projectId``: a notebook, or null for
+    personal notes' scope) or archive it (``archived``); its passages follow at once.
+    Fields left out keep their values."""
+
+    name: FileName | None = None
+    projectId: UUID | None = None
+    archived: bool | None = None
+    operationId: UUID | None = None
+
+
 class FileListQuery(Strict):
     """``GET /v1/files``: newest first, ``limit`` at a time."""
 
@@ -80,8 +91,9 @@ class FileListQuery(Strict):
 
 class StoredFile(BaseModel):
     """A file's metadata at its current version. ``sha256`` (hex) and ``sizeBytes`` are
-    those of the current version's bytes; ``indexing`` is ``disabled`` until extraction
-    into passages exists."""
+    those of the current version's bytes. ``indexing`` is the extraction of that version
+    into passages: ``pending`` (queued), ``ready`` (``passages`` made) or ``failed``
+    (``indexingError`` says why); each passage's embedding is its own ``indexing``."""
 
     id: UUID
     name: str
@@ -91,6 +103,8 @@ class StoredFile(BaseModel):
     sizeBytes: int
     sha256: str
     indexing: FileIndexing
+    indexingError: str | None = None
+    passages: int = 0
     archived: bool
     createdAt: datetime
     updatedAt: datetime
@@ -122,6 +136,7 @@ class Storage(BaseModel):
     and every file version count)."""
 
     notes: StorageCounter
+    passages: StorageCounter
     revisions: StorageCounter
     embeddings: StorageCounter
     files: StorageCounter

@@ -35,6 +35,9 @@ MAX_SEARCH_LIMIT = 50
 DEFAULT_SEARCH_LIMIT = 10
 
 Kind = Literal["preference", "fact", "decision", "solution", "handoff"]
+#: A stored note's kind: one a caller saves, or ``passage``, a part of an uploaded file's
+#: text (written only by extraction; ``Memory.file`` cites the file).
+StoredKind = Literal["preference", "fact", "decision", "solution", "handoff", "passage"]
 Capture = Literal["explicit", "automatic"]
 Indexing = Literal["pending", "ready", "failed", "disabled"]
 
@@ -153,7 +156,7 @@ class SearchRequest(Strict):
 
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     projectId: UUID | None = None
-    kind: Kind | None = None
+    kind: StoredKind | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = DEFAULT_SEARCH_LIMIT
     sort: Literal["relevance", "updated_desc"] = "relevance"
     cursor: Annotated[str, Field(max_length=2000)] | None = None
@@ -202,12 +205,23 @@ class ForgetRequest(Strict):
         return [ForgetItem(id=i) for i in self.ids or []]
 
 
+class PassageSource(BaseModel):
+    """Where a passage was read: its file, the file's version, and its span, ``pages``
+    (a PDF's first and last page, from 1) or ``bytes`` (``[start, end)`` of the file)."""
+
+    fileId: UUID
+    version: int
+    pages: list[int] | None = None
+    bytes: list[int] | None = None
+
+
 class Memory(BaseModel):
-    """The note resource as it appears on the wire."""
+    """The note resource as it appears on the wire; a passage (``kind: passage``) cites
+    its file in ``file``."""
 
     id: UUID
     content: str
-    kind: Kind
+    kind: StoredKind
     projectId: UUID | None
     taskId: str | None
     capture: Capture
@@ -219,6 +233,7 @@ class Memory(BaseModel):
     indexing: Indexing
     createdAt: datetime
     updatedAt: datetime
+    file: PassageSource | None = None
 
 
 MAX_SIMILAR = 3
@@ -246,7 +261,7 @@ class Revision(BaseModel):
     memoryId: UUID
     version: int
     content: str
-    kind: Kind
+    kind: StoredKind
     projectId: UUID | None
     taskId: str | None
     capture: Capture

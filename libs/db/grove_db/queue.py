@@ -23,9 +23,10 @@ EMBED_REVISION = "embed_revision"
 EXPIRE_NOTE = "expire_note"
 PURGE_NOTE = "purge_note"
 DELETE_IDENTITY = "delete_identity"
+EXTRACT_FILE = "extract_file"
 #: Jobs any worker may run, whatever its embedding profile (``delete_identity`` only
 #: where a deletion webhook is configured: elsewhere those jobs wait).
-SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, DELETE_IDENTITY]
+SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, EXTRACT_FILE, DELETE_IDENTITY]
 RESTORATION_WINDOW_DAYS = 60
 
 #: The instant a claim is measured against: the caller's ``now``, else the database's.

@@ -15,7 +15,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 #: The kinds PostgreSQL counts per account (``account_usage.kind``).
-KINDS = ("notes", "notebooks", "shares", "conversations")
+KINDS = ("notes", "passages", "notebooks", "shares", "conversations")
 
 Count = Annotated[int, Field(ge=0, le=1_000_000_000)]
 
@@ -25,6 +25,8 @@ class QuotaSettings(BaseSettings):
 
     quota_notes: Count = 250_000
     quota_note_bytes: Annotated[int, Field(ge=0, le=1 << 50)] = 1 << 30
+    #: Passages extracted from files (grove_memory.passages), counted apart from notes.
+    quota_passages: Count = 250_000
     quota_notebooks: Count = 10_000
     quota_shares: Count = 1_000
     quota_conversations: Count = 10_000
@@ -36,6 +38,7 @@ class QuotaSettings(BaseSettings):
         return {
             "grove.quota_notes": str(self.quota_notes),
             "grove.quota_note_bytes": str(self.quota_note_bytes),
+            "grove.quota_passages": str(self.quota_passages),
             "grove.quota_notebooks": str(self.quota_notebooks),
             "grove.quota_shares": str(self.quota_shares),
             "grove.quota_conversations": str(self.quota_conversations),

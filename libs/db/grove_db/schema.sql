@@ -416,22 +416,23 @@ CREATE FUNCTION public.grove_track_usage() RETURNS trigger
     AS $$
 DECLARE
     parts text[] := '{}';
+    kind text := coalesce(TG_ARGV[3], quote_literal(TG_ARGV[0]));
     delta record;
 BEGIN
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        parts := parts || format('SELECT account_id, 1 AS items, %s AS bytes FROM new_rows'
-                                 ' WHERE %s', TG_ARGV[2], TG_ARGV[1]);
+        parts := parts || format('SELECT account_id, %s AS kind, 1 AS items, %s AS bytes'
+                                 ' FROM new_rows WHERE %s', kind, TG_ARGV[2], TG_ARGV[1]);
     END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        parts := parts || format('SELECT account_id, -1, -(%s) FROM old_rows WHERE %s',
-                                 TG_ARGV[2], TG_ARGV[1]);
+        parts := parts || format('SELECT account_id, %s, -1, -(%s) FROM old_rows WHERE %s',
+                                 kind, TG_ARGV[2], TG_ARGV[1]);
     END IF;
     FOR delta IN EXECUTE
-        'SELECT account_id, sum(items)::bigint AS items, sum(bytes)::bigint AS bytes FROM ('
-        || array_to_string(parts, ' UNION ALL ') || ') d GROUP BY account_id'
+        'SELECT account_id, kind, sum(items)::bigint AS items, sum(bytes)::bigint AS bytes'
+        || ' FROM (' || array_to_string(parts, ' UNION ALL ') || ') d GROUP BY account_id, kind'
     LOOP
         IF delta.items <> 0 OR delta.bytes <> 0 THEN
-            PERFORM grove_add_usage(delta.account_id, TG_ARGV[0], delta.items, delta.bytes);
+            PERFORM grove_add_usage(delta.account_id, delta.kind, delta.items, delta.bytes);
         END IF;
     END LOOP;
     RETURN NULL;
@@ -469,7 +470,7 @@ CREATE TABLE public.account_quotas (
     bytes bigint,
     CONSTRAINT account_quotas_bytes_check CHECK ((bytes >= 0)),
     CONSTRAINT account_quotas_items_check CHECK ((items >= 0)),
-    CONSTRAINT account_quotas_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
+    CONSTRAINT account_quotas_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'passages'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
 );
 
 ALTER TABLE ONLY public.account_quotas FORCE ROW LEVEL SECURITY;
@@ -484,7 +485,7 @@ CREATE TABLE public.account_usage (
     kind text NOT NULL,
     items bigint DEFAULT 0 NOT NULL,
     bytes bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT account_usage_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
+    CONSTRAINT account_usage_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'passages'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
 );
 
 ALTER TABLE ONLY public.account_usage FORCE ROW LEVEL SECURITY;
@@ -694,14 +695,18 @@ CREATE TABLE public.files (
     version integer DEFAULT 1 NOT NULL,
     size_bytes bigint NOT NULL,
     sha256 bytea NOT NULL,
-    indexing text DEFAULT 'disabled'::text NOT NULL,
+    indexing text DEFAULT 'pending'::text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     archived_at timestamp with time zone,
     deleted_at timestamp with time zone,
+    indexing_error text,
+    passages integer DEFAULT 0 NOT NULL,
     CONSTRAINT files_indexing_check CHECK ((indexing = ANY (ARRAY['pending'::text, 'ready'::text, 'failed'::text, 'disabled'::text]))),
+    CONSTRAINT files_indexing_error_check CHECK ((char_length(indexing_error) <= 500)),
     CONSTRAINT files_media_type_check CHECK (((char_length(media_type) >= 1) AND (char_length(media_type) <= 200))),
     CONSTRAINT files_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 255))),
+    CONSTRAINT files_passages_check CHECK ((passages >= 0)),
     CONSTRAINT files_sha256_check CHECK ((octet_length(sha256) = 32)),
     CONSTRAINT files_size_bytes_check CHECK ((size_bytes >= 0)),
     CONSTRAINT files_version_check CHECK ((version >= 1))
@@ -808,11 +813,16 @@ CREATE TABLE public.memories (
     indexing_error text,
     swept_at timestamp with time zone,
     superseded_at timestamp with time zone,
+    file_id uuid,
+    file_version integer,
+    file_span jsonb,
     CONSTRAINT memories_capture_check CHECK ((capture = ANY (ARRAY['explicit'::text, 'automatic'::text]))),
     CONSTRAINT memories_check CHECK (((kind <> 'handoff'::text) OR (task_id IS NOT NULL))),
     CONSTRAINT memories_content_check CHECK (((char_length(content) >= 1) AND (char_length(content) <= 6000))),
+    CONSTRAINT memories_file_version_check CHECK ((file_version >= 1)),
     CONSTRAINT memories_indexing_check CHECK ((indexing = ANY (ARRAY['pending'::text, 'ready'::text, 'failed'::text, 'disabled'::text]))),
-    CONSTRAINT memories_kind_check CHECK ((kind = ANY (ARRAY['preference'::text, 'fact'::text, 'decision'::text, 'solution'::text, 'handoff'::text]))),
+    CONSTRAINT memories_kind_check CHECK ((kind = ANY (ARRAY['preference'::text, 'fact'::text, 'decision'::text, 'solution'::text, 'handoff'::text, 'passage'::text]))),
+    CONSTRAINT memories_passage_check CHECK ((((kind = 'passage'::text) = (file_id IS NOT NULL)) AND ((file_id IS NULL) = (file_version IS NULL)) AND ((file_id IS NULL) = (file_span IS NULL)))),
     CONSTRAINT memories_retention_days_check CHECK (((retention_days >= 1) AND (retention_days <= 365))),
     CONSTRAINT memories_source_agent_check CHECK ((char_length(source_agent) <= 100)),
     CONSTRAINT memories_source_ref_check CHECK ((char_length(source_ref) <= 500)),
@@ -1550,6 +1560,13 @@ CREATE INDEX memories_account_updated ON public.memories USING btree (account_id
 
 
 --
+-- Name: memories_file; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memories_file ON public.memories USING btree (account_id, file_id, file_version) WHERE (file_id IS NOT NULL);
+
+
+--
 -- Name: memories_handoff_task; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1665,7 +1682,7 @@ CREATE TRIGGER usage_deletes AFTER DELETE ON public.conversations REFERENCING OL
 -- Name: memories usage_deletes; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER usage_deletes AFTER DELETE ON public.memories REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)');
+CREATE TRIGGER usage_deletes AFTER DELETE ON public.memories REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)', 'CASE WHEN file_id IS NULL THEN ''notes'' ELSE ''passages'' END');
 
 
 --
@@ -1693,7 +1710,7 @@ CREATE TRIGGER usage_inserts AFTER INSERT ON public.conversations REFERENCING NE
 -- Name: memories usage_inserts; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER usage_inserts AFTER INSERT ON public.memories REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)');
+CREATE TRIGGER usage_inserts AFTER INSERT ON public.memories REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)', 'CASE WHEN file_id IS NULL THEN ''notes'' ELSE ''passages'' END');
 
 
 --
@@ -1721,7 +1738,7 @@ CREATE TRIGGER usage_updates AFTER UPDATE ON public.conversations REFERENCING OL
 -- Name: memories usage_updates; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER usage_updates AFTER UPDATE ON public.memories REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)');
+CREATE TRIGGER usage_updates AFTER UPDATE ON public.memories REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('notes', 'deleted_at IS NULL', 'octet_length(content)', 'CASE WHEN file_id IS NULL THEN ''notes'' ELSE ''passages'' END');
 
 
 --
@@ -1888,6 +1905,14 @@ ALTER TABLE ONLY public.memories
 
 ALTER TABLE ONLY public.memories
     ADD CONSTRAINT memories_account_id_project_id_fkey FOREIGN KEY (account_id, project_id) REFERENCES public.projects(account_id, id);
+
+
+--
+-- Name: memories memories_file_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memories
+    ADD CONSTRAINT memories_file_fkey FOREIGN KEY (account_id, file_id) REFERENCES public.files(account_id, id);
 
 
 --

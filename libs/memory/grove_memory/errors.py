@@ -35,6 +35,14 @@ class VersionConflict(ServiceError):
     status = 409
 
 
+class PassageReadOnly(ServiceError):
+    """This note is a passage of an uploaded file: it changes only with its file (upload a
+    new version, move, archive or delete the file)."""
+
+    code = "passage_read_only"
+    status = 409
+
+
 class Conflict(ServiceError):
     """The change conflicts with another note."""
 

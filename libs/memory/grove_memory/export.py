@@ -22,7 +22,7 @@ from grove_db.pool import Conn, transaction
 from grove_memory.conversations import conversation_json, exported_conversations, turn_json
 from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
-from grove_memory.scope import VISIBLE, granted, params
+from grove_memory.scope import SAVED, VISIBLE, granted, params
 from grove_memory.store import Store, require
 
 FORMAT_VERSION = 1
@@ -36,7 +36,7 @@ NOTES_WITH_REVISIONS = f"""
     SELECT {MEMORY_COLUMNS}, {REVISION_ALIASED}
     FROM memories m
     JOIN memory_revisions r ON r.account_id = m.account_id AND r.memory_id = m.id
-    WHERE {VISIBLE} AND {granted("r")}
+    WHERE {VISIBLE} AND {SAVED} AND {granted("r")}
     ORDER BY m.created_at, m.id, r.version
 """
 

@@ -5,7 +5,9 @@ write checks the caller's grants on it: a file the caller may not see is not fou
 exactly like an unknown one. Its bytes are kept by a ``Blobs`` store (PostgreSQL by
 default) in the same transaction as its metadata and operation record, so a retried
 upload with the same ``operationId`` answers the first result and stores nothing twice.
-Extraction into passages is a later slice: every file answers ``indexing: disabled``.
+Each version is extracted into passages by a fenced job (``grove_memory.passages``):
+an upload queues it, a new version replaces the old one's passages, and moving,
+archiving or deleting a file does the same to its passages in the same transaction.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from grove_contracts.files import (
     DeletedFile,
     FileListQuery,
     FilePage,
+    FileUpdate,
     Storage,
     StorageCounter,
     StoredFile,
     media_type_of,
 )
 from grove_db.pool import Conn, set_project, transaction
-from grove_memory import cursors, idempotency
+from grove_memory import cursors, idempotency, passages
 from grove_memory.blobs import BlobKey, Blobs
 from grove_memory.errors import Gone, NotFound, ServiceError
 from grove_memory.scope import check_notebook, granted, params
@@ -40,7 +43,7 @@ from grove_memory.store import Store, require
 
 FILE_COLUMNS = (
     "f.id, f.name, f.media_type, f.project_id, f.version, f.size_bytes, f.sha256,"
-    " f.indexing, f.archived_at, f.created_at, f.updated_at"
+    " f.indexing, f.indexing_error, f.passages, f.archived_at, f.created_at, f.updated_at"
 )
 #: Files the caller may see: live, in a granted scope.
 VISIBLE_FILE = f"f.deleted_at IS NULL AND {granted('f')}"
@@ -54,11 +57,20 @@ INSERT_FILE = f"""
 NEW_VERSION = f"""
     UPDATE files AS f SET version = f.version + 1, name = coalesce(%(name)s, f.name),
         media_type = %(media_type)s, size_bytes = %(size)s, sha256 = %(sha256)s,
+        indexing = 'pending', indexing_error = NULL, passages = 0,
         updated_at = statement_timestamp()
     WHERE f.id = %(id)s
     RETURNING {FILE_COLUMNS}
 """
 LOCK_FILE = f"SELECT {FILE_COLUMNS} FROM files f WHERE f.id = %(id)s AND {VISIBLE_FILE} FOR UPDATE"
+UPDATE_FILE = f"""
+    UPDATE files AS f SET name = %(name)s, project_id = %(project_id)s,
+        archived_at = CASE WHEN NOT %(archived)s THEN NULL
+                           ELSE coalesce(f.archived_at, statement_timestamp()) END,
+        updated_at = statement_timestamp()
+    WHERE f.id = %(id)s
+    RETURNING {FILE_COLUMNS}
+"""
 SELECT_FILE = f"SELECT {FILE_COLUMNS} FROM files f WHERE f.id = %(id)s AND {VISIBLE_FILE}"
 
 
@@ -140,6 +152,7 @@ def upload(
             INSERT_FILE, {"id": uuid4(), "project_id": notebook_id, "name": name, **_sizes(body)}
         ).fetchone()
         file = _store(op.conn, blobs, principal, cast(dict[str, Any], row), body)
+        passages.enqueue(op.conn, file.id, file.version, store.profile)
         return Uploaded(op.record(file), created=True)
 
 
@@ -165,7 +178,41 @@ def upload_version(
         if current is None:
             raise NotFound("file not found")
         row = op.conn.execute(NEW_VERSION, {"id": file_id, "name": name, **_sizes(body)}).fetchone()
-        return op.record(_store(op.conn, blobs, principal, cast(dict[str, Any], row), body))
+        file = _store(op.conn, blobs, principal, cast(dict[str, Any], row), body)
+        passages.drop(op.conn, file_id)
+        passages.enqueue(op.conn, file_id, file.version, store.profile)
+        return op.record(file)
+
+
+def update_file(store: Store, principal: Principal, file_id: UUID, req: FileUpdate) -> StoredFile:
+    """Rename, move or archive a file the caller may see (else ``NotFound``; a
+    destination notebook it may not write to is ``NotFound`` too); its passages follow."""
+    require(principal, "write")
+    path = {"id": str(file_id)}
+    with idempotency.mutation(
+        store, principal, "update_file", req, supplied_only=True, path=path
+    ) as op:
+        if op.replay is not None:
+            return op.replay.answer(StoredFile)
+        current = op.conn.execute(LOCK_FILE, params(principal, id=file_id)).fetchone()
+        if current is None:
+            raise NotFound("file not found")
+        supplied = req.model_fields_set
+        project_id = req.projectId if "projectId" in supplied else current["project_id"]
+        if "projectId" in supplied:
+            check_notebook(op.conn, principal, project_id)
+        archived = current["archived_at"] is not None if req.archived is None else req.archived
+        row = op.conn.execute(
+            UPDATE_FILE,
+            {
+                "id": file_id,
+                "name": req.name or current["name"],
+                "project_id": project_id,
+                "archived": archived,
+            },
+        ).fetchone()
+        passages.follow(op.conn, file_id, project_id, archived)
+        return op.record(file_of(cast(dict[str, Any], row)))
 
 
 def get_file(store: Store, principal: Principal, file_id: UUID) -> StoredFile:
@@ -212,6 +259,8 @@ def delete_file(store: Store, principal: Principal, file_id: UUID) -> DeletedFil
             " RETURNING f.id",
             params(principal, id=file_id),
         ).fetchone()
+        if row is not None:
+            passages.drop(conn, file_id)
     if row is None:
         raise NotFound("file not found")
     return DeletedFile(id=row["id"], deleted=True)
@@ -248,9 +297,14 @@ NOTE_BYTES = (
 #: bytes), so no file is read.
 STORAGE = f"""
     SELECT
-      (SELECT count(*) FROM memories WHERE account_id = %(a)s) AS notes_items,
-      (SELECT coalesce(sum({NOTE_BYTES}), 0) FROM memories WHERE account_id = %(a)s)
-        AS notes_bytes,
+      (SELECT count(*) FROM memories WHERE account_id = %(a)s AND file_id IS NULL)
+        AS notes_items,
+      (SELECT coalesce(sum({NOTE_BYTES}), 0) FROM memories
+        WHERE account_id = %(a)s AND file_id IS NULL) AS notes_bytes,
+      (SELECT count(*) FROM memories WHERE account_id = %(a)s AND file_id IS NOT NULL)
+        AS passages_items,
+      (SELECT coalesce(sum({NOTE_BYTES} + octet_length(file_span::text)), 0) FROM memories
+        WHERE account_id = %(a)s AND file_id IS NOT NULL) AS passages_bytes,
       (SELECT count(*) FROM memory_revisions WHERE account_id = %(a)s) AS revisions_items,
       (SELECT coalesce(sum({NOTE_BYTES}), 0) FROM memory_revisions WHERE account_id = %(a)s)
         AS revisions_bytes,
@@ -279,7 +333,7 @@ PROJECT_RECORDS = """
                         + coalesce(8 + 4 * embedding_dims::bigint, 0)), 0) AS bytes
     FROM project_memories WHERE org_id = %s AND project_id = %s
 """
-KINDS = ("notes", "revisions", "embeddings", "files", "conversations")
+KINDS = ("notes", "passages", "revisions", "embeddings", "files", "conversations")
 
 
 def storage(store: Store, principal: Principal) -> Storage:
@@ -320,6 +374,8 @@ def file_of(row: dict[str, Any]) -> StoredFile:
         sizeBytes=row["size_bytes"],
         sha256=bytes(row["sha256"]).hex(),
         indexing=row["indexing"],
+        indexingError=row["indexing_error"],
+        passages=row["passages"],
         archived=row["archived_at"] is not None,
         createdAt=row["created_at"],
         updatedAt=row["updated_at"],

@@ -26,9 +26,9 @@ from grove_db.pool import Conn, transaction
 from grove_memory import idempotency
 from grove_memory.errors import Conflict, InvalidRequest, MoveRefused, NotFound
 from grove_memory.notes import (
-    LOCK_VISIBLE,
     NOTE_FIELDS,
     lock_note,
+    lock_visible,
     record_revision,
     write_correction,
 )
@@ -54,7 +54,7 @@ def archive(store: Store, principal: Principal, req: ArchiveRequest) -> ArchiveR
 def _archive_one(
     conn: Conn, principal: Principal, memory_id: Any
 ) -> Literal["archived", "not_found"]:
-    if conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone() is None:
+    if lock_visible(conn, principal, memory_id) is None:
         return "not_found"
     conn.execute(
         "UPDATE memories SET archived_at = coalesce(archived_at, statement_timestamp())"

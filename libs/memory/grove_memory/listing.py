@@ -11,7 +11,7 @@ from grove_contracts.notes import ListQuery, MemoryPage
 from grove_db.pool import transaction
 from grove_memory import cursors
 from grove_memory.rows import MEMORY_COLUMNS, memory_of
-from grove_memory.scope import VISIBLE, params
+from grove_memory.scope import SAVED, VISIBLE, params
 from grove_memory.store import Store, require
 
 # sort -> (column, direction, keyset comparison)
@@ -53,7 +53,8 @@ def list_memories(store: Store, principal: Principal, query: ListQuery) -> Memor
         values["ceiling"] = ceiling
         rows = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories m"
-            f" WHERE {VISIBLE} AND m.created_at <= %(ceiling)s AND {' AND '.join(where)}"
+            f" WHERE {VISIBLE} AND {SAVED} AND m.created_at <= %(ceiling)s"
+            f" AND {' AND '.join(where)}"
             f" ORDER BY m.{column} {direction}, m.id {direction} LIMIT %(limit)s",
             params(principal, limit=query.limit + 1, **values),
         ).fetchall()

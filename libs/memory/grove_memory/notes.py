@@ -35,10 +35,11 @@ from grove_memory.errors import (
     Conflict,
     InvalidRequest,
     NotFound,
+    PassageReadOnly,
     VersionConflict,
 )
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_of, revision_of
-from grove_memory.scope import VISIBLE, check_notebook, granted, in_notebook, params
+from grove_memory.scope import SAVED, VISIBLE, check_notebook, granted, in_notebook, params
 from grove_memory.store import Store, require
 
 HANDOFF_DEFAULT_RETENTION_DAYS = 30
@@ -249,7 +250,7 @@ def forget(store: Store, principal: Principal, req: ForgetRequest) -> ForgetResp
 def _forget_one(
     conn: Conn, principal: Principal, memory_id: UUID, expected: int | None
 ) -> ForgetOutcome:
-    row = conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone()
+    row = lock_visible(conn, principal, memory_id)
     if row is None:
         return "not_found"
     if expected is not None and row["version"] != expected:
@@ -308,11 +309,21 @@ def _merge(current: dict[str, Any], req: UpdateRequest) -> dict[str, Any]:
 def lock_note(
     conn: Conn, principal: Principal, memory_id: UUID, expected: int | None
 ) -> dict[str, Any]:
-    """Lock a live, granted note for change (``NotFound``, ``VersionConflict``)."""
-    row = conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone()
+    """Lock a live, granted note for change (``NotFound``, ``VersionConflict``,
+    ``PassageReadOnly``)."""
+    row = lock_visible(conn, principal, memory_id)
     if row is None:
         raise NotFound("note not found")
     _check_version(row, expected)
+    return row
+
+
+def lock_visible(conn: Conn, principal: Principal, memory_id: UUID) -> dict[str, Any] | None:
+    """Lock a live, granted note for change, or None; a passage is ``PassageReadOnly``
+    (only its file's extraction and lifecycle write it)."""
+    row = conn.execute(LOCK_VISIBLE, params(principal, id=memory_id)).fetchone()
+    if row is not None and row["file_id"] is not None:
+        raise PassageReadOnly()
     return row
 
 
@@ -405,7 +416,7 @@ SIMILAR = f"""
         GROUP BY p.memory_id ORDER BY score DESC, p.memory_id LIMIT %(shortlist)s
     )
     SELECT {MEMORY_COLUMNS} FROM shared s JOIN memories m ON m.id = s.memory_id
-    WHERE m.archived_at IS NULL AND {VISIBLE} AND {{scope}}
+    WHERE m.archived_at IS NULL AND {VISIBLE} AND {SAVED} AND {{scope}}
     ORDER BY s.score DESC, m.id LIMIT %(limit)s
 """
 

@@ -212,6 +212,8 @@ def _preview(
             continue
         if not scope.covers_note(note_id, row["project_id"]):
             raise OutOfScope(f"note {note_id} is outside this conversation's scope")
+        if row["file_id"] is not None:
+            problems.append(f"note {note_id} is a passage of a file: it changes with its file")
         if archived is not None and (row["archived_at"] is not None) != archived:
             problems.append(f"note {note_id} is {'not ' if archived else ''}archived")
         shown.append(

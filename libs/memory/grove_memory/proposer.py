@@ -29,7 +29,7 @@ from grove_db.pool import Conn
 from grove_memory import duplicates
 from grove_memory.conversations import preview as first_line
 from grove_memory.rows import MEMORY_COLUMNS
-from grove_memory.scope import VISIBLE, params
+from grove_memory.scope import SAVED, VISIBLE, params
 from grove_memory.store import Store
 
 #: A handoff this close to expiring is offered for archiving.
@@ -54,7 +54,7 @@ PAIR_COSINES = """
 LIVE_CANDIDATES = f"""
     SELECT {MEMORY_COLUMNS}, m.expires_at <= statement_timestamp() + %(notice)s AS expiring
     FROM memories m
-    WHERE m.id = ANY(%(ids)s::uuid[]) AND m.archived_at IS NULL AND {VISIBLE}
+    WHERE m.id = ANY(%(ids)s::uuid[]) AND m.archived_at IS NULL AND {VISIBLE} AND {SAVED}
     ORDER BY m.updated_at DESC, m.id
 """
 

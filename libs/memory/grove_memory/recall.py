@@ -81,11 +81,13 @@ BM25_K1 = 1.2
 CANDIDATE_BUDGET = 2000
 
 # The query's distinct stemmed words; per word, how many notes of the account have it, up
-# to CANDIDATE_BUDGET, and the last of those notes' ids in id order; the account's notes.
+# to CANDIDATE_BUDGET, and the last of those notes' ids in id order; the account's notes
+# (with the passages of its files, which have postings too).
 WORD_COUNTS = """
     SELECT l.word, c.notes, c.last,
-           (SELECT u.items FROM account_usage u
-            WHERE u.account_id = grove_current_account() AND u.kind = 'notes') AS corpus
+           (SELECT sum(u.items)::bigint FROM account_usage u
+            WHERE u.account_id = grove_current_account()
+              AND u.kind IN ('notes', 'passages')) AS corpus
     FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS l (word)
     CROSS JOIN LATERAL (
         SELECT count(*) AS notes, (array_agg(f.memory_id ORDER BY f.memory_id DESC))[1] AS last

@@ -795,7 +795,9 @@ def _check_save(state: Memory | Revision) -> None:
     """The API's limits on a saved state (content, kind, task, provenance, retention)."""
     RememberRequest(
         content=state.content,
-        kind=state.kind,
+        # Refused for a passage, like any kind a caller cannot save: passages come from
+        # files, which the export does not carry.
+        kind=state.kind,  # type: ignore[arg-type]
         projectId=state.projectId,
         taskId=state.taskId,
         capture=state.capture,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from grove_contracts.notes import Memory, Provenance, Revision
+from grove_contracts.notes import Memory, PassageSource, Provenance, Revision
 
 #: The columns every note query selects (table alias ``m``).
 MEMORY_COLUMNS = (
     "m.id, m.content, m.kind, m.project_id, m.task_id, m.capture, m.source_agent,"
     " m.source_ref, m.retention_days, m.expires_at, m.archived_at, m.version, m.indexing,"
-    " m.created_at, m.updated_at"
+    " m.created_at, m.updated_at, m.file_id, m.file_version, m.file_span"
 )
 
 REVISION_COLUMNS = (
@@ -37,6 +37,9 @@ def memory_of(row: dict[str, Any]) -> Memory:
         indexing=row["indexing"],
         createdAt=row["created_at"],
         updatedAt=row["updated_at"],
+        file=None
+        if row["file_id"] is None
+        else PassageSource(fileId=row["file_id"], version=row["file_version"], **row["file_span"]),
     )
 
 

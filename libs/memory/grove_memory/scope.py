@@ -28,6 +28,10 @@ GRANTED = granted("m")
 
 VISIBLE = f"{LIVE} AND {GRANTED}"
 
+#: Notes saved by callers, not passages of files (grove_memory.passages): what the notes
+#: listing and the export hold. Search, recall and Ask find both.
+SAVED = "m.file_id IS NULL"
+
 
 def in_notebook(notebook_id: UUID | None, alias: str = "m") -> str:
     """Rows of ``alias`` (notes ``m``, or anything else with a ``project_id``) in one

@@ -14,13 +14,21 @@ from uuid import UUID
 
 import falcon
 
-from grove_api.body import discard, incoming, operation_id, read_query, socket_timeout
+from grove_api.body import (
+    discard,
+    incoming,
+    operation_id,
+    read_json,
+    read_query,
+    socket_timeout,
+)
 from grove_api.errors import ApiError
 from grove_api.resources import Resource, _ok
 from grove_api.wiring import Wiring
 from grove_contracts.files import (
     ACCEPTED_MEDIA_TYPES,
     FileListQuery,
+    FileUpdate,
     FileUploadQuery,
     FileVersionQuery,
     media_type_of,
@@ -92,7 +100,8 @@ class Files(FileResource):
 
 
 class File(FileResource):
-    """``GET``, ``POST`` (a new version) and ``DELETE /v1/files/{id}``."""
+    """``GET``, ``POST`` (a new version), ``PATCH`` (rename, move, archive) and
+    ``DELETE /v1/files/{id}``."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
         _ok(resp, files.get_file(self.store, req.context.principal, file_id))
@@ -111,6 +120,11 @@ class File(FileResource):
             operation_id=op,
         )
         _ok(resp, stored)
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
+        body = read_json(req, FileUpdate, self.max_body)
+        body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
+        _ok(resp, files.update_file(self.store, req.context.principal, file_id, body))
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
         _ok(resp, files.delete_file(self.store, req.context.principal, file_id))

@@ -25,6 +25,8 @@ from grove_db import queue, ratelimit
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.serving import checked_settings
+from grove_memory import passages
+from grove_memory.blobs import PostgresBlobs
 from grove_memory.inference import InferenceClient
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging
@@ -69,6 +71,7 @@ class Worker:
             if settings.account_deletion_webhook
             else None
         )
+        self.blobs = PostgresBlobs()
         self._pruned_at: float | None = None
         self._held: set[queue.JobKey] = set()
         self._held_lock = threading.Lock()
@@ -127,13 +130,15 @@ class Worker:
             None if self.client is None else settings.embedding_profile,
             settings.worker_batch,
             settings.worker_lease_seconds,
-            queue.SWEEPS if self.webhook else [queue.EXPIRE_NOTE, queue.PURGE_NOTE],
+            [k for k in queue.SWEEPS if self.webhook or k != queue.DELETE_IDENTITY],
         )
         if not jobs:
             return None
         telemetry.claimed(jobs)
+        self._extract([job for job in jobs if job.kind == queue.EXTRACT_FILE])
         for kind in queue.SWEEPS:
-            self._sweep(kind, [job for job in jobs if job.kind == kind])
+            if kind != queue.EXTRACT_FILE:
+                self._sweep(kind, [job for job in jobs if job.kind == kind])
         embedding = [job for job in jobs if job.kind == queue.EMBED_REVISION]
         with self._held_lock:
             self._held.update(job.key for job in embedding)
@@ -163,6 +168,36 @@ class Worker:
         telemetry.NOTES_EXPIRED.labels(metrics.service()).inc(outcome.expired)
         telemetry.NOTES_SOFT_DELETED.labels(metrics.service()).inc(outcome.deleted)
         log("sweep", kind=kind, jobs=len(jobs), **vars(outcome))
+
+    def _extract(self, jobs: list[queue.Job]) -> None:
+        """Extract each file version's passages, the leases kept alive while it runs."""
+        profile = None if self.client is None else self.settings.embedding_profile
+        for job in jobs:
+            with self._held_lock:
+                self._held.add(job.key)
+            started = time.monotonic()
+            try:
+                done = passages.run(self.pool, self.blobs, self.owner, job, profile)
+            finally:
+                with self._held_lock:
+                    self._held.discard(job.key)
+            telemetry.finished(
+                queue.EXTRACT_FILE,
+                time.monotonic() - started,
+                {
+                    "done": int(done.result in ("stored", "stale")),
+                    "failed": int(done.result == "failed"),
+                },
+                int(done.result == "lost"),
+            )
+            log(
+                "extract",
+                file=job.payload.get("fileId"),
+                version=job.version,
+                result=done.result,
+                passages=done.passages,
+                reason=done.reason,
+            )
 
     def _settle(self, batch: Batch) -> None:
         outcome = settle(self.pool, self.owner, batch, self.policy)
@@ -247,7 +282,11 @@ def main() -> None:
     configure_tracing("grove-worker")
     metrics.init("worker")
     telemetry.init()
-    pool = open_pool(settings.database_url, max_size=settings.db_pool_size)
+    pool = open_pool(
+        settings.database_url,
+        max_size=settings.db_pool_size,
+        session_settings=settings.session_settings(),
+    )
     metrics.watch_pool(pool)
     start_metrics_server(settings.metrics_host, settings.worker_metrics_port, lambda: _ready(pool))
     client = (

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from grove_db.quotas import QuotaSettings
 
 DEFAULT_ASK_ADDRESS = "127.0.0.1:50051"
 MIN_WEBHOOK_SECRET = 32
 
 
-class WorkerSettings(BaseSettings):
-    """Configuration of ``grove-worker``; a bad value stops the process at start-up."""
+class WorkerSettings(QuotaSettings):
+    """Configuration of ``grove-worker``; a bad value stops the process at start-up (the
+    quotas: for the passages it stores)."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")
 

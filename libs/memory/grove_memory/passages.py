@@ -1,0 +1,183 @@
+"""Passages: a file version's text, stored as notes of kind ``passage`` that cite it.
+
+An upload (or a new version) queues an ``extract_file`` job for that version; a worker
+reads the version's bytes, extracts and splits its text (``grove_memory.extraction``)
+outside any transaction, then, in one transaction with the job's completion, locks the
+file and stores the passages only if the file is still at that version and live: a job
+for a version since replaced, or a file since deleted, completes as a no-op (fenced).
+Passages are notes (migration 0033): embedded, indexed and found like any other, in the
+file's scope, archived with it; only this module writes them. A file that cannot be read
+ends ``indexing: failed`` with the reason, and its job completes: no retry loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID, uuid4
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from grove_db import queue
+from grove_db.errors import QUOTA_SQLSTATE
+from grove_db.pool import Conn, transaction
+from grove_memory.blobs import BlobKey, Blobs
+from grove_memory.extraction import Passage, Unreadable, extract, split
+from grove_memory.notes import NOTE_FIELDS
+
+#: Where a file's passages are: live ones of any version.
+OF_FILE = "file_id = %(file)s AND deleted_at IS NULL"
+
+
+def enqueue(conn: Conn, file_id: UUID, version: int, profile: str | None) -> None:
+    """Queue the extraction of ``version`` of a file, in the caller's transaction (the
+    upload's); its passages are embedded for ``profile`` (None: not embedded)."""
+    conn.execute(
+        "INSERT INTO jobs (account_id, kind, version, payload)"
+        " VALUES (grove_current_account(), %s, %s, %s)",
+        (queue.EXTRACT_FILE, version, Jsonb({"fileId": str(file_id), "profile": profile})),
+    )
+    conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))
+
+
+def drop(conn: Conn, file_id: UUID) -> None:
+    """Soft delete a file's passages (the file was deleted, or has a new version)."""
+    conn.execute(
+        f"UPDATE memories SET deleted_at = statement_timestamp() WHERE {OF_FILE}",
+        {"file": file_id},
+    )
+
+
+def follow(conn: Conn, file_id: UUID, project_id: UUID | None, archived: bool) -> None:
+    """Put a file's passages where the file now is: its scope, and archived with it."""
+    conn.execute(
+        "UPDATE memories SET project_id = %(project)s, updated_at = statement_timestamp(),"
+        " archived_at = CASE WHEN NOT %(archived)s THEN NULL"
+        "   ELSE coalesce(archived_at, statement_timestamp()) END"
+        f" WHERE {OF_FILE} AND (project_id IS DISTINCT FROM %(project)s"
+        "   OR (archived_at IS NOT NULL) <> %(archived)s)",
+        {"file": file_id, "project": project_id, "archived": archived},
+    )
+
+
+Result = Literal["stored", "failed", "stale", "lost"]
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What one extraction job did, and why a file failed."""
+
+    result: Result
+    passages: int = 0
+    reason: str | None = None
+
+
+LOCK_FILE = """
+    SELECT id, project_id, media_type, version, archived_at, deleted_at
+    FROM files WHERE id = %s FOR UPDATE
+"""
+INSERT_PASSAGES = """
+    INSERT INTO memories (account_id, id, project_id, kind, content, capture, indexing,
+                          archived_at, file_id, file_version, file_span)
+    SELECT grove_current_account(), t.id, %(project)s, 'passage', t.content, 'automatic',
+           %(indexing)s, %(archived)s, %(file)s, %(version)s, t.span
+    FROM unnest(%(ids)s::uuid[], %(contents)s::text[], %(spans)s::jsonb[])
+         AS t (id, content, span)
+"""
+INSERT_REVISIONS = f"""
+    INSERT INTO memory_revisions (account_id, memory_id, version, {", ".join(NOTE_FIELDS)},
+                                  expires_at)
+    SELECT m.account_id, m.id, m.version, {", ".join("m." + f for f in NOTE_FIELDS)},
+           m.expires_at
+    FROM memories m WHERE m.id = ANY(%s::uuid[])
+"""
+MARK_FILE = """
+    UPDATE files SET indexing = %(indexing)s, indexing_error = %(error)s,
+        passages = %(passages)s
+    WHERE id = %(file)s
+"""
+
+
+def run(
+    pool: ConnectionPool, blobs: Blobs, owner: str, job: queue.Job, profile: str | None
+) -> Extracted:
+    """Run one extraction job leased by ``owner``; ``profile`` embeds the passages when
+    the job does not name one (a job queued before uploads named it)."""
+    file_id = UUID(str(job.payload["fileId"]))
+    version = job.version or 0
+    profile = job.payload.get("profile", profile)
+    with transaction(pool, job.account_id) as conn:
+        row = conn.execute(
+            "SELECT media_type, version, deleted_at FROM files WHERE id = %s", (file_id,)
+        ).fetchone()
+    current = row is not None and row["deleted_at"] is None and row["version"] == version
+    passages: list[Passage] = []
+    reason = None
+    if current and row is not None:
+        try:
+            passages = split(extract(row["media_type"], _bytes(pool, blobs, job, file_id, version)))
+        except Unreadable as ex:
+            reason = ex.reason
+    with transaction(pool, job.account_id) as conn:
+        if not queue.finish(conn, job, owner):
+            return Extracted("lost")
+        locked = conn.execute(LOCK_FILE, (file_id,)).fetchone()
+        if locked is None or locked["deleted_at"] is not None or locked["version"] != version:
+            return Extracted("stale")
+        if reason is None:
+            try:
+                with conn.transaction():
+                    _store(conn, locked, passages, profile)
+            except psycopg.Error as ex:
+                if ex.sqlstate != QUOTA_SQLSTATE:
+                    raise
+                reason = f"the account's passages are at their quota ({ex.diag.message_primary})"
+        if reason is not None:
+            conn.execute(
+                MARK_FILE, {"indexing": "failed", "error": reason, "passages": 0, "file": file_id}
+            )
+            return Extracted("failed", reason=reason)
+        conn.execute(
+            MARK_FILE,
+            {"indexing": "ready", "error": None, "passages": len(passages), "file": file_id},
+        )
+        return Extracted("stored", len(passages))
+
+
+def _bytes(
+    pool: ConnectionPool, blobs: Blobs, job: queue.Job, file_id: UUID, version: int
+) -> bytes:
+    def transactions() -> AbstractContextManager[Conn]:
+        return transaction(pool, job.account_id)
+
+    return b"".join(blobs.read(transactions, BlobKey(job.account_id, file_id, version)))
+
+
+def _store(
+    conn: Conn, file: dict[str, Any], passages: Sequence[Passage], profile: str | None
+) -> None:
+    """Replace the file's passages with ``passages``, in its scope and archive state."""
+    drop(conn, file["id"])
+    ids = [uuid4() for _ in passages]
+    if not ids:
+        return
+    conn.execute(
+        INSERT_PASSAGES,
+        {
+            "project": file["project_id"],
+            "indexing": "pending" if profile else "disabled",
+            "archived": file["archived_at"],
+            "file": file["id"],
+            "version": file["version"],
+            "ids": ids,
+            "contents": [p.text for p in passages],
+            "spans": [Jsonb(p.span) for p in passages],
+        },
+    )
+    conn.execute(INSERT_REVISIONS, (ids,))
+    if profile:
+        queue.enqueue_embeddings(conn, ids, profile)

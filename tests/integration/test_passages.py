@@ -24,7 +24,7 @@ from grove_memory import files, passages
 from grove_memory.blobs import PostgresBlobs
 from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
-from tests.support.processes import Running, start_api, start_worker
+from tests.support.processes import Running, start_api, start_ask, start_worker
 from tests.support.tenants import Tenant, new_tenant
 
 FILES = "/v1/files"
@@ -44,14 +44,21 @@ def pdf(pages: dict[int, str], count: int = 4) -> bytes:
 
 @pytest.fixture(scope="module")
 def api(database: embedded.EmbeddedDatabase) -> Iterator[Running]:
-    """A lexical api and a worker (which extracts files whatever its profile)."""
-    worker = start_worker(database, "127.0.0.1:1", GROVE_EMBEDDING_PROFILE="disabled")
+    """A lexical api answering through an extractive grove-ask, and a worker (which
+    extracts files whatever its profile)."""
+    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
+    worker = start_worker(database, ask.url, GROVE_EMBEDDING_PROFILE="disabled")
     running = start_api(
-        {"GROVE_DATABASE_URL": database.runtime_url, "GROVE_EMBEDDING_PROFILE": "disabled"}
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ASK_ADDRESS": ask.url,
+        }
     )
     yield running
     running.stop()
     worker.stop()
+    ask.stop()
 
 
 @pytest.fixture
@@ -106,6 +113,10 @@ def test_a_pdf_page_is_found_by_search_and_recall_and_cited_by_page(tenant: Tena
     assert hit["projectId"] is None and hit["indexing"] == "disabled"
     recalled = data_of(key.post("/v1/recall", {"query": "billing gateway restart"}))["items"]
     assert recalled[0]["memory"]["id"] == hit["id"]
+    answer = data_of(key.post("/v1/ask", {"query": "When does the billing gateway restart?"}))
+    assert answer["status"] == "answered", answer
+    assert answer["sources"][0]["noteId"] == hit["id"]
+    assert answer["sources"][0]["file"] == hit["file"]
 
     # Passages are not notes a caller saved: not listed, not exported, never written.
     assert data_of(key.get("/v1/memories"))["items"] == []

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from grove_contracts.notes import NOT_BLANK, Strict
+from grove_contracts.notes import NOT_BLANK, PassageSource, Strict
 
 MAX_ASK_QUERY_CHARS = 6000
 MAX_PREVIOUS_QUESTIONS = 4
@@ -72,7 +72,8 @@ class Answer(BaseModel):
 
 
 class Source(BaseModel):
-    """One note revision used as evidence, best first."""
+    """One note revision used as evidence, best first; a passage of a file cites it in
+    ``file``."""
 
     noteId: UUID
     version: int
@@ -80,6 +81,7 @@ class Source(BaseModel):
     kind: str
     projectId: UUID | None
     score: float | None = None
+    file: PassageSource | None = None
 
 
 class AskResponse(BaseModel):

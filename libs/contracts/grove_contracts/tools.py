@@ -46,6 +46,12 @@ RETRIES = (
     " Give each mutation a new UUID `operationId` and keep the same one when retrying it:"
     " a retry then returns the first result instead of saving twice."
 )
+#: What recall and search say about the passages of uploaded files among their results.
+PASSAGES = (
+    " Results include passages of files the user uploaded (`kind: passage`), each citing"
+    " its source in `file` (`fileId`, `version`, and `pages` of a PDF or `bytes` of the"
+    " original): cite them by file and page; they cannot be updated or forgotten."
+)
 SCOPE = " `projectId: null` (or omitted) is the user's personal notes; a UUID is a notebook."
 CONTENT = (
     " Content is CommonMark/GitHub-flavoured Markdown, 1-6,000 characters after trimming;"
@@ -156,7 +162,7 @@ TOOLS: tuple[Tool, ...] = (
         " past context may help; use `search_memories` to browse or page through matches."
         + SCOPE
         + " Recall searches that scope (plus personal notes unless"
-        " `includePersonal` is false) and never other notebooks.",
+        " `includePersonal` is false) and never other notebooks." + PASSAGES,
         RecallRequest,
         RecallResult,
         read_only=True,
@@ -209,7 +215,7 @@ TOOLS: tuple[Tool, ...] = (
         ' (-word or -"a phrase" excludes). `sort` is `relevance` or'
         " `updated_desc`; page with"
         " `cursor`; `matches: true` explains each result." + SCOPE + " Omit `projectId` to"
-        " search every scope you may read.",
+        " search every scope you may read." + PASSAGES,
         SearchRequest,
         SearchPage,
         read_only=True,

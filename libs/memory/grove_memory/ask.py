@@ -38,6 +38,7 @@ from grove_memory.recall import (
     query_vector,
     semantic_candidates,
 )
+from grove_memory.rows import passage_of
 from grove_memory.scope import check_notebook, in_notebook
 from grove_memory.store import Store, require
 from grove_telemetry import metrics
@@ -244,6 +245,7 @@ def _source(candidate: Candidate) -> dict[str, Any]:
         "kind": row["kind"],
         "projectId": None if row["project_id"] is None else str(row["project_id"]),
         "score": round(candidate.score, 6),
+        "file": None if (file := passage_of(row)) is None else file.model_dump(mode="json"),
     }
 
 

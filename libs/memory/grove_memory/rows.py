@@ -37,10 +37,15 @@ def memory_of(row: dict[str, Any]) -> Memory:
         indexing=row["indexing"],
         createdAt=row["created_at"],
         updatedAt=row["updated_at"],
-        file=None
-        if row["file_id"] is None
-        else PassageSource(fileId=row["file_id"], version=row["file_version"], **row["file_span"]),
+        file=passage_of(row),
     )
+
+
+def passage_of(row: dict[str, Any]) -> PassageSource | None:
+    """Where a passage's row (``MEMORY_COLUMNS``) was read; None for a note."""
+    if row["file_id"] is None:
+        return None
+    return PassageSource(fileId=row["file_id"], version=row["file_version"], **row["file_span"])
 
 
 def revision_of(row: dict[str, Any]) -> Revision:

@@ -18,9 +18,11 @@ from pypdf import PdfReader, PdfWriter
 
 from grove_auth.principal import Principal
 from grove_cli import admin
+from grove_contracts.files import FileUpdate
+from grove_contracts.notebooks import CreateNotebookRequest
 from grove_db import embedded, queue, schema
 from grove_db.pool import open_pool, transaction
-from grove_memory import files, passages
+from grove_memory import files, notebooks, passages, subtrees
 from grove_memory.blobs import PostgresBlobs
 from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
@@ -290,3 +292,56 @@ def test_an_extraction_of_a_replaced_version_stores_nothing(quiet: tuple[str, An
         jobs = conn.execute("SELECT status FROM jobs ORDER BY id").fetchall()
     assert [(r["file_version"], r["content"]) for r in rows] == [(2, "The ledger closes at noon.")]
     assert [j["status"] for j in jobs] == ["done", "done"]
+
+
+def test_a_notebooks_subtree_carries_its_files_and_their_passages(quiet: tuple[str, Any]) -> None:
+    url, pool = quiet
+    account = admin.create_account(embedded.role_url(url, embedded.MIGRATION_ROLE), "tree")
+    owner = Principal(
+        account,
+        uuid.uuid4(),
+        personal=True,
+        all_notebooks=True,
+        can_write=True,
+        can_delete=True,
+        kind="owner",
+    )
+    store = Store(pool=pool, cursor_secret=b"x" * 32)
+    blobs = PostgresBlobs()
+    (notebook, _) = notebooks.create_notebook(store, owner, CreateNotebookRequest(name="ops"))
+    file = files.upload(
+        store,
+        blobs,
+        owner,
+        files.Body.of([pdf({1: GATEWAY}, 1)], "application/pdf"),
+        name="runbook.pdf",
+        notebook_id=notebook.id,
+    ).file
+    (job,) = queue.claim(pool, "test", None, 10, 60, [queue.EXTRACT_FILE])
+    assert passages.run(pool, blobs, "test", job, None).result == "stored"
+
+    def state() -> tuple[bool, list[bool]]:
+        with transaction(pool, account) as conn:
+            row = conn.execute("SELECT archived_at, deleted_at FROM files").fetchone()
+            notes = conn.execute(
+                "SELECT archived_at FROM memories WHERE deleted_at IS NULL"
+            ).fetchall()
+        assert row is not None
+        if row["deleted_at"] is not None:
+            return True, [n["archived_at"] is not None for n in notes]
+        return row["archived_at"] is not None, [n["archived_at"] is not None for n in notes]
+
+    before = subtrees.preview(store, owner, notebook.id)
+    assert (before.notebooks, before.notes) == (1, 0)  # a passage is not a note here
+    subtrees.apply(store, owner, notebook.id, "archive", before.fingerprint)
+    assert state() == (True, [True])
+    with pytest.raises(subtrees.SubtreeChanged):  # the file is part of the fingerprint
+        archived = subtrees.preview(store, owner, notebook.id)
+        files.update_file(store, owner, file.id, FileUpdate(name="renamed.pdf"))
+        subtrees.apply(store, owner, notebook.id, "restore", archived.fingerprint)
+    archived = subtrees.preview(store, owner, notebook.id)
+    subtrees.apply(store, owner, notebook.id, "restore", archived.fingerprint)
+    assert state() == (False, [False])
+    restored = subtrees.preview(store, owner, notebook.id)
+    subtrees.apply(store, owner, notebook.id, "delete", restored.fingerprint)
+    assert state() == (True, [])  # the file deleted, and no live passage left

@@ -7,6 +7,7 @@ its embedding job and its idempotency record together.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -391,15 +392,20 @@ SIMILAR_CANDIDATES = 5
 SIMILAR_WORDS = 6
 #: Notes each of those words finds at most.
 SIMILAR_POSTINGS = 100
+#: Of those words, how many a candidate shares at least (fewer if the note has fewer): a
+#: note sharing one word of six is never near the threshold, and most saves then have no
+#: candidate to read or score.
+SIMILAR_MIN_SHARED = 2
 #: The notes sharing the most of those words that are read (and then kept if live).
 SIMILAR_SHORTLIST = 20
 
-#: Candidates for the notes like the saved one: the notes in its scope with any of its
-#: ``SIMILAR_WORDS`` longest words (at most ``SIMILAR_POSTINGS`` for each, in the
-#: postings' order, the scope read from the postings' index: migration 0032), the
-#: ``SIMILAR_SHORTLIST`` sharing the most of them, then those live. Only postings of the
-#: saved note's scope, which its writer sees, are read, so which notes a caller is told of
-#: never depends on notes outside its grants. The work is bounded by the postings read.
+#: Candidates for the notes like the saved one: the notes in its scope with at least
+#: ``SIMILAR_MIN_SHARED`` of its ``SIMILAR_WORDS`` longest words (at most
+#: ``SIMILAR_POSTINGS`` notes for each word, in the postings' order, the scope read from
+#: the postings' index: migration 0032), the ``SIMILAR_SHORTLIST`` sharing the most of
+#: them, then those live. Only postings of the saved note's scope, which its writer sees,
+#: are read, so which notes a caller is told of never depends on notes outside its grants.
+#: The work is bounded by the postings read.
 SIMILAR = f"""
     WITH words AS (
         SELECT l.word FROM memories n
@@ -413,12 +419,20 @@ SIMILAR = f"""
             WHERE v.account_id = grove_current_account() AND v.word = words.word
               AND v.memory_id <> %(saved)s AND {{postings}}
             LIMIT %(postings)s) AS p
-        GROUP BY p.memory_id ORDER BY score DESC, p.memory_id LIMIT %(shortlist)s
+        GROUP BY p.memory_id
+        HAVING count(*) >= least(%(shared)s, (SELECT count(*) FROM words))
+        ORDER BY score DESC, p.memory_id LIMIT %(shortlist)s
     )
-    SELECT {MEMORY_COLUMNS} FROM shared s JOIN memories m ON m.id = s.memory_id
+    SELECT m.id, m.version, m.content FROM shared s JOIN memories m ON m.id = s.memory_id
     WHERE m.archived_at IS NULL AND {VISIBLE} AND {SAVED} AND {{scope}}
     ORDER BY s.score DESC, m.id LIMIT %(limit)s
 """
+
+
+@functools.cache
+def _similar(postings: str, scope: str) -> str:
+    """``SIMILAR`` for one scope's predicates (formatted once for each)."""
+    return SIMILAR.format(postings=postings, scope=scope)
 
 
 def similar_notes(conn: Conn, principal: Principal, row: dict[str, Any]) -> list[SimilarNote]:
@@ -432,12 +446,14 @@ def similar_notes(conn: Conn, principal: Principal, row: dict[str, Any]) -> list
         saved=row["id"],
         words=SIMILAR_WORDS,
         postings=SIMILAR_POSTINGS,
+        shared=SIMILAR_MIN_SHARED,
         shortlist=SIMILAR_SHORTLIST,
         limit=SIMILAR_CANDIDATES,
     )
-    scope = in_notebook(row["project_id"])
-    statement = SIMILAR.format(postings=in_notebook(row["project_id"], "v"), scope=scope)
+    statement = _similar(in_notebook(row["project_id"], "v"), in_notebook(row["project_id"]))
     found = conn.execute(statement, values).fetchall()
+    if not found:
+        return []
     saved = duplicates.words(row["content"])
     scored = [(duplicates.word_similarity(saved, duplicates.words(f["content"])), f) for f in found]
     kept = sorted(

@@ -773,6 +773,7 @@ def _apply_lifecycle(
                     "fingerprint": subtrees.state(conn, root).fingerprint,
                     "notebooks": [str(i) for i in changed["n"]],
                     "notes": [str(i) for i in changed["m"]],
+                    "files": [str(i) for i in changed["f"]],
                     "undo": "restored" if action == "archive" else "archived",
                 }
             )
@@ -869,7 +870,8 @@ def _put_back(
 
 
 def _set_archived_subtree(conn: Conn, tree: dict[str, Any], archive: bool) -> None:
-    """Archive (or un-archive) exactly the notebooks and notes an apply changed."""
+    """Archive (or un-archive) exactly the notebooks, notes and files an apply changed
+    (an apply recorded before files were archived with notebooks has no ``files``)."""
     stamp = "now()" if archive else "NULL"
     conn.execute(
         f"UPDATE projects SET archived_at = {stamp}, updated_at = statement_timestamp()"
@@ -879,4 +881,9 @@ def _set_archived_subtree(conn: Conn, tree: dict[str, Any], archive: bool) -> No
     conn.execute(
         f"UPDATE memories SET archived_at = {stamp} WHERE id = ANY(%s::uuid[])",
         ([UUID(i) for i in tree["notes"]],),
+    )
+    conn.execute(
+        f"UPDATE files SET archived_at = {stamp}, updated_at = statement_timestamp()"
+        " WHERE id = ANY(%s::uuid[])",
+        ([UUID(i) for i in tree.get("files", [])],),
     )

@@ -39,12 +39,18 @@ STATE = (
     UNION ALL
     SELECT 'm', m.id, m.version::text, m.archived_at IS NOT NULL
     FROM memories m JOIN sub ON sub.id = m.project_id
-    WHERE m.deleted_at IS NULL
+    WHERE m.deleted_at IS NULL AND m.file_id IS NULL
+    UNION ALL
+    SELECT 'f', f.id, f.updated_at::text, f.archived_at IS NOT NULL
+    FROM files f JOIN sub ON sub.id = f.project_id
+    WHERE f.deleted_at IS NULL
     ORDER BY 1, 2
 """
 )
 
-#: Each action's statements; each returns the rows it changed (``what``: n/m, ``id``).
+#: Each action's statements; each returns the rows it changed (``what``: n/m/f for
+#: notebooks, notes and files, ``id``). Files go with their notebook, and their passages
+#: (notes in the same notebooks) with them.
 APPLY = {
     "archive": [
         # now() is the transaction's time: notebooks and notes get the same stamp.
@@ -54,18 +60,27 @@ APPLY = {
         SUBTREE + "UPDATE memories m SET archived_at = now() FROM sub"
         " WHERE m.project_id = sub.id AND m.archived_at IS NULL AND m.deleted_at IS NULL"
         " RETURNING 'm' AS what, m.id",
+        SUBTREE + "UPDATE files f SET archived_at = now(), updated_at = statement_timestamp()"
+        " FROM sub WHERE f.project_id = sub.id AND f.archived_at IS NULL"
+        " AND f.deleted_at IS NULL RETURNING 'f' AS what, f.id",
     ],
     "restore": [
         # Notes archived together with their notebook share its archive time.
         SUBTREE + "UPDATE memories m SET archived_at = NULL FROM sub, projects p"
         " WHERE m.project_id = sub.id AND p.id = sub.id AND m.archived_at = p.archived_at"
         " RETURNING 'm' AS what, m.id",
+        SUBTREE + "UPDATE files f SET archived_at = NULL, updated_at = statement_timestamp()"
+        " FROM sub, projects p WHERE f.project_id = sub.id AND p.id = sub.id"
+        " AND f.archived_at = p.archived_at RETURNING 'f' AS what, f.id",
         SUBTREE + "UPDATE projects p SET archived_at = NULL, updated_at = statement_timestamp()"
         " FROM sub WHERE p.id = sub.id AND p.archived_at IS NOT NULL RETURNING 'n' AS what, p.id",
     ],
     "delete": [
         SUBTREE + "UPDATE memories m SET deleted_at = statement_timestamp() FROM sub"
         " WHERE m.project_id = sub.id AND m.deleted_at IS NULL RETURNING 'm' AS what, m.id",
+        SUBTREE + "UPDATE files f SET deleted_at = statement_timestamp(),"
+        " updated_at = statement_timestamp() FROM sub WHERE f.project_id = sub.id"
+        " AND f.deleted_at IS NULL RETURNING 'f' AS what, f.id",
         SUBTREE + "UPDATE projects p SET deleted_at = statement_timestamp(),"
         " updated_at = statement_timestamp() FROM sub WHERE p.id = sub.id"
         " RETURNING 'n' AS what, p.id",
@@ -102,8 +117,9 @@ def apply(
 
 
 def change(conn: Conn, root: UUID, action: Action) -> dict[str, list[UUID]]:
-    """Run ``action`` on the subtree; the notebooks (``n``) and notes (``m``) it changed."""
-    changed: dict[str, list[UUID]] = {"n": [], "m": []}
+    """Run ``action`` on the subtree; the notebooks (``n``), notes (``m``, passages among
+    them) and files (``f``) it changed."""
+    changed: dict[str, list[UUID]] = {"n": [], "m": [], "f": []}
     for statement in APPLY[action]:
         for row in conn.execute(statement, {"root": root}).fetchall():
             changed[row["what"]].append(row["id"])

@@ -1,7 +1,7 @@
 """The near-duplicate warning on save: what finding ``similar`` costs as an account grows.
 
-``remember`` looks for notes like the one it saves inside the save's transaction
-(``grove_memory.notes.similar_notes``), so its cost is added to every save. For accounts
+``remember`` looks for notes like the one it saves inside the save's transaction, before
+it writes (``grove_memory.notes.similar_notes``), so its cost is added to every save. For accounts
 holding 1,000 and 100,000 notes (bench.bulk's varied texts, bulk-loaded) plus the 249
 notes of the labelled near-duplicate set (``bench/data/near_duplicates.json``), each
 labelled note that has a cluster-mate above ``SAVE_LEXICAL_THRESHOLD`` is looked up as
@@ -54,7 +54,12 @@ def lookups(
     for row, mates in probes:
         with transaction(pool, who.account_id) as conn:
             start = time.perf_counter()
-            found = {s.id for s in notes.similar_notes(conn, who, row)}
+            found = {
+                s.id
+                for s in notes.similar_notes(
+                    conn, who, row["content"], row["project_id"], row["id"]
+                )
+            }
             times.append((time.perf_counter() - start) * 1000)
         named += len(mates & found)
         expected += len(mates)

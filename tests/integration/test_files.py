@@ -346,9 +346,14 @@ def storage_of(client: Client) -> dict[str, Any]:
 
 TRUTH = """
     SELECT
-      (SELECT count(*) FROM memories WHERE account_id = %(a)s) AS notes_items,
-      (SELECT coalesce(sum(octet_length(content)), 0) FROM memories WHERE account_id = %(a)s)
-        AS notes_bytes,
+      (SELECT count(*) FROM memories WHERE account_id = %(a)s AND file_id IS NULL)
+        AS notes_items,
+      (SELECT coalesce(sum(octet_length(content)), 0) FROM memories
+        WHERE account_id = %(a)s AND file_id IS NULL) AS notes_bytes,
+      (SELECT count(*) FROM memories WHERE account_id = %(a)s AND file_id IS NOT NULL)
+        AS passages_items,
+      (SELECT coalesce(sum(octet_length(content)), 0) FROM memories
+        WHERE account_id = %(a)s AND file_id IS NOT NULL) AS passages_bytes,
       (SELECT count(*) FROM memory_revisions WHERE account_id = %(a)s) AS revisions_items,
       (SELECT coalesce(sum(octet_length(content)), 0) FROM memory_revisions
         WHERE account_id = %(a)s) AS revisions_bytes,
@@ -360,10 +365,12 @@ TRUTH = """
 
 
 def assert_never_under_the_truth(stack: FilesStack, account: Account) -> dict[str, Any]:
-    counters = storage_of(account.session)
+    # The truth first: rows are only ever added (deletes are soft), so the counters read
+    # after it hold at least as much, even while a worker extracts passages meanwhile.
     with superuser(stack) as conn:
         cur = conn.cursor(row_factory=psycopg.rows.dict_row)
         truth = cur.execute(TRUTH, {"a": account.tenant.account_id}).fetchone()
+    counters = storage_of(account.session)
     assert truth is not None
     for name, value in truth.items():
         kind, _, measure = name.rpartition("_")

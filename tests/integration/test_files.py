@@ -401,7 +401,8 @@ def test_storage_is_owner_only_and_never_under_the_truth(
     file = uploaded(account.key, b"a" * 3000, "text/plain")
     upload(account.key, b"b" * 2000, "text/plain", path=f"{FILES}/{file['id']}")
     after = assert_never_under_the_truth(stack, account)
-    assert after["notes"]["items"] == 1 and after["revisions"]["items"] == 2
+    # Two revisions of the note, and one for each passage a worker may have extracted.
+    assert after["notes"]["items"] == 1 and after["revisions"]["items"] >= 2
     assert after["files"]["items"] == 1
     assert after["files"]["bytes"] >= 5000  # both versions are kept
     assert after["notes"]["bytes"] >= len("we deploy on wednesdays")

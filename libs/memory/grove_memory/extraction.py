@@ -113,8 +113,7 @@ def _passage(segments: list[Segment]) -> Passage:
 
 
 def _pieces(segment: Segment) -> Iterator[Segment]:
-    """``segment`` cut to at most ``MAX_PASSAGE_CHARS`` a piece: at sentence ends, a
-    sentence longer than that at spaces, a word longer than that anywhere. Each piece
+    """``segment`` cut to at most ``MAX_PASSAGE_CHARS`` a piece (``_cuts``). Each piece
     keeps the segment's page, or its bytes (exact when the segment's text is its source,
     as for plain text; else the whole segment's)."""
     text = segment.text
@@ -123,40 +122,50 @@ def _pieces(segment: Segment) -> Iterator[Segment]:
         return
     exact = segment.start is not None and segment.end is not None
     exact = exact and len(text.encode()) == (segment.end or 0) - (segment.start or 0)
-    at = 0
-    for piece in _cuts(text):
-        begin = text.index(piece, at)
-        at = begin + len(piece)
+    chars, size = 0, segment.start or 0  # the bytes before text[chars:], counted once
+    for begin, end in _cuts(text):
+        piece = text[begin:end]
         if segment.page is not None or not exact:
             yield Segment(piece, segment.page, segment.start, segment.end)
             continue
-        start = (segment.start or 0) + len(text[:begin].encode())
-        yield Segment(piece, None, start, start + len(piece.encode()))
+        size += len(text[chars:begin].encode())
+        chars = begin
+        yield Segment(piece, None, size, size + len(piece.encode()))
 
 
-def _cuts(text: str) -> Iterator[str]:
-    """``text`` in pieces of at most ``MAX_PASSAGE_CHARS``, cut as ``_pieces`` says."""
-    current = ""
-    for sentence in _SENTENCE_END.split(text):
-        for part in _bounded(sentence):
-            if current and len(current) + 1 + len(part) > MAX_PASSAGE_CHARS:
-                yield current
-                current = ""
-            current = f"{current} {part}" if current else part
-    if current:
-        yield current
+def _cuts(text: str) -> Iterator[tuple[int, int]]:
+    """``text`` as ``[start, end)`` ranges of at most ``MAX_PASSAGE_CHARS``: whole
+    sentences packed together, a longer sentence cut at its last space before the limit
+    (at the limit, for one enormous word). Each range is of the text as it is, its own
+    spacing and line breaks kept."""
+    start = end = 0
+    for part_start, part_end in _bounded(text):
+        if end > start and part_end - start > MAX_PASSAGE_CHARS:
+            yield start, end
+            start = part_start
+        elif end == start:
+            start = part_start
+        end = part_end
+    if end > start:
+        yield start, end
 
 
-def _bounded(sentence: str) -> Iterator[str]:
-    """A sentence in parts of at most ``MAX_PASSAGE_CHARS``: whole if it fits, else cut
-    at the last space before the limit (or at the limit, for one enormous word)."""
-    while len(sentence) > MAX_PASSAGE_CHARS:
-        cut = sentence.rfind(" ", 0, MAX_PASSAGE_CHARS + 1)
-        cut = cut if cut > 0 else MAX_PASSAGE_CHARS
-        yield sentence[:cut].strip()
-        sentence = sentence[cut:].strip()
-    if sentence:
-        yield sentence
+def _bounded(text: str) -> Iterator[tuple[int, int]]:
+    """The sentences of ``text`` as ranges, each cut to at most ``MAX_PASSAGE_CHARS``."""
+    at = 0
+    ends = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(text)]
+    for stop, after in [*ends, (len(text), len(text))]:
+        start = at
+        while stop - start > MAX_PASSAGE_CHARS:
+            cut = text.rfind(" ", start, start + MAX_PASSAGE_CHARS + 1)
+            cut = cut if cut > start else start + MAX_PASSAGE_CHARS
+            yield start, cut
+            start = cut
+            while start < stop and text[start].isspace():
+                start += 1
+        if stop > start:
+            yield start, stop
+        at = after
 
 
 def _decoded(data: bytes) -> str:

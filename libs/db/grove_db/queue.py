@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from grove_db.pool import Conn, set_locally, transaction
@@ -169,6 +170,17 @@ def enqueue_embeddings(conn: Conn, memory_ids: list[UUID], profile: str) -> None
         " SELECT m.account_id, %s, m.id, m.version, %s FROM memories m"
         " WHERE m.id = ANY(%s::uuid[])",
         (EMBED_REVISION, profile, memory_ids),
+    )
+    conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+
+
+def enqueue_extraction(conn: Conn, file_id: UUID, version: int, profile: str | None) -> None:
+    """Queue the extraction of ``version`` of a file into passages, in the caller's
+    transaction (the upload's); they are embedded for ``profile`` (None: not embedded)."""
+    conn.execute(
+        "INSERT INTO jobs (account_id, kind, version, payload)"
+        " VALUES (grove_current_account(), %s, %s, %s)",
+        (EXTRACT_FILE, version, Jsonb({"fileId": str(file_id), "profile": profile})),
     )
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
 

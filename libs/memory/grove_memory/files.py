@@ -12,9 +12,9 @@ archiving or deleting a file does the same to its passages in the same transacti
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, cast
 from uuid import UUID, uuid4
@@ -34,6 +34,7 @@ from grove_contracts.files import (
     StoredFile,
     media_type_of,
 )
+from grove_db import queue
 from grove_db.pool import Conn, set_project, transaction
 from grove_memory import cursors, idempotency, passages
 from grove_memory.blobs import BlobKey, Blobs
@@ -152,7 +153,7 @@ def upload(
             INSERT_FILE, {"id": uuid4(), "project_id": notebook_id, "name": name, **_sizes(body)}
         ).fetchone()
         file = _store(op.conn, blobs, principal, cast(dict[str, Any], row), body)
-        passages.enqueue(op.conn, file.id, file.version, store.profile)
+        queue.enqueue_extraction(op.conn, file.id, file.version, store.profile)
         return Uploaded(op.record(file), created=True)
 
 
@@ -180,7 +181,7 @@ def upload_version(
         row = op.conn.execute(NEW_VERSION, {"id": file_id, "name": name, **_sizes(body)}).fetchone()
         file = _store(op.conn, blobs, principal, cast(dict[str, Any], row), body)
         passages.drop(op.conn, file_id)
-        passages.enqueue(op.conn, file_id, file.version, store.profile)
+        queue.enqueue_extraction(op.conn, file_id, file.version, store.profile)
         return op.record(file)
 
 
@@ -241,10 +242,7 @@ def original(store: Store, blobs: Blobs, principal: Principal, file_id: UUID) ->
     """
     file = get_file(store, principal, file_id)
     key = BlobKey(principal.account_id, file.id, file.version)
-
-    def transactions() -> AbstractContextManager[Conn]:
-        return transaction(store.pool, principal.account_id)
-
+    transactions = functools.partial(transaction, store.pool, principal.account_id)
     return Original(file, blobs.read(transactions, key))
 
 

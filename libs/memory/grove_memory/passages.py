@@ -12,8 +12,8 @@ ends ``indexing: failed`` with the reason, and its job completes: no retry loop.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID, uuid4
@@ -31,17 +31,6 @@ from grove_memory.notes import NOTE_FIELDS
 
 #: Where a file's passages are: live ones of any version.
 OF_FILE = "file_id = %(file)s AND deleted_at IS NULL"
-
-
-def enqueue(conn: Conn, file_id: UUID, version: int, profile: str | None) -> None:
-    """Queue the extraction of ``version`` of a file, in the caller's transaction (the
-    upload's); its passages are embedded for ``profile`` (None: not embedded)."""
-    conn.execute(
-        "INSERT INTO jobs (account_id, kind, version, payload)"
-        " VALUES (grove_current_account(), %s, %s, %s)",
-        (queue.EXTRACT_FILE, version, Jsonb({"fileId": str(file_id), "profile": profile})),
-    )
-    conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))
 
 
 def drop(conn: Conn, file_id: UUID) -> None:
@@ -110,16 +99,17 @@ def run(
     file_id = UUID(str(job.payload["fileId"]))
     version = job.version or 0
     profile = job.payload.get("profile", profile)
-    with transaction(pool, job.account_id) as conn:
+    transactions = functools.partial(transaction, pool, job.account_id)
+    with transactions() as conn:
         row = conn.execute(
             "SELECT media_type, version, deleted_at FROM files WHERE id = %s", (file_id,)
         ).fetchone()
-    current = row is not None and row["deleted_at"] is None and row["version"] == version
     passages: list[Passage] = []
     reason = None
-    if current and row is not None:
+    if row is not None and row["deleted_at"] is None and row["version"] == version:
+        data = b"".join(blobs.read(transactions, BlobKey(job.account_id, file_id, version)))
         try:
-            passages = split(extract(row["media_type"], _bytes(pool, blobs, job, file_id, version)))
+            passages = split(extract(row["media_type"], data))
         except Unreadable as ex:
             reason = ex.reason
     with transaction(pool, job.account_id) as conn:
@@ -146,15 +136,6 @@ def run(
             {"indexing": "ready", "error": None, "passages": len(passages), "file": file_id},
         )
         return Extracted("stored", len(passages))
-
-
-def _bytes(
-    pool: ConnectionPool, blobs: Blobs, job: queue.Job, file_id: UUID, version: int
-) -> bytes:
-    def transactions() -> AbstractContextManager[Conn]:
-        return transaction(pool, job.account_id)
-
-    return b"".join(blobs.read(transactions, BlobKey(job.account_id, file_id, version)))
 
 
 def _store(

@@ -345,3 +345,31 @@ def test_a_notebooks_subtree_carries_its_files_and_their_passages(quiet: tuple[s
     restored = subtrees.preview(store, owner, notebook.id)
     subtrees.apply(store, owner, notebook.id, "delete", restored.fingerprint)
     assert state() == (True, [])  # the file deleted, and no live passage left
+
+
+def test_a_parser_that_breaks_fails_the_file_not_the_worker(
+    quiet: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, pool = quiet
+    account = admin.create_account(embedded.role_url(url, embedded.MIGRATION_ROLE), "broken")
+    owner = Principal(account, uuid.uuid4(), personal=True, all_notebooks=True, can_write=True)
+    store = Store(pool=pool, cursor_secret=b"x" * 32)
+    blobs = PostgresBlobs()
+    body = files.Body.of([b"<p>fine</p>"], "text/html")
+    files.upload(store, blobs, owner, body, name="page.html", notebook_id=None)
+
+    def broken(media_type: str, data: bytes) -> list[Any]:
+        raise RecursionError("the parser gave up")
+
+    monkeypatch.setattr(passages, "extract", broken)
+    (job,) = queue.claim(pool, "test", None, 10, 60, [queue.EXTRACT_FILE])
+    done = passages.run(pool, blobs, "test", job, None)
+    assert (done.result, done.reason) == (
+        "failed",
+        "the file's text cannot be read (RecursionError)",
+    )
+    with transaction(pool, account) as conn:
+        file = conn.execute("SELECT indexing, indexing_error FROM files").fetchone()
+        status = conn.execute("SELECT status FROM jobs").fetchone()
+    assert file is not None and status is not None
+    assert (file["indexing"], status["status"]) == ("failed", "done")

@@ -112,6 +112,8 @@ def run(
             passages = split(extract(row["media_type"], data))
         except Unreadable as ex:
             reason = ex.reason
+        except Exception as ex:  # a parser's own failure: the file fails, never the job loop
+            reason = f"the file's text cannot be read ({type(ex).__name__})"
     with transaction(pool, job.account_id) as conn:
         if not queue.finish(conn, job, owner):
             return Extracted("lost")

@@ -147,7 +147,17 @@ def remember(
     ``similar`` is false: a batch's items do not look for them).
     """
     require(principal, "write")
-    with idempotency.mutation(store, principal, "remember", req) as op:
+
+    def lookup(conn: Conn) -> list[SimilarNote]:
+        return similar_notes(conn, principal, req.content, req.projectId, req.id)
+
+    # Looked up before the transaction holds the account (each save's shared lock on its
+    # row) or writes (the usage row, which every save of the account waits for): its
+    # time would otherwise lengthen the holds every save of the account contends on. The
+    # scope is checked just after; the candidates of a refused save are never shown.
+    with idempotency.mutation(
+        store, principal, "remember", req, before=lookup if similar else None
+    ) as op:
         if op.replay is not None:
             return SaveResult(op.replay.answer(SavedMemory), created=False, replayed=True)
         conn = op.conn
@@ -155,11 +165,7 @@ def remember(
         if req.capture == "automatic":
             _check_capture(conn, store)
         values = _values_from_request(req)
-        # Looked up before the first write: from then until the commit the transaction
-        # holds the account's usage row, which every save of the account waits for.
-        found = (
-            similar_notes(conn, principal, req.content, req.projectId, req.id) if similar else []
-        )
+        found: list[SimilarNote] = op.before or []
         if req.id is not None:
             current = lock_note(conn, principal, req.id, req.expectedVersion)
             retention_supplied = "retentionDays" in req.model_fields_set

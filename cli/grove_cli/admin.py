@@ -73,6 +73,18 @@ def set_automatic_capture(migration_url: str, account_id: UUID, paused: bool) ->
         )
 
 
+def enrich(migration_url: str, account_id: UUID, *, reset: bool, files: bool) -> dict[str, int]:
+    """``grove enrich reindex|reset``: ``grove_memory.enrichment.redo`` for one account;
+    raises ``LookupError`` if there is no such account."""
+    from grove_memory.enrichment import redo
+
+    with psycopg.connect(migration_url, row_factory=dict_row) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        if conn.execute("SELECT 1 FROM accounts WHERE id = %s", (account_id,)).fetchone() is None:
+            raise LookupError(f"no account {account_id}")
+        return redo(conn, reset=reset, files=files)
+
+
 def add_owner(migration_url: str, account_id: UUID, issuer: str, subject: str) -> None:
     """Record that the provider's ``subject`` (of ``issuer``) owns the account."""
     with psycopg.connect(migration_url) as conn, conn.transaction():

@@ -9,6 +9,10 @@ statement names its account and profile as values and is planned per tenant, so 
 planner takes the account's own, smaller graph. Small accounts keep the exact path (their
 vectors through the account's b-tree, sorted).
 
+A profile of more dimensions than an HNSW index takes (``reindex.HNSW_MAX_DIMENSIONS``,
+pgvector's 2,000; say a 4,096-dimension model) gets no index: each account over the
+threshold is named on stderr as skipped, and its statements stay exact.
+
 Indexes are built ``CONCURRENTLY`` (saves go on) one at a time, and an account's index
 is dropped once the account is deleted or holds fewer than half the threshold (so an
 account near it is not rebuilt back and forth). Run it with the migration credentials
@@ -27,6 +31,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
+from grove_cli.reindex import HNSW_MAX_DIMENSIONS, too_large_for_hnsw
 from grove_db.pool import set_tenant
 
 #: Vectors from which an account gets its own graph. Below it the planner's exact path
@@ -119,6 +124,10 @@ def _ensure(
             changes.append(Change("dropped", account_id, vectors, time.monotonic() - started))
     for account_id, (vectors, dimensions) in sorted(sizes.items(), key=lambda i: -i[1][0]):
         if vectors >= min_vectors and account_id not in indexed:
+            if dimensions > HNSW_MAX_DIMENSIONS:
+                what = f"account {account_id} ({vectors} vectors)"
+                print(too_large_for_hnsw(what, dimensions), file=sys.stderr)
+                continue
             started = time.monotonic()
             _build(conn, account_id, profile, dimensions)
             changes.append(Change("built", account_id, vectors, time.monotonic() - started))

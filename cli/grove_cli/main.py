@@ -1,4 +1,4 @@
-"""The ``grove`` command: ``migrate``, ``accounts``, ``keys``, ``reindex``, ``import``,
+"""The ``grove`` command: ``migrate``, ``accounts``, ``keys``, ``reindex``, ``enrich``, ``import``,
 ``import-from``, ``indexes``, ``secrets``, ``dev``, ``dev-token``."""
 
 from __future__ import annotations
@@ -65,6 +65,19 @@ def cmd_accounts_capture(args: argparse.Namespace) -> None:
     print(f"automatic capture {args.state}")
 
 
+def cmd_enrich(args: argparse.Namespace) -> None:
+    try:
+        done = admin.enrich(
+            _env("GROVE_MIGRATION_DATABASE_URL"),
+            UUID(args.account),
+            reset=args.action == "reset",
+            files=args.files,
+        )
+    except LookupError:
+        sys.exit("grove: no such account")
+    print(", ".join(f"{what}: {count}" for what, count in done.items()))
+
+
 def cmd_accounts_owner(args: argparse.Namespace) -> None:
     issuer = _env("GROVE_OIDC_ISSUER")
     admin.add_owner(_env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account), issuer, args.subject)
@@ -94,6 +107,13 @@ def _limit(value: str) -> str:
     if value != "default" and not (value.isdigit() and int(value) <= 1 << 50):
         raise argparse.ArgumentTypeError("a whole number >= 0, or 'default'")
     return value
+
+
+def _dimensions(value: str) -> int:
+    """``--dimensions``: a vector size the embeddings table takes (1 to 16,000)."""
+    if not (value.isdigit() and 1 <= int(value) <= 16000):
+        raise argparse.ArgumentTypeError("a whole number from 1 to 16000")
+    return int(value)
 
 
 def cmd_keys_create(args: argparse.Namespace) -> None:
@@ -127,9 +147,12 @@ def cmd_reindex(args: argparse.Namespace) -> None:
 
     url = _env("GROVE_MIGRATION_DATABASE_URL")
     account = UUID(args.account) if args.account else None
-    job_ids = reindex.reindex(
-        url, args.profile, account, force=args.force, dimensions=args.dimensions
-    )
+    try:
+        job_ids = reindex.reindex(
+            url, args.profile, account, force=args.force, dimensions=args.dimensions
+        )
+    except ValueError as ex:
+        sys.exit(f"grove: {ex}")
     print(f"queued {len(job_ids)} embedding job(s) for profile {args.profile}")
     if args.wait and job_ids and reindex.wait(url, job_ids):
         sys.exit("grove: some notes failed to embed (see GET /v1/memories/{id}: indexing)")
@@ -272,9 +295,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", required=True, help="embedding profile, e.g. minilm")
     p.add_argument("--account", help="only this account (default: every account)")
     p.add_argument("--force", action="store_true", help="also notes already embedded")
-    p.add_argument("--dimensions", type=int, help="create the profile's HNSW index (<= 2000)")
+    p.add_argument(
+        "--dimensions",
+        type=_dimensions,
+        help="create the profile's HNSW index (up to 2000; larger profiles are searched exactly)",
+    )
     p.add_argument("--wait", action="store_true", help="report progress until finished")
     p.set_defaults(func=cmd_reindex)
+
+    p = commands.add_parser(
+        "enrich",
+        help="make an account's suggestions and notebook briefs again",
+        description="reindex: drop the suggestions and queue the classification and every"
+        " notebook's brief; reset: also drop the briefs and today's enrichment quota use."
+        " --files also extracts every file's passages again.",
+    )
+    p.add_argument("action", choices=["reindex", "reset"])
+    p.add_argument("--account", required=True)
+    p.add_argument("--files", action="store_true", help="also re-extract every file")
+    p.set_defaults(func=cmd_enrich)
 
     p = commands.add_parser("import", help="restore a Grove export (NDJSON) into an account")
     p.add_argument("file", help="the export file (GET /v1/export), or - for stdin")

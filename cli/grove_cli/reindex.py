@@ -4,6 +4,10 @@ Used after changing the embedding profile (or model): for each account (or one),
 live note whose current revision has no embedding for the profile gets an
 ``embed_revision`` job; ``--force`` queues all of them. Workers configured with that
 profile pick them up. With ``--wait`` it reports progress until they are finished.
+
+``--dimensions`` also creates the profile's HNSW index, up to pgvector's limit of
+``HNSW_MAX_DIMENSIONS``. A larger profile (say 4,096 dimensions) gets none, says so, and
+still has its jobs queued: its notes are searched exactly, within each account.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from psycopg.rows import dict_row
 from grove_db import queue
 from grove_db.pool import set_tenant
 
+#: The most dimensions pgvector's HNSW index takes on ``vector`` (``grove indexes`` too).
 HNSW_MAX_DIMENSIONS = 2000
 PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
 
@@ -61,6 +66,8 @@ def reindex(
     with psycopg.connect(migration_url, row_factory=dict_row) as conn:
         if dimensions is not None and dimensions <= HNSW_MAX_DIMENSIONS:
             _ensure_index(conn, profile, dimensions)
+        elif dimensions is not None:
+            print(too_large_for_hnsw(f"profile {profile}", dimensions), file=sys.stderr)
         accounts = [account] if account else _accounts(conn)
         for account_id in accounts:
             with conn.transaction():
@@ -73,6 +80,14 @@ def reindex(
                 conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))
             print(f"account {account_id}: queued {len(rows)}", file=sys.stderr)
     return job_ids
+
+
+def too_large_for_hnsw(what: str, dimensions: int) -> str:
+    """The line ``grove reindex`` and ``grove indexes`` print when they make no index."""
+    return (
+        f"{what}: no HNSW index for {dimensions} dimensions (pgvector's HNSW takes at most"
+        f" {HNSW_MAX_DIMENSIONS}); its vectors are searched exactly, one account at a time"
+    )
 
 
 def wait(migration_url: str, job_ids: list[int], interval: float = 2.0) -> int:

@@ -346,6 +346,25 @@ def test_a_notebook_subtree_is_previewed_archived_and_restored(account: Account)
     assert [n.id for n in account.key.notebooks()] == [notebook.id]
 
 
+def test_a_notebook_brief_and_the_suggestions_are_read(account: Account) -> None:
+    """No worker runs here: the brief is pending, and nothing is suggested yet."""
+    notebook = account.key.create_notebook("briefed")
+    empty = account.key.create_notebook("empty")
+    account.key.remember("Invoices go out on the first.", project_id=notebook.id)
+    brief = account.key.notebook_brief(notebook.id)
+    assert (brief.notebook_id, brief.status, brief.notes, brief.text) == (
+        notebook.id,
+        "pending",
+        1,
+        None,
+    )
+    assert account.owner.notebook_brief(empty.id).status == "empty"
+    with pytest.raises(NotFound):
+        account.key.notebook_brief(uuid.uuid4())
+    assert account.key.suggestions_page(limit=5).items == []
+    assert list(account.owner.list_suggestions()) == []
+
+
 def test_the_export_streams_its_lines_as_objects(account: Account) -> None:
     notes = [account.key.remember(f"exported {i}") for i in range(3)]
     account.key.update(notes[0].id, content="exported again")

@@ -36,6 +36,9 @@ TENANT_TABLES = {
     "file_chunks",
     "account_usage",
     "account_quotas",
+    "note_suggestions",
+    "notebook_briefs",
+    "account_enrichment",
 }
 
 #: Org tables: scoped by the entered org (and project) and, for the shared pool, by the

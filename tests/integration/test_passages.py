@@ -5,6 +5,7 @@ tenant isolation. PDFs are written in the test with fpdf2 and read back with pyp
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 import uuid
@@ -22,12 +23,13 @@ from grove_contracts.files import FileUpdate
 from grove_contracts.notebooks import CreateNotebookRequest
 from grove_db import embedded, queue, schema
 from grove_db.pool import open_pool, transaction
-from grove_memory import files, notebooks, passages, subtrees
+from grove_memory import files, notebooks, passages, sandbox, subtrees
 from grove_memory.blobs import PostgresBlobs
 from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
 from tests.support.processes import Running, start_api, start_ask, start_worker
 from tests.support.tenants import Tenant, new_tenant
+from tests.unit.test_sandbox import breaks
 
 FILES = "/v1/files"
 GATEWAY = "The billing gateway restarts at two in the morning, every night, without paging anyone."
@@ -358,10 +360,9 @@ def test_a_parser_that_breaks_fails_the_file_not_the_worker(
     body = files.Body.of([b"<p>fine</p>"], "text/html")
     files.upload(store, blobs, owner, body, name="page.html", notebook_id=None)
 
-    def broken(media_type: str, data: bytes) -> list[Any]:
-        raise RecursionError("the parser gave up")
-
-    monkeypatch.setattr(passages, "extract", broken)
+    monkeypatch.setattr(
+        sandbox, "passages_of", functools.partial(sandbox.passages_of, reader=breaks)
+    )
     (job,) = queue.claim(pool, "test", None, 10, 60, [queue.EXTRACT_FILE])
     done = passages.run(pool, blobs, "test", job, None)
     assert (done.result, done.reason) == (

@@ -57,6 +57,8 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_job_stale_completions_total": "counter",
     "grove_sweep_notes_expired_total": "counter",
     "grove_sweep_notes_soft_deleted_total": "counter",
+    "grove_enrichment_runs_total": "counter",
+    "grove_enrichment_artifacts_total": "counter",
     # ask
     "grove_grpc_server_requests_total": "counter",
     "grove_grpc_server_request_duration_seconds": "histogram",

@@ -128,6 +128,17 @@ class AsyncGrove:
         listing: models.ArchivedNotebookList = await self._run(calls.archived_notebooks())
         return listing.items
 
+    async def notebook_brief(self, notebook_id: Id) -> models.NotebookBrief:
+        return await self._run(calls.brief(notebook_id))
+
+    async def suggestions_page(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> models.SuggestionPage:
+        return await self._run(calls.suggestions(limit, cursor))
+
+    def list_suggestions(self, *, limit: int | None = None) -> AsyncIterator[models.Suggestion]:
+        return self._pages(lambda after: calls.suggestions(limit, after))
+
     async def notebook_subtree(self, notebook_id: Id) -> models.SubtreePreview:
         return await self._run(calls.subtree(notebook_id))
 

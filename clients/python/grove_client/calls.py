@@ -60,6 +60,7 @@ from grove_client.models import (
     NewNote,
     NewRecord,
     Notebook,
+    NotebookBrief,
     NotebookList,
     Org,
     OrgList,
@@ -85,6 +86,7 @@ from grove_client.models import (
     StoredFile,
     SubtreePreview,
     SubtreeResult,
+    SuggestionPage,
     ToolList,
     ToolOutput,
     TurnReply,
@@ -519,6 +521,16 @@ def archived_notebooks() -> Call[ArchivedNotebookList]:
 def subtree(notebook_id: Id) -> Call[SubtreePreview]:
     """Preview a whole-notebook operation (owner session)."""
     return call(endpoints.SUBTREE, SubtreePreview, {"notebook_id": notebook_id})
+
+
+def brief(notebook_id: Id) -> Call[NotebookBrief]:
+    """A notebook's cited brief."""
+    return call(endpoints.BRIEF, NotebookBrief, {"notebook_id": notebook_id})
+
+
+def suggestions(limit: int | None, cursor: str | None) -> Call[SuggestionPage]:
+    """One page of suggestions for notes saved without a notebook, newest first."""
+    return call(endpoints.SUGGESTIONS, SuggestionPage, params=query(limit=limit, cursor=cursor))
 
 
 def apply_subtree(notebook_id: Id, action: SubtreeAction, fingerprint: str) -> Call[SubtreeResult]:

@@ -156,6 +156,20 @@ class Grove:
         listing: models.ArchivedNotebookList = self._run(calls.archived_notebooks())
         return listing.items
 
+    def notebook_brief(self, notebook_id: Id) -> models.NotebookBrief:
+        """The notebook's cited brief (``status`` says whether it is current)."""
+        return self._run(calls.brief(notebook_id))
+
+    def suggestions_page(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> models.SuggestionPage:
+        """One page of suggestions for notes saved without a notebook, newest first."""
+        return self._run(calls.suggestions(limit, cursor))
+
+    def list_suggestions(self, *, limit: int | None = None) -> Iterator[models.Suggestion]:
+        """Every suggestion, newest first, fetching a page (of ``limit``) when one is used up."""
+        return self._pages(lambda after: calls.suggestions(limit, after))
+
     def notebook_subtree(self, notebook_id: Id) -> models.SubtreePreview:
         """What a whole-notebook operation would touch, and its ``fingerprint``."""
         return self._run(calls.subtree(notebook_id))

@@ -57,6 +57,8 @@ CREATE_NOTEBOOK = Endpoint("POST", "/v1/notebooks", models.Notebook, "header")
 NOTEBOOKS = Endpoint("GET", "/v1/notebooks", models.NotebookList)
 ARCHIVED_NOTEBOOKS = Endpoint("GET", "/v1/notebooks/archived", models.ArchivedNotebookList)
 SUBTREE = Endpoint("GET", "/v1/notebooks/{notebook_id}/subtree", models.SubtreePreview)
+BRIEF = Endpoint("GET", "/v1/notebooks/{notebook_id}/brief", models.NotebookBrief)
+SUGGESTIONS = Endpoint("GET", "/v1/suggestions", models.SuggestionPage)
 # Not resent after a lost answer: the second apply would find the fingerprint changed
 # (409) and hide that the first one worked.
 SUBTREE_ACTION = Endpoint(
@@ -171,6 +173,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     NOTEBOOKS,
     ARCHIVED_NOTEBOOKS,
     SUBTREE,
+    BRIEF,
+    SUGGESTIONS,
     SUBTREE_ACTION,
     CREATE_CONVERSATION,
     CONVERSATIONS,

@@ -206,6 +206,51 @@ class SubtreePreview(Model):
     fingerprint: str
 
 
+class BriefCitation(Model):
+    """A verbatim quote of one note revision: ``quote == content[start:end]``."""
+
+    id: UUID
+    version: int
+    quote: str
+    start: int
+    end: int
+
+
+class NotebookBrief(Model):
+    """A notebook's cited brief. ``status``: ``ready``, ``stale`` (notes changed since,
+    a new one is queued; every quoted note still as quoted), ``pending`` (none yet, or a
+    quoted note changed: no text) or ``empty`` (no notes)."""
+
+    notebook_id: UUID
+    status: str
+    notes: int
+    text: str | None = None
+    citations: list[BriefCitation] = []
+    generator: str | None = None
+    generated_at: datetime | None = None
+    made_from: int | None = None
+
+
+class RevisionRef(Model):
+    """One revision of a note."""
+
+    id: UUID
+    version: int
+
+
+class Suggestion(Model):
+    """Where a note saved without a notebook might belong (``project_id``) and what kind it
+    might be, made for its revision ``version``; apply it by updating the note."""
+
+    memory_id: UUID
+    version: int
+    kind: str | None
+    project_id: UUID | None
+    confidence: float
+    evidence: list[RevisionRef]
+    created_at: datetime
+
+
 class SubtreeResult(Model):
     """A subtree operation done, and how many notebooks and notes it covered."""
 
@@ -692,6 +737,10 @@ class StoredFile(Model):
 
 class FilePage(CursorPage[StoredFile]):
     """One page of files, newest first; ``next_cursor`` asks for the next."""
+
+
+class SuggestionPage(CursorPage[Suggestion]):
+    """One page of suggestions, newest first; ``next_cursor`` asks for the next."""
 
 
 class DeletedFile(Model):

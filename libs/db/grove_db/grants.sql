@@ -28,6 +28,10 @@ GRANT SELECT, INSERT, UPDATE ON imports TO {role};
 GRANT SELECT, INSERT, UPDATE ON files TO {role};
 GRANT SELECT, INSERT ON file_chunks TO {role};
 GRANT UPDATE (state, applied, outcome, undo_outcome, events) ON turn_proposals TO {role};
+-- enrichment (grove_memory.enrichment): the worker writes suggestions, briefs and the
+-- daily quota's use; `grove enrich reset` deletes them.
+GRANT SELECT, INSERT, UPDATE, DELETE ON note_suggestions, notebook_briefs,
+    account_enrichment TO {role};
 GRANT SELECT, INSERT, UPDATE ON orgs, org_members, org_projects, project_members,
     project_keys TO {role};
 GRANT DELETE ON project_members, org_members TO {role};

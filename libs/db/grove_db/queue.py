@@ -25,9 +25,12 @@ EXPIRE_NOTE = "expire_note"
 PURGE_NOTE = "purge_note"
 DELETE_IDENTITY = "delete_identity"
 EXTRACT_FILE = "extract_file"
+#: Enrichment (grove_memory.enrichment), queued by triggers on memories (migration 0034).
+CLASSIFY_NOTES = "classify_notes"
+BRIEF_NOTEBOOK = "brief_notebook"
 #: Jobs any worker may run, whatever its embedding profile (``delete_identity`` only
 #: where a deletion webhook is configured: elsewhere those jobs wait).
-SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, EXTRACT_FILE, DELETE_IDENTITY]
+SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, EXTRACT_FILE, CLASSIFY_NOTES, BRIEF_NOTEBOOK, DELETE_IDENTITY]
 RESTORATION_WINDOW_DAYS = 60
 
 #: The instant a claim is measured against: the caller's ``now``, else the database's.
@@ -183,6 +186,20 @@ def enqueue_extraction(conn: Conn, file_id: UUID, version: int, profile: str | N
         (EXTRACT_FILE, version, Jsonb({"fileId": str(file_id), "profile": profile})),
     )
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+
+
+def enqueue_reextraction(conn: Conn) -> int:
+    """Queue the extraction of every live file of the transaction's account at its current
+    version (``grove enrich reindex --files``), embedded for the worker's own profile;
+    how many."""
+    queued = conn.execute(
+        "INSERT INTO jobs (account_id, kind, version, payload)"
+        " SELECT account_id, %s, version, jsonb_build_object('fileId', id) FROM files"
+        " WHERE deleted_at IS NULL",
+        (EXTRACT_FILE,),
+    ).rowcount
+    conn.execute("UPDATE files SET indexing = 'pending' WHERE deleted_at IS NULL")
+    return queued
 
 
 def enqueue_expiries(conn: Conn, memory_ids: list[UUID]) -> None:

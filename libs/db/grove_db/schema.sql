@@ -339,6 +339,74 @@ END $$;
 
 
 --
+-- Name: grove_queue_enrichment(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_queue_enrichment() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+DECLARE
+    unfiled boolean := false;
+    notebooks uuid[] := '{}';
+    queued integer := 0;
+    more integer := 0;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT coalesce(array_agg(DISTINCT project_id) FILTER (WHERE project_id IS NOT NULL), '{}'),
+               coalesce(bool_or(project_id IS NULL AND deleted_at IS NULL AND archived_at IS NULL), false)
+        INTO notebooks, unfiled
+        FROM new_rows WHERE kind <> 'passage';
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT coalesce(array_agg(DISTINCT project_id) FILTER (WHERE project_id IS NOT NULL), '{}')
+        INTO notebooks FROM old_rows WHERE kind <> 'passage';
+    ELSE
+        WITH changed AS (
+            SELECT n.project_id AS now_in, o.project_id AS was_in,
+                   n.project_id IS NULL AND n.deleted_at IS NULL AND n.archived_at IS NULL
+                       AS left_unfiled
+            FROM new_rows n JOIN old_rows o ON o.account_id = n.account_id AND o.id = n.id
+            WHERE n.kind <> 'passage'
+              AND (n.version <> o.version
+                   OR n.project_id IS DISTINCT FROM o.project_id
+                   OR n.archived_at IS DISTINCT FROM o.archived_at
+                   OR n.deleted_at IS DISTINCT FROM o.deleted_at
+                   OR n.swept_at IS DISTINCT FROM o.swept_at)
+        )
+        SELECT coalesce(array_agg(DISTINCT p) FILTER (WHERE p IS NOT NULL), '{}'),
+               coalesce(bool_or(left_unfiled), false)
+        INTO notebooks, unfiled
+        FROM changed CROSS JOIN LATERAL (VALUES (now_in), (was_in)) AS v (p);
+    END IF;
+    IF cardinality(notebooks) = 0 AND NOT unfiled THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO jobs (account_id, kind, payload, run_after)
+    SELECT grove_current_account(), 'brief_notebook', jsonb_build_object('notebookId', p),
+           now() + interval '2 seconds'
+    FROM unnest(notebooks) AS p
+    WHERE grove_current_account() IS NOT NULL
+    ON CONFLICT (account_id, kind, (coalesce(payload->>'notebookId', '')))
+        WHERE status = 'queued' AND kind IN ('classify_notes', 'brief_notebook')
+    DO NOTHING;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    IF unfiled THEN
+        INSERT INTO jobs (account_id, kind, run_after)
+        SELECT grove_current_account(), 'classify_notes', now() + interval '2 seconds'
+        WHERE grove_current_account() IS NOT NULL
+        ON CONFLICT (account_id, kind, (coalesce(payload->>'notebookId', '')))
+            WHERE status = 'queued' AND kind IN ('classify_notes', 'brief_notebook')
+        DO NOTHING;
+        GET DIAGNOSTICS more = ROW_COUNT;
+    END IF;
+    IF queued + more > 0 THEN
+        PERFORM pg_notify('grove_jobs', '');
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
 -- Name: grove_rate_hit(text, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -442,6 +510,20 @@ END $$;
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
+
+--
+-- Name: account_enrichment; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.account_enrichment (
+    account_id uuid NOT NULL,
+    day date NOT NULL,
+    used integer DEFAULT 0 NOT NULL,
+    CONSTRAINT account_enrichment_used_check CHECK ((used >= 0))
+);
+
+ALTER TABLE ONLY public.account_enrichment FORCE ROW LEVEL SECURITY;
+
 
 --
 -- Name: account_owners; Type: TABLE; Schema: public; Owner: -
@@ -857,6 +939,28 @@ ALTER TABLE ONLY public.memory_revisions FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: note_suggestions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.note_suggestions (
+    account_id uuid NOT NULL,
+    memory_id uuid NOT NULL,
+    version integer NOT NULL,
+    kind text,
+    project_id uuid,
+    confidence real NOT NULL,
+    evidence jsonb DEFAULT '[]'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT note_suggestions_confidence_check CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT note_suggestions_evidence_check CHECK ((jsonb_typeof(evidence) = 'array'::text)),
+    CONSTRAINT note_suggestions_kind_check CHECK ((kind = ANY (ARRAY['preference'::text, 'fact'::text, 'decision'::text, 'solution'::text, 'handoff'::text]))),
+    CONSTRAINT note_suggestions_version_check CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY public.note_suggestions FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: note_words; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -869,6 +973,28 @@ CREATE TABLE public.note_words (
 );
 
 ALTER TABLE ONLY public.note_words FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: notebook_briefs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.notebook_briefs (
+    account_id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    fingerprint text NOT NULL,
+    notes integer NOT NULL,
+    text text NOT NULL,
+    citations jsonb NOT NULL,
+    generator text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT notebook_briefs_citations_check CHECK ((jsonb_typeof(citations) = 'array'::text)),
+    CONSTRAINT notebook_briefs_generator_check CHECK (((char_length(generator) >= 1) AND (char_length(generator) <= 50))),
+    CONSTRAINT notebook_briefs_notes_check CHECK ((notes >= 0)),
+    CONSTRAINT notebook_briefs_text_check CHECK ((char_length(text) <= 4000))
+);
+
+ALTER TABLE ONLY public.notebook_briefs FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -1151,6 +1277,14 @@ ALTER TABLE ONLY public.turn_proposals FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: account_enrichment account_enrichment_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.account_enrichment
+    ADD CONSTRAINT account_enrichment_pkey PRIMARY KEY (account_id, day);
+
+
+--
 -- Name: account_owners account_owners_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1311,11 +1445,27 @@ ALTER TABLE ONLY public.memory_revisions
 
 
 --
+-- Name: note_suggestions note_suggestions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_suggestions
+    ADD CONSTRAINT note_suggestions_pkey PRIMARY KEY (account_id, memory_id);
+
+
+--
 -- Name: note_words note_words_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.note_words
     ADD CONSTRAINT note_words_pkey PRIMARY KEY (account_id, word, memory_id) INCLUDE (tf, project_id);
+
+
+--
+-- Name: notebook_briefs notebook_briefs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.notebook_briefs
+    ADD CONSTRAINT notebook_briefs_pkey PRIMARY KEY (account_id, project_id);
 
 
 --
@@ -1518,6 +1668,13 @@ CREATE INDEX jobs_claimable_by_account ON public.jobs USING btree (account_id, r
 
 
 --
+-- Name: jobs_enrichment_queued; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX jobs_enrichment_queued ON public.jobs USING btree (account_id, kind, COALESCE((payload ->> 'notebookId'::text), ''::text)) WHERE ((status = 'queued'::text) AND (kind = ANY (ARRAY['classify_notes'::text, 'brief_notebook'::text])));
+
+
+--
 -- Name: jobs_failed; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1602,6 +1759,13 @@ CREATE INDEX memories_sequence ON public.memories USING btree (account_id, COALE
 
 
 --
+-- Name: note_suggestions_project; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX note_suggestions_project ON public.note_suggestions USING btree (account_id, project_id) WHERE (project_id IS NOT NULL);
+
+
+--
 -- Name: org_members_account; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1662,6 +1826,27 @@ CREATE UNIQUE INDEX projects_sibling_name ON public.projects USING btree (accoun
 --
 
 CREATE INDEX shares_account_created ON public.shares USING btree (account_id, created_at DESC, id DESC);
+
+
+--
+-- Name: memories enrichment_deletes; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER enrichment_deletes AFTER DELETE ON public.memories REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_queue_enrichment();
+
+
+--
+-- Name: memories enrichment_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER enrichment_inserts AFTER INSERT ON public.memories REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_queue_enrichment();
+
+
+--
+-- Name: memories enrichment_updates; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER enrichment_updates AFTER UPDATE ON public.memories REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_queue_enrichment();
 
 
 --
@@ -1924,6 +2109,30 @@ ALTER TABLE ONLY public.memory_revisions
 
 
 --
+-- Name: note_suggestions note_suggestions_account_id_memory_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_suggestions
+    ADD CONSTRAINT note_suggestions_account_id_memory_id_fkey FOREIGN KEY (account_id, memory_id) REFERENCES public.memories(account_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: note_suggestions note_suggestions_account_id_project_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_suggestions
+    ADD CONSTRAINT note_suggestions_account_id_project_id_fkey FOREIGN KEY (account_id, project_id) REFERENCES public.projects(account_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: notebook_briefs notebook_briefs_account_id_project_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.notebook_briefs
+    ADD CONSTRAINT notebook_briefs_account_id_project_id_fkey FOREIGN KEY (account_id, project_id) REFERENCES public.projects(account_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: operations operations_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2098,6 +2307,12 @@ ALTER TABLE ONLY public.shares
 ALTER TABLE ONLY public.turn_proposals
     ADD CONSTRAINT turn_proposals_account_id_conversation_id_turn_id_fkey FOREIGN KEY (account_id, conversation_id, turn_id) REFERENCES public.conversation_turns(account_id, conversation_id, id);
 
+
+--
+-- Name: account_enrichment; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.account_enrichment ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: account_owners; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2314,10 +2529,22 @@ ALTER TABLE public.memories ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.memory_revisions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: note_suggestions; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.note_suggestions ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: note_words; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
 ALTER TABLE public.note_words ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: notebook_briefs; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.notebook_briefs ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: operations; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2445,6 +2672,13 @@ CREATE POLICY self_leaves ON public.project_members FOR DELETE USING ((account_i
 ALTER TABLE public.shares ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: account_enrichment tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.account_enrichment USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
 -- Name: account_owners tenant; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -2557,10 +2791,24 @@ CREATE POLICY tenant ON public.memory_revisions USING ((account_id = public.grov
 
 
 --
+-- Name: note_suggestions tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.note_suggestions USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
 -- Name: note_words tenant; Type: POLICY; Schema: public; Owner: -
 --
 
 CREATE POLICY tenant ON public.note_words USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: notebook_briefs tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.notebook_briefs USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
 
 
 --
@@ -2686,6 +2934,13 @@ GRANT ALL ON FUNCTION public.grove_public_share_notes(p_token_hash bytea, p_befo
 
 
 --
+-- Name: FUNCTION grove_queue_enrichment(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.grove_queue_enrichment() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION grove_share_live(p_token_hash bytea); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2697,6 +2952,13 @@ REVOKE ALL ON FUNCTION public.grove_share_live(p_token_hash bytea) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.grove_track_usage() FROM PUBLIC;
+
+
+--
+-- Name: TABLE account_enrichment; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.account_enrichment TO grove_app;
 
 
 --
@@ -2938,10 +3200,24 @@ GRANT SELECT,INSERT ON TABLE public.memory_revisions TO grove_app;
 
 
 --
+-- Name: TABLE note_suggestions; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.note_suggestions TO grove_app;
+
+
+--
 -- Name: TABLE note_words; Type: ACL; Schema: public; Owner: -
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.note_words TO grove_app;
+
+
+--
+-- Name: TABLE notebook_briefs; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.notebook_briefs TO grove_app;
 
 
 --

@@ -25,8 +25,9 @@ from psycopg_pool import ConnectionPool
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
 from grove_db.pool import Conn, transaction
+from grove_memory import sandbox
 from grove_memory.blobs import BlobKey, Blobs
-from grove_memory.extraction import Passage, Unreadable, extract, split
+from grove_memory.extraction import Passage, Unreadable
 from grove_memory.notes import NOTE_FIELDS
 
 #: Where a file's passages are: live ones of any version.
@@ -92,10 +93,16 @@ MARK_FILE = """
 
 
 def run(
-    pool: ConnectionPool, blobs: Blobs, owner: str, job: queue.Job, profile: str | None
+    pool: ConnectionPool,
+    blobs: Blobs,
+    owner: str,
+    job: queue.Job,
+    profile: str | None,
+    limits: sandbox.Limits = sandbox.DEFAULT,
 ) -> Extracted:
     """Run one extraction job leased by ``owner``; ``profile`` embeds the passages when
-    the job does not name one (a job queued before uploads named it)."""
+    the job does not name one (a job queued before uploads named it). The file is read in
+    a child process within ``limits`` (``sandbox``): one that needs more fails."""
     file_id = UUID(str(job.payload["fileId"]))
     version = job.version or 0
     profile = job.payload.get("profile", profile)
@@ -109,11 +116,9 @@ def run(
     if row is not None and row["deleted_at"] is None and row["version"] == version:
         data = b"".join(blobs.read(transactions, BlobKey(job.account_id, file_id, version)))
         try:
-            passages = split(extract(row["media_type"], data))
+            passages = sandbox.passages_of(row["media_type"], data, limits)
         except Unreadable as ex:
             reason = ex.reason
-        except Exception as ex:  # a parser's own failure: the file fails, never the job loop
-            reason = f"the file's text cannot be read ({type(ex).__name__})"
     with transaction(pool, job.account_id) as conn:
         if not queue.finish(conn, job, owner):
             return Extracted("lost")

@@ -57,6 +57,7 @@ from grove_contracts.discovery import (
     ProtectedResourceMetadata,
     Readiness,
 )
+from grove_contracts.enrichment import NotebookBrief, SuggestionPage, SuggestionQuery
 from grove_contracts.errors import ErrorEnvelope
 from grove_contracts.files import (
     DeletedFile,
@@ -700,6 +701,29 @@ ROUTES: tuple[Route, ...] = (
                 "Preview archiving, restoring or deleting a notebook's subtree",
                 SubtreePreview,
                 auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        resources.Brief,
+        (
+            Operation(
+                "GET",
+                "/v1/notebooks/{notebook_id:uuid}/brief",
+                "Read a notebook's brief: a short summary quoting its notes",
+                NotebookBrief,
+            ),
+        ),
+    ),
+    Route(
+        resources.Suggestions,
+        (
+            Operation(
+                "GET",
+                "/v1/suggestions",
+                "List suggested notebooks and kinds for notes saved without a notebook",
+                SuggestionPage,
+                query=SuggestionQuery,
             ),
         ),
     ),

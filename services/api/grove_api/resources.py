@@ -15,6 +15,7 @@ from grove_api.body import operation_id, read_json, read_lines, read_query, sock
 from grove_api.errors import ApiError
 from grove_api.middleware import AccountSlots
 from grove_api.wiring import Wiring
+from grove_contracts.enrichment import SuggestionQuery
 from grove_contracts.errors import success_envelope
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, ImportQuery
 from grove_contracts.notebooks import (
@@ -36,6 +37,7 @@ from grove_contracts.notes import (
 from grove_contracts.tools import TOOLS
 from grove_memory import (
     batch,
+    enrichment,
     export,
     imports,
     lifecycle,
@@ -298,6 +300,21 @@ class SubtreePreview(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, notebook_id: UUID) -> None:
         _ok(resp, subtrees.preview(self.store, req.context.principal, notebook_id))
+
+
+class Brief(Resource):
+    """``GET /v1/notebooks/{id}/brief``: the notebook's cited brief (enrichment)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, notebook_id: UUID) -> None:
+        _ok(resp, enrichment.read_brief(self.store, req.context.principal, notebook_id))
+
+
+class Suggestions(Resource):
+    """``GET /v1/suggestions``: where unfiled notes might belong (enrichment)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, SuggestionQuery)
+        _ok(resp, enrichment.list_suggestions(self.store, req.context.principal, query))
 
 
 class SubtreeAction(Resource):

@@ -25,7 +25,7 @@ from grove_db import queue, ratelimit
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.serving import checked_settings
-from grove_memory import passages
+from grove_memory import enrichment, passages, sandbox
 from grove_memory.blobs import PostgresBlobs
 from grove_memory.inference import InferenceClient
 from grove_telemetry import metrics
@@ -36,6 +36,9 @@ from grove_telemetry.traces import configure_tracing
 from grove_worker import sweeps, telemetry
 from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
+
+#: Enrichment jobs and what runs each (grove_memory.enrichment).
+ENRICHMENT = {queue.CLASSIFY_NOTES: enrichment.classify, queue.BRIEF_NOTEBOOK: enrichment.brief}
 
 #: How often a worker deletes rate-limit windows long over (``ratelimit.prune``).
 PRUNE_EVERY_SECONDS = 600
@@ -72,6 +75,9 @@ class Worker:
             else None
         )
         self.blobs = PostgresBlobs()
+        self.limits = sandbox.Limits(
+            settings.extract_timeout_seconds, settings.extract_memory_mb << 20
+        )
         self._pruned_at: float | None = None
         self._held: set[queue.JobKey] = set()
         self._held_lock = threading.Lock()
@@ -136,9 +142,9 @@ class Worker:
             return None
         telemetry.claimed(jobs)
         self._extract([job for job in jobs if job.kind == queue.EXTRACT_FILE])
-        for kind in queue.SWEEPS:
-            if kind != queue.EXTRACT_FILE:
-                self._sweep(kind, [job for job in jobs if job.kind == kind])
+        self._enrich([job for job in jobs if job.kind in ENRICHMENT])
+        for kind in sweeps.KINDS:
+            self._sweep(kind, [job for job in jobs if job.kind == kind])
         embedding = [job for job in jobs if job.kind == queue.EMBED_REVISION]
         with self._held_lock:
             self._held.update(job.key for job in embedding)
@@ -177,7 +183,7 @@ class Worker:
                 self._held.add(job.key)
             started = time.monotonic()
             try:
-                done = passages.run(self.pool, self.blobs, self.owner, job, profile)
+                done = passages.run(self.pool, self.blobs, self.owner, job, profile, self.limits)
             finally:
                 with self._held_lock:
                     self._held.discard(job.key)
@@ -198,6 +204,28 @@ class Worker:
                 passages=done.passages,
                 reason=done.reason,
             )
+
+    def _enrich(self, jobs: list[queue.Job]) -> None:
+        """Run classification and brief jobs, the leases kept alive while each runs."""
+        for job in jobs:
+            with self._held_lock:
+                self._held.add(job.key)
+            started = time.monotonic()
+            try:
+                done = ENRICHMENT[job.kind](
+                    self.pool, self.owner, job, self.settings.enrich_daily_quota
+                )
+            finally:
+                with self._held_lock:
+                    self._held.discard(job.key)
+            telemetry.finished(
+                job.kind,
+                time.monotonic() - started,
+                {"done": int(done.result != "lost")},
+                int(done.result == "lost"),
+            )
+            telemetry.enriched(job.kind, done)
+            log("enrich", kind=job.kind, result=done.result, stored=done.stored, stale=done.stale)
 
     def _settle(self, batch: Batch) -> None:
         outcome = settle(self.pool, self.owner, batch, self.policy)

@@ -35,6 +35,13 @@ class WorkerSettings(QuotaSettings):
     worker_metrics_interval_seconds: Annotated[float, Field(gt=0, le=3600)] = 15.0
     #: On SIGTERM, how long to wait for an embedding in flight before giving its jobs back.
     worker_shutdown_grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10.0
+    #: Reading one uploaded file into passages: at most this long, in a process that may
+    #: map at most this much memory (``grove_memory.sandbox``); past either it fails.
+    extract_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    extract_memory_mb: Annotated[int, Field(ge=128, le=65536)] = 2048
+    #: Enrichment runs an account gets per UTC day (each note classified, each brief
+    #: written); 0 turns enrichment off for every account.
+    enrich_daily_quota: Annotated[int, Field(ge=0, le=10_000_000)] = 2000
     account_deletion_webhook: str | None = None
     #: Signs every webhook request (``Grove-Signature``); required with the webhook.
     account_deletion_webhook_secret: SecretStr | None = None

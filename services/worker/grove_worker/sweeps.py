@@ -39,6 +39,10 @@ PURGE = """
 """
 
 
+#: The jobs ``run`` handles (the other kinds any worker runs have their own runners).
+KINDS = [queue.EXPIRE_NOTE, queue.PURGE_NOTE, queue.DELETE_IDENTITY]
+
+
 @dataclass
 class SweepOutcome:
     """What one batch of sweep jobs did."""

@@ -14,6 +14,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from psycopg_pool import ConnectionPool
 
 from grove_db import queue
+from grove_memory.enrichment import Done
 from grove_telemetry import metrics
 from grove_telemetry.logs import log
 
@@ -65,6 +66,19 @@ NOTES_SOFT_DELETED = Counter(
     "Notes soft deleted by the sweeper after their restoration window.",
     ["service"],
 )
+ENRICHMENT = Counter(
+    "grove_enrichment_artifacts",
+    "Enrichment artifacts (suggestion, brief) by outcome: stored, or stale (the note or"
+    " notebook changed while it was computed: not stored, a new job is queued).",
+    ["service", "artifact", "outcome"],
+)
+ENRICHMENT_RUNS = Counter(
+    "grove_enrichment_runs",
+    "Enrichment jobs by kind and result (stored, stale, empty, over_quota, lost).",
+    ["service", "kind", "result"],
+)
+ARTIFACTS = {queue.CLASSIFY_NOTES: "suggestion", queue.BRIEF_NOTEBOOK: "brief"}
+RESULTS = ("stored", "stale", "empty", "over_quota", "lost")
 
 
 def init() -> None:
@@ -77,6 +91,11 @@ def init() -> None:
             JOBS.labels(service, kind, state).set(0)
     NOTES_EXPIRED.labels(service)
     NOTES_SOFT_DELETED.labels(service)
+    for kind, artifact in ARTIFACTS.items():
+        for outcome in ("stored", "stale"):
+            ENRICHMENT.labels(service, artifact, outcome)
+        for result in RESULTS:
+            ENRICHMENT_RUNS.labels(service, kind, result)
     OLDEST_QUEUED.labels(service).set(0)
 
 
@@ -97,6 +116,14 @@ def finished(kind: str, seconds: float, outcomes: dict[str, int], lost: int) -> 
             JOB_DURATION.labels(service, kind, outcome).observe(seconds)
     if lost:
         STALE_COMPLETIONS.labels(service, kind).inc(lost)
+
+
+def enriched(kind: str, done: Done) -> None:
+    """Record one enrichment job's result and the artifacts it stored or found stale."""
+    service = metrics.service()
+    ENRICHMENT_RUNS.labels(service, kind, done.result).inc()
+    ENRICHMENT.labels(service, ARTIFACTS[kind], "stored").inc(done.stored)
+    ENRICHMENT.labels(service, ARTIFACTS[kind], "stale").inc(done.stale)
 
 
 def watch_queue(pool: ConnectionPool, interval: float, stop: threading.Event) -> None:

@@ -1,0 +1,368 @@
+"""Enrichment (issue 23): classification suggestions and notebook briefs.
+
+End to end: notes saved over REST, the real worker runs the jobs the triggers queue, the
+API shows suggestions and briefs only to callers who see the notes, never across
+tenants. Then, on a database no worker watches, the jobs run one at a time so that the
+fences can be driven: an edit or a new note between a job's read and its write leaves
+nothing stored, and the daily quota stops a job and puts it off to the next day.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from grove_auth.principal import Principal
+from grove_cli import admin
+from grove_contracts.enrichment import SuggestionQuery
+from grove_contracts.notebooks import CreateNotebookRequest
+from grove_contracts.notes import RememberRequest, UpdateRequest
+from grove_db import embedded, queue, schema
+from grove_db.pool import open_pool, transaction
+from grove_memory import enrichment, notebooks, notes
+from grove_memory.store import Store
+from tests.support.clients import Client, data_of, error_of
+from tests.support.processes import Running, run_script, start_api, start_worker
+from tests.support.tenants import Tenant, new_tenant
+
+BILLING = [
+    "Invoices for the Acme account are sent on the first business day of each month.",
+    "Acme invoices go to accounts payable, not to the project manager.",
+    "Late invoices for Acme get a reminder after fourteen days.",
+]
+DEPLOYS = [
+    "Deploys to production need a green canary for thirty minutes.",
+    "Production deploys are frozen on Fridays after noon.",
+    "Rollback of a production deploy is one click in Argo CD.",
+]
+UNFILED = "Acme invoices: resend the March invoice to accounts payable."
+
+
+@pytest.fixture(scope="module")
+def api(database: embedded.EmbeddedDatabase) -> Iterator[Running]:
+    """A lexical api and a worker that polls often (briefs wait two seconds after a change)."""
+    worker = start_worker(
+        database, "127.0.0.1:1", GROVE_EMBEDDING_PROFILE="disabled", GROVE_WORKER_POLL_SECONDS="0.3"
+    )
+    running = start_api(
+        {"GROVE_DATABASE_URL": database.runtime_url, "GROVE_EMBEDDING_PROFILE": "disabled"}
+    )
+    yield running
+    running.stop()
+    worker.stop()
+
+
+@pytest.fixture
+def tenant(database: embedded.EmbeddedDatabase, api: Running) -> Tenant:
+    return new_tenant(database, api.url)
+
+
+def notebook(client: Client, name: str) -> str:
+    response = client.post("/v1/notebooks", {"name": name})
+    assert response.status_code == 201, response.text
+    return str(data_of(response)["id"])
+
+
+def save(client: Client, content: str, notebook_id: str | None = None, kind: str = "fact") -> Any:
+    body: dict[str, Any] = {"content": content, "kind": kind}
+    if notebook_id:
+        body["projectId"] = notebook_id
+    response = client.post("/v1/memories", body)
+    assert response.status_code == 201, response.text
+    return data_of(response)
+
+
+def eventually(read: Any, until: Any, seconds: float = 20) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        value = read()
+        if until(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
+
+
+def test_an_unfiled_note_is_offered_the_notebook_of_its_neighbours(tenant: Tenant) -> None:
+    key = tenant.client
+    billing, deploys = notebook(key, "billing"), notebook(key, "deploys")
+    for text in BILLING:
+        save(key, text, billing)
+    for text in DEPLOYS:
+        save(key, text, deploys)
+    note = save(key, UNFILED)
+    page = eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+    (suggestion,) = page["items"]
+    assert suggestion["memoryId"] == note["id"] and suggestion["version"] == 1
+    assert suggestion["projectId"] == billing and suggestion["confidence"] >= 0.5
+    assert suggestion["evidence"] and all(
+        data_of(key.get(f"/v1/memories/{e['id']}"))["projectId"] == billing
+        for e in suggestion["evidence"]
+    )
+    # Nothing was applied: the note is still unfiled until its owner moves it.
+    assert data_of(key.get(f"/v1/memories/{note['id']}"))["projectId"] is None
+    moved = key.patch(f"/v1/memories/{note['id']}", {"projectId": billing, "expectedVersion": 1})
+    assert moved.status_code == 200, moved.text
+    assert data_of(key.get("/v1/suggestions"))["items"] == []
+
+
+def test_a_notebook_brief_quotes_its_notes_and_follows_their_changes(tenant: Tenant) -> None:
+    key = tenant.client
+    billing = notebook(key, "billing")
+    saved = [save(key, text, billing) for text in BILLING]
+    brief = eventually(
+        lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
+        lambda b: b["status"] == "ready",
+    )
+    assert brief["notes"] == brief["madeFrom"] == 3 and brief["generator"] == "extractive"
+    contents = {n["id"]: n["content"] for n in saved}
+    assert brief["citations"]
+    for cited in brief["citations"]:
+        assert contents[cited["id"]][cited["start"] : cited["end"]] == cited["quote"]
+        assert f"- {cited['quote']}" in brief["text"]
+    # A quoted note is forgotten: its words are withheld at once, then a new brief comes.
+    gone = brief["citations"][0]["id"]
+    assert key.post("/v1/memories/forget", {"ids": [gone]}).status_code == 200
+    now = data_of(key.get(f"/v1/notebooks/{billing}/brief"))
+    assert now["status"] in ("pending", "ready") and gone not in str(now)
+    again = eventually(
+        lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
+        lambda b: b["status"] == "ready",
+    )
+    assert again["madeFrom"] == 2 and gone not in {c["id"] for c in again["citations"]}
+    empty = notebook(key, "empty")
+    assert data_of(key.get(f"/v1/notebooks/{empty}/brief"))["status"] == "empty"
+
+
+def test_briefs_and_suggestions_stay_inside_grants_and_tenants(
+    tenant: Tenant, api: Running, database: embedded.EmbeddedDatabase
+) -> None:
+    key = tenant.client
+    billing, deploys = notebook(key, "billing"), notebook(key, "deploys")
+    for text in BILLING:
+        save(key, text, billing)
+    for text in DEPLOYS:
+        save(key, text, deploys)
+    save(key, UNFILED)
+    eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+    eventually(
+        lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
+        lambda b: b["status"] == "ready",
+    )
+    other = new_tenant(database, api.url).client
+    for path in (f"/v1/notebooks/{billing}/brief", f"/v1/notebooks/{uuid.uuid4()}/brief"):
+        response = other.get(path)
+        assert response.status_code == 404 and error_of(response)["code"] == "not_found"
+    assert data_of(other.get("/v1/suggestions"))["items"] == []
+    # A key granted only the deploys notebook: not billing's brief, no personal notes.
+    only_deploys = tenant.key(personal=False, notebook_ids=[uuid.UUID(deploys)])
+    assert only_deploys.get(f"/v1/notebooks/{billing}/brief").status_code == 404
+    assert only_deploys.get(f"/v1/notebooks/{deploys}/brief").status_code == 200
+    assert data_of(only_deploys.get("/v1/suggestions"))["items"] == []
+    # A key granted personal notes only sees the suggestion, but not the notebook it names.
+    personal = tenant.key(personal=True)
+    assert data_of(personal.get("/v1/suggestions"))["items"] == []
+    bad = key.get("/v1/suggestions", params={"limit": 101})
+    assert bad.status_code == 400 and error_of(bad)["code"] == "validation_error"
+
+
+def test_grove_enrich_reset_and_reindex_make_them_again(
+    tenant: Tenant, database: embedded.EmbeddedDatabase
+) -> None:
+    key = tenant.client
+    billing, deploys = notebook(key, "billing"), notebook(key, "deploys")
+    for text in BILLING:
+        save(key, text, billing)
+    for text in DEPLOYS:
+        save(key, text, deploys)
+    save(key, UNFILED)
+
+    def brief() -> Any:
+        return eventually(
+            lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
+            lambda b: b["status"] == "ready",
+        )
+
+    first = brief()
+    eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+    env = {"GROVE_MIGRATION_DATABASE_URL": database.migration_url}
+    account = str(tenant.account_id)
+    reset = run_script("grove", "enrich", "reset", "--account", account, env=env)
+    assert reset.returncode == 0, reset.stderr
+    assert "suggestions dropped: 1, briefs dropped: 2, jobs queued: 3" in reset.stdout
+    again = brief()
+    assert again["generatedAt"] > first["generatedAt"] and again["text"] == first["text"]
+    eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+    upload = key.session.post(
+        key.base + "/v1/files",
+        params={"name": "notes.md"},
+        data=b"# Runbook\n\nRestart the gateway at two.",
+        headers=key.headers({"Content-Type": "text/markdown"}),
+        timeout=10,
+    )
+    assert upload.status_code == 201, upload.text
+    file_id = data_of(upload)["id"]
+    ready = eventually(
+        lambda: data_of(key.get(f"/v1/files/{file_id}")), lambda f: f["indexing"] == "ready"
+    )
+    assert ready["passages"] == 1
+    reindex = run_script("grove", "enrich", "reindex", "--files", "--account", account, env=env)
+    assert reindex.returncode == 0, reindex.stderr
+    assert "files queued: 1" in reindex.stdout and "briefs dropped" not in reindex.stdout
+    assert data_of(key.get(f"/v1/files/{file_id}"))["indexing"] in ("pending", "ready")
+    eventually(lambda: data_of(key.get(f"/v1/files/{file_id}")), lambda f: f["indexing"] == "ready")
+    missing = run_script("grove", "enrich", "reset", "--account", str(uuid.uuid4()), env=env)
+    assert missing.returncode == 1 and "no such account" in missing.stderr
+
+
+@pytest.fixture
+def quiet(database: embedded.EmbeddedDatabase) -> Iterator[tuple[Store, Principal, Any]]:
+    """A fresh database no worker watches, an account on it and its owner."""
+    with schema.fresh_database(database) as url:
+        pool = open_pool(embedded.role_url(url, embedded.RUNTIME_ROLE), max_size=2)
+        account = admin.create_account(embedded.role_url(url, embedded.MIGRATION_ROLE), "enrich")
+        owner = Principal(
+            account,
+            uuid.uuid4(),
+            personal=True,
+            all_notebooks=True,
+            can_write=True,
+            can_delete=True,
+            kind="owner",
+        )
+        yield Store(pool=pool, cursor_secret=b"x" * 32), owner, pool
+        pool.close()
+
+
+def claim(pool: Any, kind: str) -> list[queue.Job]:
+    later = datetime.now(UTC) + timedelta(seconds=5)  # past the triggers' short delay
+    return queue.claim(pool, "test", None, 10, 60, [kind], now=later)
+
+
+def remember(store: Store, owner: Principal, content: str, notebook_id: Any = None) -> Any:
+    request = RememberRequest(content=content, kind="fact", projectId=notebook_id)
+    return notes.remember(store, owner, request).memory
+
+
+def filed(store: Store, owner: Principal) -> tuple[Any, Any]:
+    (billing, _) = notebooks.create_notebook(store, owner, CreateNotebookRequest(name="billing"))
+    (ops, _) = notebooks.create_notebook(store, owner, CreateNotebookRequest(name="deploys"))
+    for text in BILLING:
+        remember(store, owner, text, billing.id)
+    for text in DEPLOYS:
+        remember(store, owner, text, ops.id)
+    return billing, ops
+
+
+def test_a_suggestion_computed_before_an_edit_is_not_stored(
+    quiet: tuple[Store, Principal, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, owner, pool = quiet
+    billing, _ = filed(store, owner)
+    note = remember(store, owner, UNFILED)
+    real = enrichment.suggest
+
+    def edited_meanwhile(row: dict[str, Any], neighbours: Any) -> Any:
+        notes.update_memory(
+            store, owner, note.id, UpdateRequest(content=UNFILED + " Done.", expectedVersion=1)
+        )
+        return real(row, neighbours)
+
+    monkeypatch.setattr(enrichment, "suggest", edited_meanwhile)
+    (job,) = claim(pool, queue.CLASSIFY_NOTES)
+    done = enrichment.classify(pool, "test", job, quota=100)
+    assert (done.result, done.stored, done.stale) == ("stored", 0, 1)
+    monkeypatch.setattr(enrichment, "suggest", real)
+    # The edit queued the next job, which classifies version 2.
+    (job,) = claim(pool, queue.CLASSIFY_NOTES)
+    assert enrichment.classify(pool, "test", job, quota=100).stored == 1
+    page = enrichment.list_suggestions(store, owner, SuggestionQuery())
+    assert [(s.memoryId, s.version, s.projectId) for s in page.items] == [(note.id, 2, billing.id)]
+
+
+def test_a_brief_made_while_a_note_arrives_is_not_stored(
+    quiet: tuple[Store, Principal, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, owner, pool = quiet
+    billing, _ = filed(store, owner)
+    jobs = {j.payload["notebookId"]: j for j in claim(pool, queue.BRIEF_NOTEBOOK)}
+    real = enrichment.brief_of
+
+    def added_meanwhile(sources: Any) -> Any:
+        remember(store, owner, "Acme pays by bank transfer only.", billing.id)
+        return real(sources)
+
+    monkeypatch.setattr(enrichment, "brief_of", added_meanwhile)
+    done = enrichment.brief(pool, "test", jobs[str(billing.id)], quota=100)
+    assert (done.result, done.stored) == ("stale", 0)
+    assert enrichment.read_brief(store, owner, billing.id).status == "pending"
+    monkeypatch.setattr(enrichment, "brief_of", real)
+    (job,) = claim(pool, queue.BRIEF_NOTEBOOK)
+    assert enrichment.brief(pool, "test", job, quota=100).result == "stored"
+    brief = enrichment.read_brief(store, owner, billing.id)
+    assert (brief.status, brief.notes, brief.madeFrom) == ("ready", 4, 4)
+    # Row-level security: under another account, the runtime role sees none of it.
+    with transaction(pool, owner.account_id) as conn:
+        assert conn.execute("SELECT count(*) AS n FROM notebook_briefs").fetchone() == {"n": 1}
+    with transaction(pool, uuid.uuid4()) as conn:
+        for table in ("notebook_briefs", "note_suggestions", "account_enrichment"):
+            assert conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone() == {"n": 0}
+        assert conn.execute("DELETE FROM notebook_briefs").rowcount == 0
+
+
+def test_the_daily_quota_stops_enrichment_until_the_next_day(
+    quiet: tuple[Store, Principal, Any],
+) -> None:
+    store, owner, pool = quiet
+    filed(store, owner)
+    for text in (UNFILED, "Deploy freezes: production deploys wait for Monday.", "Buy milk."):
+        remember(store, owner, text)
+    briefs = claim(pool, queue.BRIEF_NOTEBOOK)
+    assert len(briefs) == 2
+    assert enrichment.brief(pool, "test", briefs[0], quota=2).result == "stored"
+    (job,) = claim(pool, queue.CLASSIFY_NOTES)
+    done = enrichment.classify(pool, "test", job, quota=2)
+    assert (done.result, done.stored) == ("over_quota", 1)  # one unit left of two
+    assert enrichment.brief(pool, "test", briefs[1], quota=2).result == "over_quota"
+    with transaction(pool, owner.account_id) as conn:
+        waiting = conn.execute(
+            "SELECT kind, run_after FROM jobs WHERE status = 'queued' ORDER BY kind"
+        ).fetchall()
+        used = conn.execute("SELECT used FROM account_enrichment").fetchone()
+    tomorrow = datetime.combine(
+        datetime.now(UTC).date() + timedelta(days=1), datetime.min.time(), tzinfo=UTC
+    )
+    assert [(w["kind"], w["run_after"]) for w in waiting] == [
+        (queue.BRIEF_NOTEBOOK, tomorrow),
+        (queue.CLASSIFY_NOTES, tomorrow),
+    ]
+    assert used is not None and used["used"] == 2
+
+
+def test_an_expired_note_leaves_the_brief_and_its_sweep_queues_the_next(
+    quiet: tuple[Store, Principal, Any],
+) -> None:
+    store, owner, pool = quiet
+    billing, _ = filed(store, owner)
+    for job in claim(pool, queue.BRIEF_NOTEBOOK):
+        assert enrichment.brief(pool, "test", job, quota=100).result == "stored"
+    brief = enrichment.read_brief(store, owner, billing.id)
+    assert brief.status == "ready"
+    quoted = brief.citations[0].id
+    with transaction(pool, owner.account_id) as conn:
+        conn.execute(
+            "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+            (quoted,),
+        )
+    hidden = enrichment.read_brief(store, owner, billing.id)
+    assert (hidden.status, hidden.text, hidden.notes) == ("pending", None, 2)
+    assert claim(pool, queue.BRIEF_NOTEBOOK) == []  # an expiry is not a write ...
+    with transaction(pool, owner.account_id) as conn:
+        conn.execute("UPDATE memories SET swept_at = now() WHERE id = %s", (quoted,))
+    (job,) = claim(pool, queue.BRIEF_NOTEBOOK)  # ... but its sweep's mark is
+    assert enrichment.brief(pool, "test", job, quota=100).result == "stored"
+    again = enrichment.read_brief(store, owner, billing.id)
+    assert again.status == "ready" and quoted not in {c.id for c in again.citations}

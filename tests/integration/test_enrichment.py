@@ -25,9 +25,11 @@ from grove_contracts.notes import RememberRequest, UpdateRequest
 from grove_db import embedded, queue, schema
 from grove_db.pool import open_pool, transaction
 from grove_memory import enrichment, notebooks, notes
+from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
+from tests.integration.test_ask_openai import FakeChat, number_of, reply, serve
 from tests.support.clients import Client, data_of, error_of
-from tests.support.processes import Running, run_script, start_api, start_worker
+from tests.support.processes import Running, run_script, start_api, start_ask, start_worker
 from tests.support.tenants import Tenant, new_tenant
 
 BILLING = [
@@ -77,6 +79,27 @@ def save(client: Client, content: str, notebook_id: str | None = None, kind: str
     return data_of(response)
 
 
+def filled(key: Client) -> tuple[str, str, Any]:
+    """A billing and a deploys notebook with their notes, and an unfiled billing note."""
+    billing, deploys = notebook(key, "billing"), notebook(key, "deploys")
+    for text in BILLING:
+        save(key, text, billing)
+    for text in DEPLOYS:
+        save(key, text, deploys)
+    return billing, deploys, save(key, UNFILED)
+
+
+def ready_brief(key: Client, notebook_id: str) -> Any:
+    return eventually(
+        lambda: data_of(key.get(f"/v1/notebooks/{notebook_id}/brief")),
+        lambda b: b["status"] == "ready",
+    )
+
+
+def suggested(key: Client) -> Any:
+    return eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+
+
 def eventually(read: Any, until: Any, seconds: float = 20) -> Any:
     deadline = time.monotonic() + seconds
     while True:
@@ -88,13 +111,8 @@ def eventually(read: Any, until: Any, seconds: float = 20) -> Any:
 
 def test_an_unfiled_note_is_offered_the_notebook_of_its_neighbours(tenant: Tenant) -> None:
     key = tenant.client
-    billing, deploys = notebook(key, "billing"), notebook(key, "deploys")
-    for text in BILLING:
-        save(key, text, billing)
-    for text in DEPLOYS:
-        save(key, text, deploys)
-    note = save(key, UNFILED)
-    page = eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+    billing, _, note = filled(key)
+    page = suggested(key)
     (suggestion,) = page["items"]
     assert suggestion["memoryId"] == note["id"] and suggestion["version"] == 1
     assert suggestion["projectId"] == billing and suggestion["confidence"] >= 0.5
@@ -113,10 +131,7 @@ def test_a_notebook_brief_quotes_its_notes_and_follows_their_changes(tenant: Ten
     key = tenant.client
     billing = notebook(key, "billing")
     saved = [save(key, text, billing) for text in BILLING]
-    brief = eventually(
-        lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
-        lambda b: b["status"] == "ready",
-    )
+    brief = ready_brief(key, billing)
     assert brief["notes"] == brief["madeFrom"] == 3 and brief["generator"] == "extractive"
     contents = {n["id"]: n["content"] for n in saved}
     assert brief["citations"]
@@ -128,10 +143,7 @@ def test_a_notebook_brief_quotes_its_notes_and_follows_their_changes(tenant: Ten
     assert key.post("/v1/memories/forget", {"ids": [gone]}).status_code == 200
     now = data_of(key.get(f"/v1/notebooks/{billing}/brief"))
     assert now["status"] in ("pending", "ready") and gone not in str(now)
-    again = eventually(
-        lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
-        lambda b: b["status"] == "ready",
-    )
+    again = ready_brief(key, billing)
     assert again["madeFrom"] == 2 and gone not in {c["id"] for c in again["citations"]}
     empty = notebook(key, "empty")
     assert data_of(key.get(f"/v1/notebooks/{empty}/brief"))["status"] == "empty"
@@ -141,17 +153,9 @@ def test_briefs_and_suggestions_stay_inside_grants_and_tenants(
     tenant: Tenant, api: Running, database: embedded.EmbeddedDatabase
 ) -> None:
     key = tenant.client
-    billing, deploys = notebook(key, "billing"), notebook(key, "deploys")
-    for text in BILLING:
-        save(key, text, billing)
-    for text in DEPLOYS:
-        save(key, text, deploys)
-    save(key, UNFILED)
-    eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
-    eventually(
-        lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
-        lambda b: b["status"] == "ready",
-    )
+    billing, deploys, _ = filled(key)
+    suggested(key)
+    ready_brief(key, billing)
     other = new_tenant(database, api.url).client
     for path in (f"/v1/notebooks/{billing}/brief", f"/v1/notebooks/{uuid.uuid4()}/brief"):
         response = other.get(path)
@@ -173,29 +177,17 @@ def test_grove_enrich_reset_and_reindex_make_them_again(
     tenant: Tenant, database: embedded.EmbeddedDatabase
 ) -> None:
     key = tenant.client
-    billing, deploys = notebook(key, "billing"), notebook(key, "deploys")
-    for text in BILLING:
-        save(key, text, billing)
-    for text in DEPLOYS:
-        save(key, text, deploys)
-    save(key, UNFILED)
-
-    def brief() -> Any:
-        return eventually(
-            lambda: data_of(key.get(f"/v1/notebooks/{billing}/brief")),
-            lambda b: b["status"] == "ready",
-        )
-
-    first = brief()
-    eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+    billing, _, _ = filled(key)
+    first = ready_brief(key, billing)
+    suggested(key)
     env = {"GROVE_MIGRATION_DATABASE_URL": database.migration_url}
     account = str(tenant.account_id)
     reset = run_script("grove", "enrich", "reset", "--account", account, env=env)
     assert reset.returncode == 0, reset.stderr
     assert "suggestions dropped: 1, briefs dropped: 2, jobs queued: 3" in reset.stdout
-    again = brief()
+    again = ready_brief(key, billing)
     assert again["generatedAt"] > first["generatedAt"] and again["text"] == first["text"]
-    eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
+    suggested(key)
     upload = key.session.post(
         key.base + "/v1/files",
         params={"name": "notes.md"},
@@ -284,22 +276,19 @@ def test_a_suggestion_computed_before_an_edit_is_not_stored(
 
 
 def test_a_brief_made_while_a_note_arrives_is_not_stored(
-    quiet: tuple[Store, Principal, Any], monkeypatch: pytest.MonkeyPatch
+    quiet: tuple[Store, Principal, Any],
 ) -> None:
     store, owner, pool = quiet
     billing, _ = filed(store, owner)
     jobs = {j.payload["notebookId"]: j for j in claim(pool, queue.BRIEF_NOTEBOOK)}
-    real = enrichment.brief_of
 
     def added_meanwhile(sources: Any) -> Any:
         remember(store, owner, "Acme pays by bank transfer only.", billing.id)
-        return real(sources)
+        return enrichment.brief_of(sources)
 
-    monkeypatch.setattr(enrichment, "brief_of", added_meanwhile)
-    done = enrichment.brief(pool, "test", jobs[str(billing.id)], quota=100)
+    done = enrichment.brief(pool, "test", jobs[str(billing.id)], 100, added_meanwhile)
     assert (done.result, done.stored) == ("stale", 0)
     assert enrichment.read_brief(store, owner, billing.id).status == "pending"
-    monkeypatch.setattr(enrichment, "brief_of", real)
     (job,) = claim(pool, queue.BRIEF_NOTEBOOK)
     assert enrichment.brief(pool, "test", job, quota=100).result == "stored"
     brief = enrichment.read_brief(store, owner, billing.id)
@@ -366,3 +355,61 @@ def test_an_expired_note_leaves_the_brief_and_its_sweep_queues_the_next(
     assert enrichment.brief(pool, "test", job, quota=100).result == "stored"
     again = enrichment.read_brief(store, owner, billing.id)
     assert again.status == "ready" and quoted not in {c.id for c in again.citations}
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[FakeChat, str]]:
+    """A fake OpenAI-compatible chat provider and grove-ask answering with it."""
+    fake = FakeChat()
+    server = serve(fake)
+    ask = start_ask(
+        {
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ANSWER_GENERATOR": "openai",
+            "GROVE_ANSWER_OPENAI_BASE_URL": f"{server.url}/v1",
+            "GROVE_ANSWER_OPENAI_MODEL": "fake-chat",
+            "GROVE_ANSWER_OPENAI_API_KEY": "sk-test-brief-key",
+            "GROVE_ANSWER_OPENAI_TIMEOUT_SECONDS": "3",
+        }
+    )
+    yield fake, ask.url
+    ask.stop()
+    server.close()
+
+
+def test_a_model_writes_the_brief_when_configured_and_extractive_stands_in(
+    quiet: tuple[Store, Principal, Any], model: tuple[FakeChat, str]
+) -> None:
+    store, owner, pool = quiet
+    fake, ask_url = model
+    billing, _ = filed(store, owner)
+    brief_jobs = {j.payload["notebookId"]: j for j in claim(pool, queue.BRIEF_NOTEBOOK)}
+    writer = enrichment.AnswerWriter(InferenceClient(ask_url, "disabled"), timeout=10)
+    summary = "Acme is invoiced monthly; accounts payable gets the invoices."
+    fake.reset(
+        lambda body: reply(
+            summary, (number_of(body, BILLING[1]), "Acme invoices go to accounts payable")
+        )
+    )
+    done = enrichment.brief(pool, "test", brief_jobs[str(billing.id)], 100, writer)
+    assert (done.result, done.fell_back) == ("stored", False)
+    assert enrichment.BRIEF_QUESTION in fake.seen[0].prompt
+    brief = enrichment.read_brief(store, owner, billing.id)
+    assert (brief.status, brief.generator, brief.text) == ("ready", "openai", summary)
+    (cited,) = brief.citations
+    assert cited.quote == "Acme invoices go to accounts payable"
+    assert BILLING[1][cited.start : cited.end] == cited.quote
+    # The model quotes nothing that is in the notes: the extractive brief stands in.
+    remember(store, owner, "Acme pays by bank transfer only.", billing.id)
+    fake.reset(reply("Made up.", (1, "words that are in no note")))
+    (job,) = claim(pool, queue.BRIEF_NOTEBOOK)
+    done = enrichment.brief(pool, "test", job, 100, writer)
+    assert (done.result, done.fell_back) == ("stored", True)
+    brief = enrichment.read_brief(store, owner, billing.id)
+    assert brief.generator == "extractive" and brief.text and brief.text.startswith("- ")
+    # grove-ask cannot be reached at all: the same.
+    remember(store, owner, "Acme's invoices are in euros.", billing.id)
+    gone = enrichment.AnswerWriter(InferenceClient("127.0.0.1:1", "disabled"), timeout=2)
+    (job,) = claim(pool, queue.BRIEF_NOTEBOOK)
+    assert enrichment.brief(pool, "test", job, 100, gone).fell_back
+    assert enrichment.read_brief(store, owner, billing.id).status == "ready"

@@ -59,6 +59,7 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_sweep_notes_soft_deleted_total": "counter",
     "grove_enrichment_runs_total": "counter",
     "grove_enrichment_artifacts_total": "counter",
+    "grove_enrichment_brief_fallbacks_total": "counter",
     # ask
     "grove_grpc_server_requests_total": "counter",
     "grove_grpc_server_request_duration_seconds": "histogram",

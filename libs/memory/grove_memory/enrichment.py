@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from typing import Any, Literal
 from uuid import UUID
@@ -48,6 +48,7 @@ from grove_contracts.enrichment import (
 from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory import cursors, duplicates
+from grove_memory.inference import EvidenceText, InferenceClient, InferenceError
 from grove_memory.scope import LIVE, check_notebook, params
 from grove_memory.store import Store, require
 
@@ -173,6 +174,8 @@ class Done:
     result: Result
     stored: int = 0
     stale: int = 0
+    #: A model was to write the brief but the extractive one was stored.
+    fell_back: bool = False
 
 
 @dataclass(frozen=True)
@@ -236,34 +239,98 @@ def _winner(
     return value, share, backers[value]
 
 
-def brief_of(notes: Sequence[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """An extractive brief of ``notes``: its text and citations (verbatim quotes)."""
+@dataclass(frozen=True)
+class Written:
+    """A brief's text, its citations (verbatim quotes) and who wrote it; ``fell_back``
+    when a model was asked but the extractive brief was used instead."""
+
+    text: str
+    citations: list[dict[str, Any]]
+    generator: str
+    fell_back: bool = False
+
+
+#: How a brief is written from the notebook's notes (latest changed first).
+Writer = Callable[[Sequence[dict[str, Any]]], Written]
+
+
+def representative(notes: Sequence[dict[str, Any]]) -> list[int]:
+    """Indexes of ``notes``, most representative first (highest summed similarity to the
+    others; ties: the latest), near-repeats of one already taken left out."""
     words = [duplicates.words(note["content"]) for note in notes]
     centrality = [
         sum(duplicates.word_similarity(mine, other) for j, other in enumerate(words) if j != i)
         for i, mine in enumerate(words)
     ]
-    order = sorted(range(len(notes)), key=lambda i: (-centrality[i], i))  # ties: latest
     chosen: list[int] = []
-    for i in order:
-        if len(chosen) == BRIEF_POINTS:
-            break
+    for i in sorted(range(len(notes)), key=lambda i: (-centrality[i], i)):
         if all(duplicates.word_similarity(words[i], words[j]) < BRIEF_REPEAT for j in chosen):
             chosen.append(i)
+    return chosen
+
+
+def brief_of(notes: Sequence[dict[str, Any]]) -> Written:
+    """The extractive brief of ``notes``: the opening sentence of the
+    ``BRIEF_POINTS`` most representative, quoted."""
     citations = []
-    for i in chosen:
+    for i in representative(notes)[:BRIEF_POINTS]:
         start, end = opening(notes[i]["content"])
         if end > start:
-            citations.append(
-                {
-                    "id": str(notes[i]["id"]),
-                    "version": notes[i]["version"],
-                    "quote": notes[i]["content"][start:end],
-                    "start": start,
-                    "end": end,
-                }
+            citations.append(_quote(notes[i], start, end))
+    return Written("\n".join(f"- {c['quote']}" for c in citations), citations, "extractive")
+
+
+def _quote(note: dict[str, Any], start: int, end: int) -> dict[str, Any]:
+    return {
+        "id": str(note["id"]),
+        "version": note["version"],
+        "quote": note["content"][start:end],
+        "start": start,
+        "end": end,
+    }
+
+
+#: What grove-ask's ``Answer`` is asked when it writes a brief (``GROVE_BRIEF_GENERATOR=
+#: answer``: the generator grove-ask is configured with, e.g. an OpenAI-compatible model).
+BRIEF_QUESTION = (
+    "Write a brief of these notes for their owner: what they are about and the key facts,"
+    " in at most five short sentences, citing the notes each sentence comes from."
+)
+#: The notes given to the model: the most representative.
+BRIEF_EVIDENCE = 12
+MAX_BRIEF_CHARS = 4000
+
+
+class AnswerWriter:
+    """Briefs written by grove-ask's ``Answer`` from the notebook's most representative
+    notes; the citations kept are exact quotes of them. No text, no valid citation, or
+    ask failing: the extractive brief instead (``fell_back``)."""
+
+    def __init__(self, client: InferenceClient, timeout: float) -> None:
+        self.client = client
+        self.timeout = timeout
+
+    def __call__(self, notes: Sequence[dict[str, Any]]) -> Written:
+        chosen = [notes[i] for i in representative(notes)[:BRIEF_EVIDENCE]]
+        by_revision = {(str(n["id"]), n["version"]): n for n in chosen}
+        evidence = [EvidenceText(str(n["id"]), n["version"], n["content"]) for n in chosen]
+        try:
+            generated = self.client.answer(
+                BRIEF_QUESTION, [], evidence, markdown=False, timeout=self.timeout
             )
-    return "\n".join(f"- {c['quote']}" for c in citations), citations
+        except InferenceError:
+            return replace(brief_of(notes), fell_back=True)
+        citations = [
+            _quote(note, c.start, c.end)
+            for c in generated.citations
+            if (note := by_revision.get((c.note_id, c.version))) is not None
+            and 0 <= c.start < c.end <= len(note["content"])
+            and note["content"][c.start : c.end] == c.quote
+        ]
+        text = generated.text.strip()
+        if not text or not citations or len(text) > MAX_BRIEF_CHARS:
+            return replace(brief_of(notes), fell_back=True)
+        return Written(text, citations, generated.generator)
 
 
 def opening(content: str) -> tuple[int, int]:
@@ -346,8 +413,11 @@ def _store_suggestions(conn: Conn, proposed: list[Proposed]) -> int:
     ).rowcount
 
 
-def brief(pool: ConnectionPool, owner: str, job: queue.Job, quota: int) -> Done:
-    """Run one ``brief_notebook`` job leased by ``owner``, within ``quota`` a day."""
+def brief(
+    pool: ConnectionPool, owner: str, job: queue.Job, quota: int, writer: Writer = brief_of
+) -> Done:
+    """Run one ``brief_notebook`` job leased by ``owner``, within ``quota`` a day, the
+    brief written by ``writer`` (outside any transaction)."""
     now = datetime.now(UTC)
     notebook = UUID(str(job.payload["notebookId"]))
     keys = {"notebook": notebook}
@@ -355,7 +425,7 @@ def brief(pool: ConnectionPool, owner: str, job: queue.Job, quota: int) -> Done:
         held = conn.execute(FINGERPRINT, keys).fetchone()
         assert held is not None
         sources = conn.execute(BRIEF_SOURCES, {**keys, "limit": BRIEF_NOTES}).fetchall()
-    text, citations = brief_of(sources) if sources else ("", [])
+    written = writer(sources) if sources else Written("", [], "extractive")
     with transaction(pool, job.account_id) as conn:
         if not queue.finish(conn, job, owner):
             return Done("lost")
@@ -377,12 +447,12 @@ def brief(pool: ConnectionPool, owner: str, job: queue.Job, quota: int) -> Done:
             {
                 **keys,
                 **held,
-                "text": text,
-                "citations": Jsonb(citations),
-                "generator": "extractive",
+                "text": written.text,
+                "citations": Jsonb(written.citations),
+                "generator": written.generator,
             },
         )
-        return Done("stored", 1)
+        return Done("stored", 1, fell_back=written.fell_back)
 
 
 #: The brief and whether each note it cites is still live in the notebook at that version.

@@ -37,8 +37,8 @@ from grove_worker import sweeps, telemetry
 from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
 
-#: Enrichment jobs and what runs each (grove_memory.enrichment).
-ENRICHMENT = {queue.CLASSIFY_NOTES: enrichment.classify, queue.BRIEF_NOTEBOOK: enrichment.brief}
+#: Enrichment jobs (grove_memory.enrichment).
+ENRICHMENT = (queue.CLASSIFY_NOTES, queue.BRIEF_NOTEBOOK)
 
 #: How often a worker deletes rate-limit windows long over (``ratelimit.prune``).
 PRUNE_EVERY_SECONDS = 600
@@ -75,6 +75,14 @@ class Worker:
             else None
         )
         self.blobs = PostgresBlobs()
+        self.brief_writer: enrichment.Writer = (
+            enrichment.AnswerWriter(
+                client or InferenceClient(settings.ask_address, settings.embedding_profile),
+                settings.brief_timeout_seconds,
+            )
+            if settings.brief_generator == "answer"
+            else enrichment.brief_of
+        )
         self.limits = sandbox.Limits(
             settings.extract_timeout_seconds, settings.extract_memory_mb << 20
         )
@@ -175,18 +183,24 @@ class Worker:
         telemetry.NOTES_SOFT_DELETED.labels(metrics.service()).inc(outcome.deleted)
         log("sweep", kind=kind, jobs=len(jobs), **vars(outcome))
 
+    @contextmanager
+    def _holding(self, job: queue.Job) -> Iterator[None]:
+        """Keep ``job``'s lease alive (the heartbeat extends what is held) while it runs."""
+        with self._held_lock:
+            self._held.add(job.key)
+        try:
+            yield
+        finally:
+            with self._held_lock:
+                self._held.discard(job.key)
+
     def _extract(self, jobs: list[queue.Job]) -> None:
         """Extract each file version's passages, the leases kept alive while it runs."""
         profile = None if self.client is None else self.settings.embedding_profile
         for job in jobs:
-            with self._held_lock:
-                self._held.add(job.key)
             started = time.monotonic()
-            try:
+            with self._holding(job):
                 done = passages.run(self.pool, self.blobs, self.owner, job, profile, self.limits)
-            finally:
-                with self._held_lock:
-                    self._held.discard(job.key)
             telemetry.finished(
                 queue.EXTRACT_FILE,
                 time.monotonic() - started,
@@ -208,16 +222,13 @@ class Worker:
     def _enrich(self, jobs: list[queue.Job]) -> None:
         """Run classification and brief jobs, the leases kept alive while each runs."""
         for job in jobs:
-            with self._held_lock:
-                self._held.add(job.key)
             started = time.monotonic()
-            try:
-                done = ENRICHMENT[job.kind](
-                    self.pool, self.owner, job, self.settings.enrich_daily_quota
-                )
-            finally:
-                with self._held_lock:
-                    self._held.discard(job.key)
+            quota = self.settings.enrich_daily_quota
+            with self._holding(job):
+                if job.kind == queue.BRIEF_NOTEBOOK:
+                    done = enrichment.brief(self.pool, self.owner, job, quota, self.brief_writer)
+                else:
+                    done = enrichment.classify(self.pool, self.owner, job, quota)
             telemetry.finished(
                 job.kind,
                 time.monotonic() - started,

@@ -42,6 +42,11 @@ class WorkerSettings(QuotaSettings):
     #: Enrichment runs an account gets per UTC day (each note classified, each brief
     #: written); 0 turns enrichment off for every account.
     enrich_daily_quota: Annotated[int, Field(ge=0, le=10_000_000)] = 2000
+    #: Who writes notebook briefs: ``extractive`` (quotes, in the worker) or ``answer``
+    #: (grove-ask's ``Answer``, i.e. its GROVE_ANSWER_GENERATOR, e.g. an OpenAI-compatible
+    #: model; extractive whenever it fails), within ``brief_timeout_seconds``.
+    brief_generator: Literal["extractive", "answer"] = "extractive"
+    brief_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
     account_deletion_webhook: str | None = None
     #: Signs every webhook request (``Grove-Signature``); required with the webhook.
     account_deletion_webhook_secret: SecretStr | None = None

@@ -72,6 +72,12 @@ ENRICHMENT = Counter(
     " notebook changed while it was computed: not stored, a new job is queued).",
     ["service", "artifact", "outcome"],
 )
+BRIEF_FALLBACKS = Counter(
+    "grove_enrichment_brief_fallbacks",
+    "Briefs a model was to write (GROVE_BRIEF_GENERATOR=answer) stored extractive instead:"
+    " ask failed or timed out, or its answer had no text or no exact citation.",
+    ["service"],
+)
 ENRICHMENT_RUNS = Counter(
     "grove_enrichment_runs",
     "Enrichment jobs by kind and result (stored, stale, empty, over_quota, lost).",
@@ -91,6 +97,7 @@ def init() -> None:
             JOBS.labels(service, kind, state).set(0)
     NOTES_EXPIRED.labels(service)
     NOTES_SOFT_DELETED.labels(service)
+    BRIEF_FALLBACKS.labels(service)
     for kind, artifact in ARTIFACTS.items():
         for outcome in ("stored", "stale"):
             ENRICHMENT.labels(service, artifact, outcome)
@@ -124,6 +131,8 @@ def enriched(kind: str, done: Done) -> None:
     ENRICHMENT_RUNS.labels(service, kind, done.result).inc()
     ENRICHMENT.labels(service, ARTIFACTS[kind], "stored").inc(done.stored)
     ENRICHMENT.labels(service, ARTIFACTS[kind], "stale").inc(done.stale)
+    if done.fell_back:
+        BRIEF_FALLBACKS.labels(service).inc()
 
 
 def watch_queue(pool: ConnectionPool, interval: float, stop: threading.Event) -> None:

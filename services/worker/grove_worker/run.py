@@ -39,6 +39,10 @@ from grove_worker.settings import WorkerSettings
 
 #: Enrichment jobs (grove_memory.enrichment).
 ENRICHMENT = (queue.CLASSIFY_NOTES, queue.BRIEF_NOTEBOOK)
+#: Jobs run on the worker's side lane, a thread of their own: each may take seconds (a
+#: file read in a child process, a brief written by a model), and embeddings, sweeps and
+#: claims go on meanwhile. One batch of them at a time: while it runs, none is claimed.
+SIDE_LANE = (queue.EXTRACT_FILE, *ENRICHMENT)
 
 #: How often a worker deletes rate-limit windows long over (``ratelimit.prune``).
 PRUNE_EVERY_SECONDS = 600
@@ -86,6 +90,7 @@ class Worker:
         self.limits = sandbox.Limits(
             settings.extract_timeout_seconds, settings.extract_memory_mb << 20
         )
+        self._side: threading.Thread | None = None
         self._pruned_at: float | None = None
         self._held: set[queue.JobKey] = set()
         self._held_lock = threading.Lock()
@@ -120,7 +125,21 @@ class Worker:
             # Never wait here for an embedding call still in flight: its jobs are settled
             # or given back already, and closing the client cancels the call.
             embedder.shutdown(wait=False, cancel_futures=True)
+            self._stop_side()
         log("stopped", owner=self.owner)
+
+    def _stop_side(self) -> None:
+        """Shutting down: let the side lane finish within the grace, else give its jobs
+        back (a late write of theirs is fenced: this worker no longer holds the lease)."""
+        if self._side is None:
+            return
+        self._side.join(self.settings.worker_shutdown_grace_seconds)
+        if self._side.is_alive():
+            with self._held_lock:
+                keys = sorted(self._held)
+                self._held.clear()
+            queue.release(self.pool, self.owner, keys)
+            log("released", jobs=len(keys))
 
     def _prune_if_due(self) -> None:
         """Delete rate-limit windows long over (at start, then every PRUNE_EVERY_SECONDS)."""
@@ -138,19 +157,31 @@ class Worker:
 
     def _start_batch(self, embedder: ThreadPoolExecutor) -> Batch | None:
         settings = self.settings
+        side_busy = self._side is not None and self._side.is_alive()
         jobs = queue.claim(
             self.pool,
             self.owner,
             None if self.client is None else settings.embedding_profile,
             settings.worker_batch,
             settings.worker_lease_seconds,
-            [k for k in queue.SWEEPS if self.webhook or k != queue.DELETE_IDENTITY],
+            [
+                kind
+                for kind in queue.SWEEPS
+                if (self.webhook or kind != queue.DELETE_IDENTITY)
+                and not (side_busy and kind in SIDE_LANE)
+            ],
         )
         if not jobs:
             return None
         telemetry.claimed(jobs)
-        self._extract([job for job in jobs if job.kind == queue.EXTRACT_FILE])
-        self._enrich([job for job in jobs if job.kind in ENRICHMENT])
+        side = [job for job in jobs if job.kind in SIDE_LANE]
+        if side:
+            with self._held_lock:
+                self._held.update(job.key for job in side)
+            self._side = threading.Thread(
+                target=self._run_side, args=(side,), name="side-lane", daemon=True
+            )
+            self._side.start()
         for kind in sweeps.KINDS:
             self._sweep(kind, [job for job in jobs if job.kind == kind])
         embedding = [job for job in jobs if job.kind == queue.EMBED_REVISION]
@@ -183,11 +214,28 @@ class Worker:
         telemetry.NOTES_SOFT_DELETED.labels(metrics.service()).inc(outcome.deleted)
         log("sweep", kind=kind, jobs=len(jobs), **vars(outcome))
 
+    def _run_side(self, jobs: list[queue.Job]) -> None:
+        """The side lane: extractions, then enrichment, each job's lease kept alive until
+        it ends; then wake the loop (more may be queued, and none was claimed meanwhile)."""
+        try:
+            self._extract([job for job in jobs if job.kind == queue.EXTRACT_FILE])
+            self._enrich([job for job in jobs if job.kind in ENRICHMENT])
+        except Exception as ex:  # the jobs' leases lapse and another claim retries them
+            log("side_lane_failed", error=type(ex).__name__)
+        finally:
+            with self._held_lock:
+                self._held.difference_update(job.key for job in jobs)
+        if self.stopping.is_set():
+            return
+        try:
+            with transaction(self.pool) as conn:
+                conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))
+        except (DatabaseError, psycopg.Error):  # the poll interval finds them instead
+            pass
+
     @contextmanager
     def _holding(self, job: queue.Job) -> Iterator[None]:
-        """Keep ``job``'s lease alive (the heartbeat extends what is held) while it runs."""
-        with self._held_lock:
-            self._held.add(job.key)
+        """Run ``job`` then let its lease go (the side lane held it when it was claimed)."""
         try:
             yield
         finally:

@@ -1,0 +1,177 @@
+"""The worker's side lane: a file that takes seconds to read (or a brief a model takes
+seconds to write) runs on a thread of its own, so the worker goes on embedding notes
+meanwhile; on SIGTERM's stop, a side job still running past the grace is given back.
+
+The worker runs in this process (``grove_worker.run.Worker``), so that reading a file can
+be slowed: the sandbox's reader is swapped for one that sleeps first (module-level, so the
+spawned child imports it). Embeddings come from grove-ask on the ``openai`` profile and a
+fake provider; saves and uploads go through a real grove-api.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import psycopg.rows
+import pytest
+
+from grove_db import embedded, queue
+from grove_db.pool import open_pool
+from grove_memory import sandbox
+from grove_memory.extraction import Passage
+from grove_memory.inference import InferenceClient
+from grove_worker.run import Worker
+from grove_worker.settings import WorkerSettings
+from tests.support.clients import data_of
+from tests.support.fakes import FakeEmbeddings, start_fake_ask
+from tests.support.processes import Running, start_api
+from tests.support.tenants import Tenant, new_tenant
+from tests.support.waiting import wait_until
+
+SLOW_SECONDS = 4.0
+
+
+def slow(media_type: str, data: bytes) -> list[Passage]:
+    time.sleep(SLOW_SECONDS)
+    return sandbox.read_passages(media_type, data)
+
+
+@dataclass
+class Stack:
+    tenant: Tenant
+    settings: WorkerSettings
+    ask: str
+
+
+@pytest.fixture
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+    fake = FakeEmbeddings(8)
+    ask = start_fake_ask(fake)
+    api: Running = start_api(
+        {
+            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "openai",
+            "GROVE_ASK_ADDRESS": ask.url,
+            "GROVE_API_WORKERS": "1",
+        }
+    )
+    settings = WorkerSettings(
+        database_url=database.runtime_url,
+        embedding_profile="openai",
+        ask_address=ask.url,
+        worker_poll_seconds=0.2,
+        worker_batch=4,
+        worker_shutdown_grace_seconds=0.5,
+    )
+    try:
+        yield Stack(new_tenant(database, api.url), settings, ask.url)
+    finally:
+        api.stop()
+        ask.stop()
+        fake.close()
+
+
+@contextmanager
+def running(settings: WorkerSettings) -> Iterator[Worker]:
+    """A worker's loop on a thread of this process, stopped as SIGTERM stops it."""
+    pool = open_pool(
+        settings.database_url, max_size=4, session_settings=settings.session_settings()
+    )
+    client = InferenceClient(settings.ask_address, settings.embedding_profile)
+    worker = Worker(settings, pool, client)
+    with psycopg.connect(settings.database_url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {queue.CHANNEL}")
+        loop = threading.Thread(target=worker.run, args=(listener,), daemon=True)
+        loop.start()
+        try:
+            yield worker
+        finally:
+            worker.stopping.set()
+            loop.join(30)
+            assert not loop.is_alive()
+    client.close()
+    pool.close()
+
+
+def upload(stack: Stack, text: bytes) -> Any:
+    client = stack.tenant.client
+    response = client.session.post(
+        client.base + "/v1/files",
+        params={"name": "slow.md"},
+        data=text,
+        headers=client.headers({"Content-Type": "text/markdown"}),
+        timeout=10,
+    )
+    assert response.status_code == 201, response.text
+    return data_of(response)
+
+
+def test_a_slow_file_does_not_hold_up_the_embeddings(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "passages_of", functools.partial(sandbox.passages_of, reader=slow))
+    client = stack.tenant.client
+    file = upload(stack, b"The gateway restarts at two.")
+    with running(stack.settings):
+        # The worker is reading the file (a job of the side lane) ...
+        wait_until(
+            lambda: (
+                data_of(client.get(f"/v1/files/{file['id']}"))["indexing"] == "pending"
+                and claimed(stack, queue.EXTRACT_FILE)
+            ),
+            timeout=10,
+        )
+        note = client.save("Saved while the file is read.")
+        started = time.monotonic()
+        # ... and embeds a note saved meanwhile long before it is done.
+        wait_until(
+            lambda: data_of(client.get(f"/v1/memories/{note['id']}"))["indexing"] == "ready",
+            timeout=SLOW_SECONDS,
+        )
+        assert time.monotonic() - started < SLOW_SECONDS
+        assert data_of(client.get(f"/v1/files/{file['id']}"))["indexing"] == "pending"
+        done = wait_until(
+            lambda: (
+                (f := data_of(client.get(f"/v1/files/{file['id']}")))["indexing"] == "ready" and f
+            ),
+            timeout=30,
+        )
+        assert done["passages"] == 1
+
+
+def test_a_side_job_running_past_the_grace_is_given_back_on_stop(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "passages_of", functools.partial(sandbox.passages_of, reader=slow))
+    client = stack.tenant.client
+    file = upload(stack, b"The gateway restarts at two.")
+    with running(stack.settings):
+        wait_until(lambda: claimed(stack, queue.EXTRACT_FILE), timeout=10)
+    # Stopped within the grace (0.5 s), not after the file's 4 s: the job is queued again,
+    # unleased, and the extraction that finishes later in the abandoned thread writes nothing.
+    (job,) = jobs(stack, queue.EXTRACT_FILE)
+    assert (job["status"], job["lease_owner"]) == ("queued", None)
+    time.sleep(SLOW_SECONDS)
+    assert data_of(client.get(f"/v1/files/{file['id']}"))["indexing"] == "pending"
+
+
+def jobs(stack: Stack, kind: str) -> list[dict[str, Any]]:
+    with psycopg.connect(stack.tenant.database.migration_url) as conn:
+        conn.execute(
+            "SELECT set_config('grove.account_id', %s, false)", (str(stack.tenant.account_id),)
+        )
+        cursor = conn.cursor(row_factory=psycopg.rows.dict_row)
+        return cursor.execute(
+            "SELECT status, lease_owner FROM jobs WHERE kind = %s", (kind,)
+        ).fetchall()
+
+
+def claimed(stack: Stack, kind: str) -> bool:
+    return any(job["status"] == "running" for job in jobs(stack, kind))

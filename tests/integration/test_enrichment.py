@@ -355,6 +355,16 @@ def test_an_expired_note_leaves_the_brief_and_its_sweep_queues_the_next(
     assert enrichment.brief(pool, "test", job, quota=100).result == "stored"
     again = enrichment.read_brief(store, owner, billing.id)
     assert again.status == "ready" and quoted not in {c.id for c in again.citations}
+    # Every note of the notebook is deleted: its brief goes with them.
+    with transaction(pool, owner.account_id) as conn:
+        conn.execute("UPDATE memories SET deleted_at = now() WHERE project_id = %s", (billing.id,))
+    (job,) = claim(pool, queue.BRIEF_NOTEBOOK)
+    assert enrichment.brief(pool, "test", job, quota=100).result == "empty"
+    with transaction(pool, owner.account_id) as conn:
+        left = conn.execute(
+            "SELECT count(*) AS n FROM notebook_briefs WHERE project_id = %s", (billing.id,)
+        ).fetchone()
+    assert left == {"n": 0}
 
 
 @pytest.fixture(scope="module")

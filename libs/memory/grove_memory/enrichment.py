@@ -433,12 +433,11 @@ def brief(
             "SELECT 1 FROM projects WHERE id = %s AND deleted_at IS NULL FOR UPDATE",
             (notebook,),
         ).fetchone()
-        now_held = conn.execute(FINGERPRINT, keys).fetchone()
-        if live is None or now_held != held:
-            return Done("stale", stale=1)
-        if not sources:
+        if live is None or not sources:  # the notebook is gone, or holds no notes now
             conn.execute("DELETE FROM notebook_briefs WHERE project_id = %s", (notebook,))
             return Done("empty")
+        if conn.execute(FINGERPRINT, keys).fetchone() != held:
+            return Done("stale", stale=1)
         if not _reserve(conn, 1, quota, now):
             _requeue(conn, queue.BRIEF_NOTEBOOK, {"notebookId": str(notebook)}, _next_day(now))
             return Done("over_quota")

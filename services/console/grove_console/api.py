@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,16 @@ class ApiError(Exception):
 
 class SignedOut(Exception):
     """grove-api no longer accepts the session's token: sign in again."""
+
+
+@dataclass(frozen=True)
+class Download:
+    """A file the API serves as an attachment: its headers and its bytes in pieces."""
+
+    content_type: str
+    disposition: str
+    length: int | None
+    pieces: Iterator[bytes]
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,40 @@ class Api:
 
         return pieces()
 
+    def download(self, token: str, path: str) -> Download:
+        """A successful attachment answer: its type, ``Content-Disposition``, length and
+        body in pieces (relayed as they arrive, never held whole)."""
+        response = self._send(token, "GET", path, None, None, stream=True)
+        if not response.ok:
+            self._data(response)
+        length = response.headers.get("Content-Length")
+
+        def pieces() -> Iterator[bytes]:
+            with response:
+                yield from response.iter_content(CHUNK_BYTES)
+
+        return Download(
+            content_type=response.headers.get("Content-Type", "application/octet-stream"),
+            disposition=response.headers.get("Content-Disposition", "attachment"),
+            length=int(length) if length and length.isdigit() else None,
+            pieces=pieces(),
+        )
+
+    def upload(
+        self,
+        token: str,
+        path: str,
+        params: dict[str, Any],
+        content_type: str,
+        pieces: Iterable[bytes],
+    ) -> Any:
+        """POST a raw body sent as it is read (chunked), with its ``Content-Type``; the
+        ``data`` of a successful answer. Not retried: the body is read once."""
+        response = self._send(
+            token, "POST", path, None, params, stream=False, data=pieces, content_type=content_type
+        )
+        return self._data(response)
+
     def _send(
         self,
         token: str,
@@ -63,14 +107,20 @@ class Api:
         body: Any,
         params: dict[str, Any] | None,
         stream: bool,
+        data: Iterable[bytes] | None = None,
+        content_type: str | None = None,
     ) -> requests.Response:
+        headers = {"Authorization": f"Bearer {token}"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         try:
             response = requests.request(
                 method,
                 self.base.rstrip("/") + path,
                 json=body,
+                data=data,
                 params=params,
-                headers={"Authorization": f"Bearer {token}"},
+                headers=headers,
                 timeout=TIMEOUT_SECONDS,
                 stream=stream,
             )

@@ -5,8 +5,9 @@ server (``sessions``); the browser holds only an HttpOnly session cookie. Every 
 carries the session's CSRF token and every POST must come from the website's own origin;
 every page is sent with a strict Content-Security-Policy (scripts and styles from this
 origin only, no framing, forms post only here). The pages live by subject: ``entry``
-(sign-in), ``access`` (connections and keys), ``notes``, ``shares``, ``ask``, ``account``;
-this module holds the one route table.
+(sign-in), ``access`` (connections and keys), ``notes``, ``enrichment`` (briefs and
+suggestions), ``files`` (files and storage), ``shares``, ``ask``, ``account``; this module
+holds the one route table.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from psycopg_pool import ConnectionPool
 
 from grove_auth.keys import derive_secret
 from grove_auth.provider import Discovery
-from grove_console import access, account, ask, entry, notes, shares, signin
+from grove_console import access, account, ask, enrichment, entry, files, notes, shares, signin
 from grove_console.api import Api, ApiError
 from grove_console.page import Deps, Forbidden
 from grove_console.sessions import COOKIE, SessionStore
@@ -96,7 +97,8 @@ class SessionAndHeaders:
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
     ) -> None:
-        resp.set_header("Content-Security-Policy", CSP)
+        if resp.get_header("Content-Security-Policy") is None:  # a download sets a stricter one
+            resp.set_header("Content-Security-Policy", CSP)
         resp.set_header("X-Content-Type-Options", "nosniff")
         resp.set_header("X-Frame-Options", "DENY")
         resp.set_header("Referrer-Policy", "same-origin")
@@ -161,6 +163,11 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     app.add_route("/notebooks/archived", notes.ArchivedNotebooks(page))
     app.add_route("/notebooks/{notebook_id:uuid}", notes.Notebook(page))
     app.add_route("/notebooks/{notebook_id:uuid}/{action}", notes.NotebookAction(page))
+    app.add_route("/suggestions", enrichment.Suggestions(page))
+    app.add_route("/suggestions/{memory_id:uuid}/apply", enrichment.Apply(page))
+    app.add_route("/files", files.Files(page))
+    app.add_route("/files/{file_id:uuid}/original", files.Original(page))
+    app.add_route("/files/{file_id:uuid}/delete", files.Delete(page))
     app.add_route("/shares", shares.Shares(page))
     app.add_route("/shares/{share_id:uuid}/revoke", shares.Revoke(page))
     app.add_route("/ask", ask.Conversations(page))
@@ -199,6 +206,7 @@ def deps_from(settings: ConsoleSettings) -> Deps:
         loader=PackageLoader("grove_console"), autoescape=select_autoescape(["html"])
     )
     templates.filters["first_line"] = notes.first_line
+    templates.filters["bytes"] = files.human_bytes
     return Deps(
         store=SessionStore(pool, derive_secret(secret, "console-session")),
         api=Api(settings.console_api_url),

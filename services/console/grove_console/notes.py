@@ -12,6 +12,7 @@ from uuid import UUID
 import falcon
 
 from grove_console.api import ApiError
+from grove_console.enrichment import brief_of
 from grove_console.page import Fields, Page, int_field, notice, one
 
 KINDS = ("fact", "preference", "decision", "solution", "handoff")
@@ -238,8 +239,8 @@ class NotebookCreate(Page):
 
 
 class Notebook(Page):
-    """``GET /notebooks/{id}``: what a whole-notebook operation touches (exact counts and
-    the fingerprint that binds the operation to them), rename and move."""
+    """``GET /notebooks/{id}``: its brief, what a whole-notebook operation touches (exact
+    counts and the fingerprint that binds the operation to them), rename and move."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, notebook_id: UUID) -> None:
         self.show(req, resp, notebook_id)
@@ -259,6 +260,7 @@ class Notebook(Page):
         if found is None:
             raise falcon.HTTPNotFound()
         preview = self.call(req, "GET", f"/v1/notebooks/{notebook_id}/subtree")
+        brief = None if found.get("archived") else brief_of(self, req, notebook_id)
         self.render(
             req,
             resp,
@@ -266,6 +268,7 @@ class Notebook(Page):
             status,
             notebook=found,
             preview=preview,
+            brief=brief,
             tree=[(d, n) for d, n in tree(live) if n["id"] != found["id"]],
             names={n["id"]: n["name"] for n in live + archived},
             changed=changed,

@@ -45,6 +45,11 @@ class ConsoleSettings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     #: Form bodies larger than this are refused (413).
     console_max_body_bytes: Annotated[int, Field(ge=1024, le=1024 * 1024)] = 64 * 1024
+    #: Uploads are relayed to grove-api as they arrive, at most this many bytes (larger
+    #: ones are refused here); the API's own ``GROVE_MAX_FILE_BYTES`` decides below it.
+    console_max_upload_bytes: Annotated[int, Field(ge=1024, le=1024 * 1024 * 1024)] = (
+        16 * 1024 * 1024
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ConsoleSettings:

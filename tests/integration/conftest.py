@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
 from tests.support.processes import start_api, start_ask, start_mcp, start_worker
 from tests.support.tenants import Tenant, new_tenant
+from tests.support.tools import require_tool
 
 
 @pytest.fixture(scope="session")
@@ -183,3 +185,33 @@ def openai_stack(database: embedded.EmbeddedDatabase) -> Iterator[Callable[..., 
         stack.api.stop()
         stack.ask.stop()
         stack.fake.close()
+
+
+#: Debian's chromium as the browser tests run it (no sandbox: CI runs as root).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One chromium per module of browser tests, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = require_tool("chromium", "drives the owner website in a browser")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    """A fresh browser context (cookies, storage) for one test."""
+    fresh = browser.new_context()
+    yield fresh
+    fresh.close()

@@ -36,7 +36,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import BrowserContext, Page
 from pydantic import AnyUrl
 
 from grove_auth.keys import derive_secret
@@ -67,13 +67,6 @@ API_RESOURCE = "https://grove.test/api"
 CONSOLE = "grove-console"
 CONSOLE_SECRET = "console-secret-for-browser-tests"
 AGENT_CALLBACK = "http://127.0.0.1:9/agent/callback"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @dataclass
@@ -150,22 +143,6 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
     for running in (console, mcp, api, share, ask):
         running.stop()
     provider.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = require_tool("chromium", "drives the owner website in a browser")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    fresh = browser.new_context()
-    yield fresh
-    fresh.close()
 
 
 def login() -> str:

@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import BrowserContext, Page
 
 from grove_console.files import human_bytes
 from grove_db import embedded
 from tests.integration.test_console import (
     API_RESOURCE,
-    CHROMIUM_ARGS,
     CONSOLE,
     CONSOLE_SECRET,
     login,
@@ -38,7 +37,6 @@ from tests.support.processes import (
     start_console,
     start_worker,
 )
-from tests.support.tools import require_tool
 from tests.support.waiting import wait_until
 
 #: ``GROVE_MAX_FILE_BYTES`` of this module's api.
@@ -114,22 +112,6 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[FilesSite]:
     for running in (console, api, worker):
         running.stop()
     provider.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = require_tool("chromium", "drives the owner website in a browser")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    fresh = browser.new_context()
-    yield fresh
-    fresh.close()
 
 
 def sign_in(page: Page, site: FilesSite, person: str, path: str) -> None:

@@ -47,9 +47,7 @@ class Suggestions(Page):
         conflict: str | None = None,
     ) -> None:
         self.session(req)
-        cursor = req.get_param("cursor") if status == 200 else None
-        params: dict[str, Any] = {"limit": PAGE_SIZE, **({"cursor": cursor} if cursor else {})}
-        page = self.call(req, "GET", "/v1/suggestions", params=params)
+        page = self.newest_page(req, "/v1/suggestions", PAGE_SIZE, status)
         notebooks = self.notebooks(req)
         items = []
         for suggestion in page["items"]:

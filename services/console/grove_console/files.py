@@ -78,9 +78,7 @@ class Files(Page):
         refused: str | None = None,
     ) -> None:
         self.session(req)
-        cursor = req.get_param("cursor") if status == 200 else None
-        params: dict[str, Any] = {"limit": PAGE_SIZE, **({"cursor": cursor} if cursor else {})}
-        page = self.call(req, "GET", "/v1/files", params=params)
+        page = self.newest_page(req, "/v1/files", PAGE_SIZE, status)
         storage = self.call(req, "GET", "/v1/storage")
         notebooks = self.notebooks(req)
         more = page.get("nextCursor")
@@ -91,7 +89,7 @@ class Files(Page):
             status,
             files=page["items"],
             older="/files?" + urlencode({"cursor": more}) if more else None,
-            paged=bool(cursor),
+            paged=status == 200 and bool(req.get_param("cursor")),
             storage=[(label, storage.get(key)) for key, label in STORAGE_KINDS if key in storage],
             names={n["id"]: n["name"] for n in notebooks},
             tree=tree(notebooks),

@@ -146,6 +146,15 @@ class Page:
         self.deps.store.drop(req.cookies.get(COOKIE))
         return to_sign_in(req)
 
+    def newest_page(
+        self, req: falcon.Request, path: str, limit: int, status: int = 200
+    ) -> dict[str, Any]:
+        """One page of a newest-first API listing: the ``cursor`` the request carries
+        (on a page shown again after a refused form, the first page)."""
+        cursor = req.get_param("cursor") if status == 200 else None
+        params: dict[str, Any] = {"limit": limit, **({"cursor": cursor} if cursor else {})}
+        return self.call(req, "GET", path, params=params)  # type: ignore[no-any-return]
+
     def notebooks(self, req: falcon.Request) -> list[dict[str, Any]]:
         """Every live notebook of the owner (the API's pages followed, bounded)."""
         found: list[dict[str, Any]] = []

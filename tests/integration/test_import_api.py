@@ -9,10 +9,13 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Any
 
+import psycopg
 import pytest
 import requests
+from psycopg.rows import dict_row
 
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES
 from grove_memory import restore
@@ -70,6 +73,8 @@ def test_an_export_round_trips_through_the_api_with_ids_mapped(stack: Stack) -> 
         "skippedNotebooks": 0,
         "skippedNotes": 0,
         "skippedConversations": 0,
+        "files": 0,
+        "skippedFiles": 0,
         "connections": 0,
     }
     assert status(target.session, import_id) == done
@@ -246,3 +251,40 @@ def test_conversations_round_trip_with_their_turns_and_citations(stack: Stack) -
     for citation in kept[1]["turns"][0]["answer"]["citations"]:
         assert citation["noteId"] not in {c["noteId"] for c in turn["answer"]["citations"]}
         assert third.key.get(f"/v1/memories/{citation['noteId']}").status_code == 200
+
+
+def test_a_file_comes_back_through_the_api_and_a_larger_one_is_refused(
+    owner: Owner, stack: Stack
+) -> None:
+    data = b"The gateway restarts at two, every night."
+    uploaded = owner.key.session.post(
+        owner.key.base + "/v1/files",
+        params={"name": "gateway.txt"},
+        data=data,
+        headers=owner.key.headers({"Content-Type": "text/plain"}),
+        timeout=10,
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    lines = export(owner.tenant)
+    target = new_owner(stack)
+    done = data_of(send(target.session, str(uuid.uuid4()), ndjson(lines)))
+    assert (done["state"], done["counts"]["files"]) == ("done", 1)
+    (file,) = data_of(target.key.get("/v1/files"))["items"]
+    assert target.key.get(f"/v1/files/{file['id']}/original").content == data
+    # A file past what a Restorer may hold stops it at the file's line, nothing written.
+    number = next(i for i, line in enumerate(lines, start=1) if line["type"] == "file")
+    progress = restore.Progress(restore.Counts())
+    with psycopg.connect(
+        stack.database.migration_url, row_factory=dict_row, autocommit=True
+    ) as conn:
+        restorer = restore.Restorer(
+            lambda: nullcontext(conn),
+            new_owner(stack).tenant.account_id,
+            None,
+            progress,
+            max_file_bytes=len(data) - 1,
+        )
+        with pytest.raises(restore.RestoreError) as refused:
+            restorer.run([ndjson([line]) for line in lines], 10)
+    assert refused.value.line == number and "is larger than the" in str(refused.value)
+    assert progress.counts.files == 0

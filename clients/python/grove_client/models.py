@@ -689,15 +689,19 @@ class DeletedRecord(Trusted):
 
 class ImportCounts(Model):
     """What an import restored so far; ``skipped_*`` were already in the account (a
-    resumed import). Connections and conversations are not restored."""
+    resumed import). Connections are never restored (they are credentials)."""
 
     notebooks: int = 0
     notes: int = 0
     revisions: int = 0
+    conversations: int = 0
+    turns: int = 0
+    files: int = 0
     skipped_notebooks: int = 0
     skipped_notes: int = 0
+    skipped_conversations: int = 0
+    skipped_files: int = 0
     connections: int = 0
-    conversations: int = 0
 
 
 class ImportStatus(Model):

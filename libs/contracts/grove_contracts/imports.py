@@ -38,6 +38,8 @@ class ImportCounts(BaseModel):
     skippedNotebooks: int = 0
     skippedNotes: int = 0
     skippedConversations: int = 0
+    files: int = 0
+    skippedFiles: int = 0
     connections: int = 0
 
 

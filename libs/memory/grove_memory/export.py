@@ -5,21 +5,28 @@ one ``notebook`` line per granted notebook; for an owner session, one ``connecti
 line per connection (grants and status, never secrets) and one ``conversation`` line per
 live conversation carrying all of its turns (questions, selectors, answers, citations);
 then one ``memory`` line per note carrying its revisions (those saved in a scope the
-caller may read). One REPEATABLE READ
+caller may read); then, for each live file the caller may read, one ``file`` line (its
+metadata at its current version and how many ``chunks`` follow) followed by that many
+``file_chunk`` lines ``{"fileId", "index", "data"}`` holding its bytes in order (base64,
+at most 256 KiB each). Older versions of a file are not exported. One REPEATABLE READ
 snapshot and server-side cursors keep memory flat however large the account.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
 from grove_auth.connections import SELECT_CONNECTIONS, connection_json
 from grove_auth.principal import Principal
 from grove_db.pool import Conn, transaction
+from grove_memory.blobs import BlobKey, Blobs
 from grove_memory.conversations import conversation_json, exported_conversations, turn_json
+from grove_memory.files import FILE_COLUMNS, VISIBLE_FILE, file_of
 from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
 from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
 from grove_memory.scope import SAVED, VISIBLE, granted, params
@@ -41,13 +48,13 @@ NOTES_WITH_REVISIONS = f"""
 """
 
 
-def export_lines(store: Store, principal: Principal) -> Iterator[bytes]:
+def export_lines(store: Store, blobs: Blobs, principal: Principal) -> Iterator[bytes]:
     """The export as NDJSON lines; capability is checked before the first line."""
     require(principal, "read")
-    return _lines(store, principal)
+    return _lines(store, blobs, principal)
 
 
-def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
+def _lines(store: Store, blobs: Blobs, principal: Principal) -> Iterator[bytes]:
     with transaction(store.pool, principal.account_id, snapshot=True) as conn:
         yield _line(
             {
@@ -71,6 +78,7 @@ def _lines(store: Store, principal: Principal) -> Iterator[bytes]:
                 yield _line({"type": "connection", "connection": connection_json(row)})
             yield from _conversations(conn)
         yield from _notes(conn, principal)
+        yield from _files(conn, blobs, principal)
 
 
 def _conversations(conn: Conn) -> Iterator[bytes]:
@@ -103,6 +111,25 @@ def _notes(conn: Conn, principal: Principal) -> Iterator[bytes]:
         )
     if current is not None:
         yield _line({"type": "memory", "memory": memory_json(current), "revisions": revisions})
+
+
+def _files(conn: Conn, blobs: Blobs, principal: Principal) -> Iterator[bytes]:
+    """Each live file the caller may read, then its current version's bytes in chunks."""
+    found = conn.execute(
+        f"SELECT {FILE_COLUMNS}, (SELECT count(*) FROM file_chunks c WHERE c.file_id = f.id"
+        f" AND c.version = f.version) AS chunks FROM files f WHERE {VISIBLE_FILE}"
+        " ORDER BY f.created_at, f.id",
+        params(principal),
+    ).fetchall()  # metadata only: the bytes are read a chunk at a time below
+    for row in found:
+        file = file_of(row)
+        yield _line({"type": "file", "file": file.model_dump(mode="json"), "chunks": row["chunks"]})
+        key = BlobKey(principal.account_id, file.id, file.version)
+        for index, data in enumerate(blobs.read(lambda: nullcontext(conn), key)):
+            encoded = base64.b64encode(data).decode("ascii")
+            yield _line(
+                {"type": "file_chunk", "fileId": str(file.id), "index": index, "data": encoded}
+            )
 
 
 def _stream(conn: Conn, statement: str, values: dict[str, Any]) -> Iterator[dict[str, Any]]:

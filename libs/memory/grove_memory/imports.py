@@ -74,9 +74,15 @@ SELECT_IMPORT = """
 
 
 def run_import(
-    store: Store, principal: Principal, import_id: UUID, lines: Iterable[bytes]
+    store: Store,
+    principal: Principal,
+    import_id: UUID,
+    lines: Iterable[bytes],
+    max_file_bytes: int | None = None,
 ) -> ImportStatus:
-    """Restore the export ``lines`` into the owner's account under ``import_id``.
+    """Restore the export ``lines`` into the owner's account under ``import_id``; a file
+    larger than ``max_file_bytes`` (the upload limit) stops it (a file is held in memory
+    until its last chunk).
 
     Raises ``RestoreError`` (400 ``import_refused``) at the first line that cannot be
     restored, after recording the import ``failed`` (what came before stays restored).
@@ -108,7 +114,12 @@ def run_import(
 
     progress = restore.Progress(restore.Counts(), report=record, warn=warn)
     restorer = restore.Restorer(
-        connection, principal.account_id, store.profile, progress, keep_ids=False
+        connection,
+        principal.account_id,
+        store.profile,
+        progress,
+        keep_ids=False,
+        max_file_bytes=max_file_bytes,
     )
     try:
         try:
@@ -165,5 +176,7 @@ def _counts_json(counts: restore.Counts) -> dict[str, int]:
         "skippedNotebooks": counts.skipped_notebooks,
         "skippedNotes": counts.skipped_notes,
         "skippedConversations": counts.skipped_conversations,
+        "files": counts.files,
+        "skippedFiles": counts.skipped_files,
         "connections": counts.connections,
     }

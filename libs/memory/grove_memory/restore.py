@@ -8,10 +8,11 @@ security, so every write happens in a transaction scoped to the target account
 
 What is restored: notebooks (names, tree, archive state, times) and notes with every
 revision (content, kind, scope, task, capture, provenance, retention and expiry,
-operation IDs, times, archive state). Connection lines are skipped: they are
-credentials, and a restore never grants access. Conversation lines are skipped too (not
-restored yet). Items are checked with the API's own request models, so a limit breaks
-with the API's message.
+operation IDs, times, archive state), conversations with their turns, and files (each
+held until its last chunk line, checked against its size and SHA-256, then written in
+one transaction with its extraction queued). Connection lines are skipped: they are
+credentials, and a restore never grants access. Items are checked with the API's own
+request models, so a limit breaks with the API's message.
 
 IDs (``grove import``): an item keeps its ID unless another account holds it; then it
 becomes ``uuid5(target account, original ID)``. ``POST /v1/import`` (``keep_ids`` false)
@@ -31,6 +32,9 @@ it, the api records it.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import queue as queues
 import sys
@@ -49,11 +53,13 @@ from pydantic import ValidationError
 
 from grove_contracts.conversations import ConversationDetail
 from grove_contracts.errors import validation_details
+from grove_contracts.files import StoredFile, media_type_of
 from grove_contracts.notebooks import CreateNotebookRequest, Notebook
 from grove_contracts.notes import Memory, RememberRequest, Revision
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
 from grove_db.pool import set_locally, set_tenant
+from grove_memory.blobs import CHUNK_BYTES, BlobKey, PostgresBlobs
 from grove_memory.errors import ServiceError
 from grove_memory.export import FORMAT_VERSION
 from grove_memory.idempotency import HOLD_ACCOUNT
@@ -107,6 +113,15 @@ INSERT_REVISIONS = """
 
 
 CONVERSATION_HERE = "SELECT 1 FROM conversations WHERE id = %s"
+FILES_HERE = "SELECT id FROM files WHERE id = ANY(%s::uuid[])"
+#: A restored file: version 1 of its exported current version, extraction pending.
+INSERT_FILE = """
+    INSERT INTO files (account_id, id, project_id, name, media_type, size_bytes, sha256,
+                       archived_at, created_at, updated_at)
+    VALUES (%(account)s, %(id)s, %(project)s, %(name)s, %(media_type)s, %(size)s,
+            %(sha256)s, CASE WHEN %(archived)s THEN %(updated)s::timestamptz END,
+            %(created)s, %(updated)s)
+"""
 # Restored conversations and turns carry no request digest: a retry of their creation
 # under the same ID (with any body) is a conflict, never a replay.
 INSERT_CONVERSATION = """
@@ -152,15 +167,18 @@ class Counts:
     conversations: int = 0
     turns: int = 0
     skipped_conversations: int = 0
+    files: int = 0
+    skipped_files: int = 0
 
     def summary(self) -> str:
         """One line for people."""
         return (
             f"restored {self.notebooks} notebook(s), {self.notes} note(s) with"
             f" {self.revisions} revision(s), {self.conversations} conversation(s) with"
-            f" {self.turns} turn(s); already present: {self.skipped_notebooks}"
-            f" notebook(s), {self.skipped_notes} note(s), {self.skipped_conversations}"
-            f" conversation(s); not restored: {self.connections} connection(s)"
+            f" {self.turns} turn(s), {self.files} file(s); already present:"
+            f" {self.skipped_notebooks} notebook(s), {self.skipped_notes} note(s),"
+            f" {self.skipped_conversations} conversation(s), {self.skipped_files} file(s);"
+            f" not restored: {self.connections} connection(s)"
         )
 
 
@@ -256,7 +274,7 @@ class _Line:
 
     number: int
     kind: object
-    item: Notebook | _Note | _Conversation | None = None
+    item: Notebook | _Note | _Conversation | _File | _Chunk | None = None
     error: RestoreError | None = None
 
 
@@ -273,6 +291,10 @@ def _check(number: int, raw: bytes) -> _Line:
             return _Line(number, kind, _Note(number, *_memory(number, data)))
         if kind == "conversation":
             return _Line(number, kind, _conversation(number, data))
+        if kind == "file":
+            return _Line(number, kind, _file(number, data))
+        if kind == "file_chunk":
+            return _Line(number, kind, _chunk(number, data))
     except RestoreError as ex:
         return _Line(number, kind, error=ex)
     return _Line(number, kind)
@@ -346,6 +368,7 @@ class Restorer:
         progress: Progress,
         *,
         keep_ids: bool = True,
+        max_file_bytes: int | None = None,
     ) -> None:
         #: A connection for each transaction (the api's pool lends one per group, so a
         #: slow client holds none while it sends the next lines).
@@ -363,6 +386,10 @@ class Restorer:
         self.notebooks: dict[UUID, UUID] | None = None
         #: Checked notes waiting to be written together.
         self.group: list[_Note] = []
+        #: The file whose chunks are being read (written once the last one arrives), and
+        #: the largest one taken (it is held in memory until then).
+        self.file: _File | None = None
+        self.max_file_bytes = max_file_bytes
 
     def run(self, lines: Iterable[bytes], ahead: int) -> None:
         """Restore the export ``lines``, read and checked up to ``ahead`` lines ahead."""
@@ -392,16 +419,35 @@ class Restorer:
         number, kind = line.number, line.kind
         if kind == "notebook" and self.notebooks is not None:
             raise RestoreError("a notebook line after the conversations or notes", number)
-        if kind in ("memory", "conversation"):
+        if kind in ("memory", "conversation", "file"):
             self._notebooks_done()
         if line.error is not None:
             raise line.error
+        if self.file is not None and not isinstance(line.item, _Chunk):
+            raise RestoreError(
+                f"file {self.file.file.id} ends after {len(self.file.data)} of its"
+                f" {self.file.chunks} chunk(s)",
+                number,
+            )
         if isinstance(line.item, Notebook):
             self.pending.append((number, line.item))
         elif isinstance(line.item, _Note):
             self._queue_note(line.item)
         elif isinstance(line.item, _Conversation):
             self._restore_conversation(line.item)
+        elif isinstance(line.item, _File):
+            limit = self.max_file_bytes
+            if limit is not None and line.item.file.sizeBytes > limit:
+                raise RestoreError(
+                    f"file {line.item.file.id} is larger than the {limit} bytes a file may"
+                    " have here",
+                    number,
+                )
+            self.file = line.item
+            if not line.item.chunks:
+                self._restore_file()
+        elif isinstance(line.item, _Chunk):
+            self._add_chunk(line.item)
         elif kind == "connection":
             self.counts.connections += 1
         else:
@@ -411,7 +457,68 @@ class Restorer:
         """Restore what is still pending and report the final counts."""
         self._notebooks_done()
         self._flush()
+        if self.file is not None:
+            raise RestoreError(f"the export ends inside file {self.file.file.id}", self.file.number)
         self.progress.tick(force=True)
+
+    def _add_chunk(self, chunk: _Chunk) -> None:
+        """The next chunk of the file being read; the file is written after its last."""
+        file = self.file
+        if file is None or chunk.file_id != file.file.id or chunk.index != len(file.data):
+            raise RestoreError(
+                "a file chunk out of place: each follows its file, in order", chunk.number
+            )
+        file.data.append(chunk.data)
+        file.size += len(chunk.data)
+        if file.size > file.file.sizeBytes:
+            raise RestoreError(
+                f"file {file.file.id} has more bytes than its sizeBytes", chunk.number
+            )
+        if len(file.data) == file.chunks:
+            self._restore_file()
+
+    def _restore_file(self) -> None:
+        """Write the file read (its bytes checked against its size and sha256) as version 1
+        under the ID it maps to, in its notebook, and queue its extraction; skipped if the
+        account already holds it. Files always take the mapped ID (no account's other
+        files are visible to probe), unless this account holds the original."""
+        file, self.file = self.file, None
+        assert file is not None and self.notebooks is not None
+        data = b"".join(file.data)
+        meta = file.file
+        if len(data) != meta.sizeBytes or hashlib.sha256(data).hexdigest() != meta.sha256:
+            raise RestoreError(
+                f"file {meta.id}'s bytes do not match its size and sha256", file.number
+            )
+        project = meta.projectId
+        if project is not None and project not in self.notebooks:
+            self.progress.warning(
+                f"line {file.number}: file {meta.id}'s notebook is not in the export;"
+                " restored among personal notes"
+            )
+        project = None if project is None else self.notebooks.get(project)
+        mapped = mapped_id(self.account_id, meta.id)
+        with self._transaction():
+            here = self._conn.execute(FILES_HERE, ([meta.id, mapped],)).fetchall()
+            if here:
+                self.counts.skipped_files += 1
+                return
+            values = {
+                "account": self.account_id,
+                "id": mapped,
+                "project": project,
+                "name": meta.name,
+                "media_type": meta.mediaType,
+                "size": meta.sizeBytes,
+                "sha256": bytes.fromhex(meta.sha256),
+                "archived": meta.archived,
+                "created": meta.createdAt,
+                "updated": meta.updatedAt,
+            }
+            _execute(self._conn, file.number, INSERT_FILE, values)
+            PostgresBlobs().write(self._conn, BlobKey(self.account_id, mapped, 1), [data])
+            queue.enqueue_extraction(self._conn, mapped, 1, self.profile)
+        self.counts.files += 1
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -697,6 +804,54 @@ class _Note:
     number: int
     memory: Memory
     revisions: list[Revision]
+
+
+@dataclass
+class _File:
+    """A checked file line and the chunks read of it so far."""
+
+    number: int
+    file: StoredFile
+    chunks: int
+    data: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+
+@dataclass
+class _Chunk:
+    """A checked file chunk line: its file, its place and its bytes."""
+
+    number: int
+    file_id: UUID
+    index: int
+    data: bytes
+
+
+def _file(number: int, data: dict[str, Any]) -> _File:
+    try:
+        file = StoredFile.model_validate(data.get("file"))
+    except ValidationError as ex:
+        raise _invalid(number, "file", ex) from None
+    chunks = data.get("chunks")
+    if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 0:
+        raise RestoreError("a file line's chunks must be a count", number)
+    if media_type_of(file.mediaType) is None or (chunks == 0) != (file.sizeBytes == 0):
+        raise RestoreError(f"file {file.id}: not a file Grove takes", number)
+    return _File(number, file, chunks)
+
+
+def _chunk(number: int, data: dict[str, Any]) -> _Chunk:
+    try:
+        file_id = UUID(str(data.get("fileId")))
+        index = data.get("index")
+        raw = base64.b64decode(str(data.get("data")), validate=True)
+    except (ValueError, binascii.Error):
+        raise RestoreError("a file chunk needs fileId, index and base64 data", number) from None
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise RestoreError("a file chunk's index must be a count", number)
+    if not 1 <= len(raw) <= CHUNK_BYTES:
+        raise RestoreError(f"a file chunk holds 1 to {CHUNK_BYTES} bytes", number)
+    return _Chunk(number, file_id, index, raw)
 
 
 @dataclass

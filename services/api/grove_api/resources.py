@@ -48,6 +48,7 @@ from grove_memory import (
     subtrees,
     tools,
 )
+from grove_memory.blobs import PostgresBlobs
 from grove_telemetry import metrics
 
 log = logging.getLogger("grove.api")
@@ -177,11 +178,12 @@ class Export(Resource):
         self.slots = AccountSlots(settings.export_max_concurrent_per_account)
         self.send_timeout = settings.export_send_timeout_seconds
         self.max_seconds = settings.export_max_seconds
+        self.blobs = PostgresBlobs()
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         read_query(req, Strict)
         principal = req.context.principal
-        lines = export.export_lines(self.store, principal)
+        lines = export.export_lines(self.store, self.blobs, principal)
         if not self.slots.take(principal.account_id):
             metrics.RATE_LIMITED.labels(metrics.service()).inc()
             raise falcon.HTTPTooManyRequests(
@@ -205,13 +207,20 @@ class Import(Resource):
     """``POST /v1/import?id=``: an owner restores a Grove export (NDJSON, read as it
     arrives) into the account; ``grove_memory.imports``. A client that stops sending
     costs one thread for a bounded time: each piece of the body must arrive within
-    ``IMPORT_RECEIVE_TIMEOUT_SECONDS``, and no pool connection is held meanwhile."""
+    ``IMPORT_RECEIVE_TIMEOUT_SECONDS``, and no pool connection is held meanwhile. A file
+    in it may be at most ``GROVE_MAX_FILE_BYTES`` (it is held until its last chunk)."""
+
+    def __init__(self, wiring: Wiring) -> None:
+        super().__init__(wiring)
+        self.max_file = wiring.settings.max_file_bytes
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ImportQuery)
         media = "application/x-ndjson"
         lines = read_lines(req, MAX_IMPORT_LINE_BYTES, media, IMPORT_RECEIVE_TIMEOUT_SECONDS)
-        _ok(resp, imports.run_import(self.store, req.context.principal, query.id, lines))
+        principal = req.context.principal
+        status = imports.run_import(self.store, principal, query.id, lines, self.max_file)
+        _ok(resp, status)
 
 
 #: How long an import waits for each piece of its body.

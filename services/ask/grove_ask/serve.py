@@ -66,7 +66,8 @@ def main() -> None:
         ),
         generator=settings.answer_generator,
     )
-    stopped.wait()
+    while not stopped.wait(1.0):  # a timed wait: the signal's handler runs within a second
+        pass
     log(logger, "stopping", grace_seconds=GRACE_SECONDS)
     server.stop(GRACE_SECONDS).wait()  # in-flight calls finish; new ones are refused
     if batcher:

@@ -1,0 +1,106 @@
+"""Files in the export and back (``grove import``): each live file the caller may read is
+exported with its current version's bytes in chunk lines, and a restore writes it again,
+byte for byte, under its mapped ID and in its notebook, with its extraction queued; a
+re-run skips it, and a file whose bytes do not match its size and sha256 stops the restore
+at its line with nothing of it written."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from grove_memory.blobs import CHUNK_BYTES
+from grove_memory.restore import mapped_id
+from tests.integration.test_restore import export, grove_import, restored, write
+from tests.support.clients import Client, data_of
+from tests.support.tenants import Tenant
+
+#: Three chunks: two full ones and a short one.
+BIG = b"".join(b"Line %06d of the runbook.\n" % i for i in range(24_000))
+assert 2 * CHUNK_BYTES < len(BIG) < 3 * CHUNK_BYTES
+
+
+def upload(client: Client, data: bytes, name: str, **params: Any) -> dict[str, Any]:
+    response = client.session.post(
+        client.base + "/v1/files",
+        params={"name": name, **params},
+        data=data,
+        headers=client.headers({"Content-Type": "text/plain"}),
+        timeout=30,
+    )
+    assert response.status_code == 201, response.text
+    return data_of(response)  # type: ignore[no-any-return]
+
+
+def test_files_travel_in_the_export_and_come_back_byte_for_byte(
+    make_tenant: Any, database: Any, tmp_path: Path
+) -> None:
+    source: Tenant = make_tenant()
+    notebook = source.notebook("runbooks")
+    big = upload(source.client, BIG, "big.txt", projectId=notebook)
+    small = upload(source.client, b"One short note.", "small.txt")
+    lines = export(source)
+    kinds = [line["type"] for line in lines]
+    assert kinds[-6:] == ["file", "file_chunk", "file_chunk", "file_chunk", "file", "file_chunk"]
+    big_line = next(line for line in lines if line.get("file", {}).get("id") == big["id"])
+    assert big_line["chunks"] == 3 and big_line["file"]["sha256"] == hashlib.sha256(BIG).hexdigest()
+    chunks = [
+        line for line in lines if line["type"] == "file_chunk" and line["fileId"] == big["id"]
+    ]
+    assert [c["index"] for c in chunks] == [0, 1, 2]
+    assert b"".join(base64.b64decode(c["data"]) for c in chunks) == BIG
+    # A key granted only the notebook exports its file, not the personal one.
+    notebook_key = source.key(personal=False, notebook_ids=[uuid.UUID(notebook)])
+    scoped = [
+        line
+        for line in export(Tenant(source.account_id, source.key_id, notebook_key, source.database))
+        if line["type"] == "file"
+    ]
+    assert [line["file"]["id"] for line in scoped] == [big["id"]]
+
+    target: Tenant = make_tenant()
+    path = write(tmp_path / "export.ndjson", lines)
+    output = restored(database, path, target.account_id)
+    assert "2 file(s); already present:" in output and "0 file(s);" in output
+    files = {f["name"]: f for f in data_of(target.client.get("/v1/files"))["items"]}
+    assert files["big.txt"]["id"] == str(mapped_id(target.account_id, uuid.UUID(big["id"])))
+    assert files["big.txt"]["projectId"] == str(mapped_id(target.account_id, uuid.UUID(notebook)))
+    assert (files["small.txt"]["projectId"], files["small.txt"]["version"]) == (None, 1)
+    assert files["big.txt"]["indexing"] == "pending"  # its extraction is queued
+    original = target.client.get(f"/v1/files/{files['big.txt']['id']}/original")
+    assert original.content == BIG
+    again = restored(database, path, target.account_id)
+    assert "0 file(s); already present:" in again and "2 file(s); not restored" in again
+    assert len(data_of(target.client.get("/v1/files"))["items"]) == 2
+    assert small["id"] not in {f["id"] for f in files.values()}  # a new ID in a new account
+
+
+def test_a_file_whose_bytes_do_not_match_stops_the_restore_at_its_line(
+    make_tenant: Any, database: Any, tmp_path: Path
+) -> None:
+    source: Tenant = make_tenant()
+    upload(source.client, b"The gateway restarts at two.", "gateway.txt")
+    lines = export(source)
+    (chunk,) = [line for line in lines if line["type"] == "file_chunk"]
+    chunk["data"] = base64.b64encode(b"The gateway restarts at six.").decode()
+    target: Tenant = make_tenant()
+    result = grove_import(database, write(tmp_path / "bad.ndjson", lines), target.account_id)
+    assert result.returncode != 0
+    number = next(i for i, line in enumerate(lines, start=1) if line["type"] == "file")
+    assert f"line {number}" in result.stderr and "do not match its size and sha256" in result.stderr
+    assert data_of(target.client.get("/v1/files"))["items"] == []
+    # A chunk out of place, and an export that ends inside a file, stop it too.
+    truncated = [line for line in lines if line["type"] != "file_chunk"]
+    result = grove_import(database, write(tmp_path / "cut.ndjson", truncated), target.account_id)
+    assert result.returncode != 0 and "ends inside file" in result.stderr
+    stray = [
+        *lines[:1],
+        {"type": "file_chunk", "fileId": str(uuid.uuid4()), "index": 0, "data": "eA=="},
+    ]
+    result = grove_import(database, write(tmp_path / "stray.ndjson", stray), target.account_id)
+    assert result.returncode != 0 and "file chunk out of place" in result.stderr
+    assert json.dumps(data_of(target.client.get("/v1/files"))["items"]) == "[]"

@@ -188,6 +188,29 @@ def enqueue_extraction(conn: Conn, file_id: UUID, version: int, profile: str | N
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
 
 
+#: At most one queued enrichment job per account (classification) and per notebook
+#: (brief): the conflict target of migration 0034's partial unique index, which its
+#: trigger uses too.
+ENRICHMENT_QUEUED_ONCE = """
+    ON CONFLICT (account_id, kind, (coalesce(payload->>'notebookId', '')))
+        WHERE status = 'queued' AND kind IN ('classify_notes', 'brief_notebook')
+    DO NOTHING
+"""
+
+
+def enqueue_enrichment(
+    conn: Conn, kind: str, notebook_id: UUID | None, run_after: datetime
+) -> None:
+    """Queue ``kind`` (``CLASSIFY_NOTES``, or ``BRIEF_NOTEBOOK`` of ``notebook_id``) to run
+    at ``run_after``, unless one is queued already, in the caller's transaction."""
+    payload = {} if notebook_id is None else {"notebookId": str(notebook_id)}
+    conn.execute(
+        "INSERT INTO jobs (account_id, kind, payload, run_after)"
+        " VALUES (grove_current_account(), %s, %s, %s)" + ENRICHMENT_QUEUED_ONCE,
+        (kind, Jsonb(payload), run_after),
+    )
+
+
 def enqueue_reextraction(conn: Conn) -> int:
     """Queue the extraction of every live file of the transaction's account at its current
     version (``grove enrich reindex --files``), embedded for the worker's own profile;

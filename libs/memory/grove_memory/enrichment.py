@@ -158,13 +158,6 @@ USE_QUOTA = """
         account_enrichment.used + %(want)s, greatest(%(quota)s, account_enrichment.used))
     RETURNING new.used - coalesce(old.used, 0) AS units
 """
-REQUEUE = """
-    INSERT INTO jobs (account_id, kind, payload, run_after)
-    VALUES (grove_current_account(), %(kind)s, %(payload)s, %(run_after)s)
-    ON CONFLICT (account_id, kind, (coalesce(payload->>'notebookId', '')))
-        WHERE status = 'queued' AND kind IN ('classify_notes', 'brief_notebook')
-    DO NOTHING
-"""
 
 
 @dataclass(frozen=True)
@@ -355,10 +348,6 @@ def _reserve(conn: Conn, want: int, quota: int, now: datetime) -> int:
     return int(row["units"]) if row else 0
 
 
-def _requeue(conn: Conn, kind: str, payload: dict[str, Any], at: datetime) -> None:
-    conn.execute(REQUEUE, {"kind": kind, "payload": Jsonb(payload), "run_after": at})
-
-
 def classify(pool: ConnectionPool, owner: str, job: queue.Job, quota: int) -> Done:
     """Run one ``classify_notes`` job leased by ``owner``, within ``quota`` a day."""
     now = datetime.now(UTC)
@@ -390,10 +379,10 @@ def classify(pool: ConnectionPool, owner: str, job: queue.Job, quota: int) -> Do
             return Done("lost")
         stored = _store_suggestions(conn, proposed)
         if granted < wanted:
-            _requeue(conn, queue.CLASSIFY_NOTES, {}, _next_day(now))
+            queue.enqueue_enrichment(conn, queue.CLASSIFY_NOTES, None, _next_day(now))
             return Done("over_quota", stored, len(proposed) - stored)
         if more:
-            _requeue(conn, queue.CLASSIFY_NOTES, {}, now)
+            queue.enqueue_enrichment(conn, queue.CLASSIFY_NOTES, None, now)
         return Done("stored" if proposed else "empty", stored, len(proposed) - stored)
 
 
@@ -439,7 +428,7 @@ def brief(
         if conn.execute(FINGERPRINT, keys).fetchone() != held:
             return Done("stale", stale=1)
         if not _reserve(conn, 1, quota, now):
-            _requeue(conn, queue.BRIEF_NOTEBOOK, {"notebookId": str(notebook)}, _next_day(now))
+            queue.enqueue_enrichment(conn, queue.BRIEF_NOTEBOOK, notebook, _next_day(now))
             return Done("over_quota")
         conn.execute(
             STORE_BRIEF,
@@ -550,7 +539,8 @@ def list_suggestions(store: Store, principal: Principal, query: SuggestionQuery)
 
 #: Queue a classification and a brief of every live notebook holding notes (one queued
 #: job each at most, as the triggers do).
-QUEUE_ALL = """
+QUEUE_ALL = (
+    """
     INSERT INTO jobs (account_id, kind, payload)
     SELECT grove_current_account(), 'brief_notebook', jsonb_build_object('notebookId', p.id)
     FROM projects p WHERE p.deleted_at IS NULL AND EXISTS (
@@ -558,10 +548,9 @@ QUEUE_ALL = """
           AND m.deleted_at IS NULL)
     UNION ALL
     SELECT grove_current_account(), 'classify_notes', '{}'::jsonb
-    ON CONFLICT (account_id, kind, (coalesce(payload->>'notebookId', '')))
-        WHERE status = 'queued' AND kind IN ('classify_notes', 'brief_notebook')
-    DO NOTHING
 """
+    + queue.ENRICHMENT_QUEUED_ONCE
+)
 
 
 def redo(conn: Conn, *, reset: bool, files: bool) -> dict[str, int]:

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from grove_db import embedded
+from grove_db import embedded, schema
 from grove_db.migrate import migrate
+from grove_db.pool import open_pool
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
 from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
@@ -215,3 +216,36 @@ def context(browser: Any) -> Iterator[Any]:
     fresh = browser.new_context()
     yield fresh
     fresh.close()
+
+
+@pytest.fixture(scope="module")
+def openai_chat() -> Iterator[tuple[Any, Any]]:
+    """A scripted fake OpenAI-compatible chat provider (``test_ask_openai.FakeChat``) and
+    a grove-ask answering with it (the ``openai`` generator), one per module."""
+    from tests.integration.test_ask_openai import FakeChat, serve
+
+    fake = FakeChat()
+    server = serve(fake)
+    ask = start_ask(
+        {
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ANSWER_GENERATOR": "openai",
+            "GROVE_ANSWER_OPENAI_BASE_URL": f"{server.url}/v1",
+            "GROVE_ANSWER_OPENAI_MODEL": "fake-chat",
+        }
+    )
+    try:
+        yield fake, ask
+    finally:
+        ask.stop()
+        server.close()
+
+
+@pytest.fixture
+def quiet(database: embedded.EmbeddedDatabase) -> Iterator[tuple[str, Any]]:
+    """A fresh database on the server that no worker watches (its superuser URL) and a
+    runtime-role pool on it: for driving jobs one at a time."""
+    with schema.fresh_database(database) as url:
+        pool = open_pool(embedded.role_url(url, embedded.RUNTIME_ROLE), max_size=2)
+        yield url, pool
+        pool.close()

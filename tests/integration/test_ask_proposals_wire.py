@@ -6,7 +6,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -23,33 +22,14 @@ from grove_contracts.proposals import (
     ProposalDraft,
 )
 from grove_memory.inference import EvidenceText, InferenceClient, InferenceError
-from tests.integration.test_ask_openai import FakeChat, serve
-from tests.support.processes import Running, start_ask
+from tests.integration.test_ask_openai import FakeChat
+from tests.support.processes import Running
 from tests.support.scraping import scrape
 
 DEPLOY = "We deploy with Argo CD every Tuesday."
 AGAIN = "Deploys happen on Tuesdays via Argo CD."
 TEA = "Alice prefers green tea in the morning."
 QUESTION = "Merge my duplicate deploy notes and file them under Work."
-
-
-@pytest.fixture(scope="module")
-def chat() -> Iterator[tuple[FakeChat, Running]]:
-    fake = FakeChat()
-    server = serve(fake)
-    ask = start_ask(
-        {
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_ANSWER_GENERATOR": "openai",
-            "GROVE_ANSWER_OPENAI_BASE_URL": f"{server.url}/v1",
-            "GROVE_ANSWER_OPENAI_MODEL": "fake-chat",
-        }
-    )
-    try:
-        yield fake, ask
-    finally:
-        ask.stop()
-        server.close()
 
 
 def evidence() -> list[EvidenceText]:
@@ -73,9 +53,9 @@ def dropped_total(ask: Running) -> float:
 
 
 def test_the_models_proposals_arrive_validated_with_the_right_ids(
-    chat: tuple[FakeChat, Running],
+    openai_chat: tuple[FakeChat, Running],
 ) -> None:
-    fake, ask = chat
+    fake, ask = openai_chat
     notes, work = evidence(), str(uuid.uuid4())
     fake.reset(
         reply(
@@ -111,8 +91,8 @@ def test_the_models_proposals_arrive_validated_with_the_right_ids(
     assert dropped_total(ask) - before == 2
 
 
-def test_an_answer_without_proposals_has_none(chat: tuple[FakeChat, Running]) -> None:
-    fake, ask = chat
+def test_an_answer_without_proposals_has_none(openai_chat: tuple[FakeChat, Running]) -> None:
+    fake, ask = openai_chat
     fake.reset(json.dumps({"answer": "Tuesdays.", "citations": [{"evidence": 1, "quote": DEPLOY}]}))
     client = InferenceClient(ask.url, "disabled")
     try:
@@ -127,8 +107,8 @@ def test_an_answer_without_proposals_has_none(chat: tuple[FakeChat, Running]) ->
     )
 
 
-def test_notebooks_are_limited_at_the_boundary(chat: tuple[FakeChat, Running]) -> None:
-    fake, ask = chat
+def test_notebooks_are_limited_at_the_boundary(openai_chat: tuple[FakeChat, Running]) -> None:
+    fake, ask = openai_chat
     fake.reset(json.dumps({"answer": "", "citations": []}))
     client = InferenceClient(ask.url, "disabled")
     many = [(str(uuid.uuid4()), f"Notebook {n}") for n in range(MAX_PROPOSAL_NOTEBOOKS + 1)]

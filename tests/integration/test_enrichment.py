@@ -22,14 +22,15 @@ from grove_cli import admin
 from grove_contracts.enrichment import SuggestionQuery
 from grove_contracts.notebooks import CreateNotebookRequest
 from grove_contracts.notes import RememberRequest, UpdateRequest
-from grove_db import embedded, queue, schema
-from grove_db.pool import open_pool, transaction
+from grove_db import embedded, queue
+from grove_db.pool import transaction
 from grove_memory import enrichment, notebooks, notes
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
-from tests.integration.test_ask_openai import FakeChat, number_of, reply, serve
+from tests.integration.test_ask_openai import FakeChat, number_of, reply
 from tests.support.clients import Client, data_of, error_of
-from tests.support.processes import Running, run_script, start_api, start_ask, start_worker
+from tests.support.files import uploaded
+from tests.support.processes import Running, run_script, start_api, start_worker
 from tests.support.tenants import Tenant, new_tenant
 
 BILLING = [
@@ -188,15 +189,9 @@ def test_grove_enrich_reset_and_reindex_make_them_again(
     again = ready_brief(key, billing)
     assert again["generatedAt"] > first["generatedAt"] and again["text"] == first["text"]
     suggested(key)
-    upload = key.session.post(
-        key.base + "/v1/files",
-        params={"name": "notes.md"},
-        data=b"# Runbook\n\nRestart the gateway at two.",
-        headers=key.headers({"Content-Type": "text/markdown"}),
-        timeout=10,
-    )
-    assert upload.status_code == 201, upload.text
-    file_id = data_of(upload)["id"]
+    file_id = uploaded(
+        key, b"# Runbook\n\nRestart the gateway at two.", "text/markdown", name="notes.md"
+    )["id"]
     ready = eventually(
         lambda: data_of(key.get(f"/v1/files/{file_id}")), lambda f: f["indexing"] == "ready"
     )
@@ -211,22 +206,20 @@ def test_grove_enrich_reset_and_reindex_make_them_again(
 
 
 @pytest.fixture
-def quiet(database: embedded.EmbeddedDatabase) -> Iterator[tuple[Store, Principal, Any]]:
-    """A fresh database no worker watches, an account on it and its owner."""
-    with schema.fresh_database(database) as url:
-        pool = open_pool(embedded.role_url(url, embedded.RUNTIME_ROLE), max_size=2)
-        account = admin.create_account(embedded.role_url(url, embedded.MIGRATION_ROLE), "enrich")
-        owner = Principal(
-            account,
-            uuid.uuid4(),
-            personal=True,
-            all_notebooks=True,
-            can_write=True,
-            can_delete=True,
-            kind="owner",
-        )
-        yield Store(pool=pool, cursor_secret=b"x" * 32), owner, pool
-        pool.close()
+def quiet_owner(quiet: tuple[str, Any]) -> tuple[Store, Principal, Any]:
+    """An account on a fresh database no worker watches, its owner and the pool."""
+    url, pool = quiet
+    account = admin.create_account(embedded.role_url(url, embedded.MIGRATION_ROLE), "enrich")
+    owner = Principal(
+        account,
+        uuid.uuid4(),
+        personal=True,
+        all_notebooks=True,
+        can_write=True,
+        can_delete=True,
+        kind="owner",
+    )
+    return Store(pool=pool, cursor_secret=b"x" * 32), owner, pool
 
 
 def claim(pool: Any, kind: str) -> list[queue.Job]:
@@ -250,9 +243,9 @@ def filed(store: Store, owner: Principal) -> tuple[Any, Any]:
 
 
 def test_a_suggestion_computed_before_an_edit_is_not_stored(
-    quiet: tuple[Store, Principal, Any], monkeypatch: pytest.MonkeyPatch
+    quiet_owner: tuple[Store, Principal, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, owner, pool = quiet
+    store, owner, pool = quiet_owner
     billing, _ = filed(store, owner)
     note = remember(store, owner, UNFILED)
     real = enrichment.suggest
@@ -276,9 +269,9 @@ def test_a_suggestion_computed_before_an_edit_is_not_stored(
 
 
 def test_a_brief_made_while_a_note_arrives_is_not_stored(
-    quiet: tuple[Store, Principal, Any],
+    quiet_owner: tuple[Store, Principal, Any],
 ) -> None:
-    store, owner, pool = quiet
+    store, owner, pool = quiet_owner
     billing, _ = filed(store, owner)
     jobs = {j.payload["notebookId"]: j for j in claim(pool, queue.BRIEF_NOTEBOOK)}
 
@@ -303,9 +296,9 @@ def test_a_brief_made_while_a_note_arrives_is_not_stored(
 
 
 def test_the_daily_quota_stops_enrichment_until_the_next_day(
-    quiet: tuple[Store, Principal, Any],
+    quiet_owner: tuple[Store, Principal, Any],
 ) -> None:
-    store, owner, pool = quiet
+    store, owner, pool = quiet_owner
     filed(store, owner)
     for text in (UNFILED, "Deploy freezes: production deploys wait for Monday.", "Buy milk."):
         remember(store, owner, text)
@@ -332,9 +325,9 @@ def test_the_daily_quota_stops_enrichment_until_the_next_day(
 
 
 def test_an_expired_note_leaves_the_brief_and_its_sweep_queues_the_next(
-    quiet: tuple[Store, Principal, Any],
+    quiet_owner: tuple[Store, Principal, Any],
 ) -> None:
-    store, owner, pool = quiet
+    store, owner, pool = quiet_owner
     billing, _ = filed(store, owner)
     for job in claim(pool, queue.BRIEF_NOTEBOOK):
         assert enrichment.brief(pool, "test", job, quota=100).result == "stored"
@@ -367,34 +360,14 @@ def test_an_expired_note_leaves_the_brief_and_its_sweep_queues_the_next(
     assert left == {"n": 0}
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeChat, str]]:
-    """A fake OpenAI-compatible chat provider and grove-ask answering with it."""
-    fake = FakeChat()
-    server = serve(fake)
-    ask = start_ask(
-        {
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_ANSWER_GENERATOR": "openai",
-            "GROVE_ANSWER_OPENAI_BASE_URL": f"{server.url}/v1",
-            "GROVE_ANSWER_OPENAI_MODEL": "fake-chat",
-            "GROVE_ANSWER_OPENAI_API_KEY": "sk-test-brief-key",
-            "GROVE_ANSWER_OPENAI_TIMEOUT_SECONDS": "3",
-        }
-    )
-    yield fake, ask.url
-    ask.stop()
-    server.close()
-
-
 def test_a_model_writes_the_brief_when_configured_and_extractive_stands_in(
-    quiet: tuple[Store, Principal, Any], model: tuple[FakeChat, str]
+    quiet_owner: tuple[Store, Principal, Any], openai_chat: tuple[FakeChat, Running]
 ) -> None:
-    store, owner, pool = quiet
-    fake, ask_url = model
+    store, owner, pool = quiet_owner
+    fake, ask = openai_chat
     billing, _ = filed(store, owner)
     brief_jobs = {j.payload["notebookId"]: j for j in claim(pool, queue.BRIEF_NOTEBOOK)}
-    writer = enrichment.AnswerWriter(InferenceClient(ask_url, "disabled"), timeout=10)
+    writer = enrichment.AnswerWriter(InferenceClient(ask.url, "disabled"), timeout=10)
     summary = "Acme is invoiced monthly; accounts payable gets the invoices."
     fake.reset(
         lambda body: reply(

@@ -16,7 +16,8 @@ from typing import Any
 from grove_memory.blobs import CHUNK_BYTES
 from grove_memory.restore import mapped_id
 from tests.integration.test_restore import export, grove_import, restored, write
-from tests.support.clients import Client, data_of
+from tests.support.clients import data_of
+from tests.support.files import uploaded
 from tests.support.tenants import Tenant
 
 #: Three chunks: two full ones and a short one.
@@ -24,25 +25,13 @@ BIG = b"".join(b"Line %06d of the runbook.\n" % i for i in range(24_000))
 assert 2 * CHUNK_BYTES < len(BIG) < 3 * CHUNK_BYTES
 
 
-def upload(client: Client, data: bytes, name: str, **params: Any) -> dict[str, Any]:
-    response = client.session.post(
-        client.base + "/v1/files",
-        params={"name": name, **params},
-        data=data,
-        headers=client.headers({"Content-Type": "text/plain"}),
-        timeout=30,
-    )
-    assert response.status_code == 201, response.text
-    return data_of(response)  # type: ignore[no-any-return]
-
-
 def test_files_travel_in_the_export_and_come_back_byte_for_byte(
     make_tenant: Any, database: Any, tmp_path: Path
 ) -> None:
     source: Tenant = make_tenant()
     notebook = source.notebook("runbooks")
-    big = upload(source.client, BIG, "big.txt", projectId=notebook)
-    small = upload(source.client, b"One short note.", "small.txt")
+    big = uploaded(source.client, BIG, name="big.txt", projectId=notebook)
+    small = uploaded(source.client, b"One short note.", name="small.txt")
     lines = export(source)
     kinds = [line["type"] for line in lines]
     assert kinds[-6:] == ["file", "file_chunk", "file_chunk", "file_chunk", "file", "file_chunk"]
@@ -83,7 +72,7 @@ def test_a_file_whose_bytes_do_not_match_stops_the_restore_at_its_line(
     make_tenant: Any, database: Any, tmp_path: Path
 ) -> None:
     source: Tenant = make_tenant()
-    upload(source.client, b"The gateway restarts at two.", "gateway.txt")
+    uploaded(source.client, b"The gateway restarts at two.", name="gateway.txt")
     lines = export(source)
     (chunk,) = [line for line in lines if line["type"] == "file_chunk"]
     chunk["data"] = base64.b64encode(b"The gateway restarts at six.").decode()

@@ -20,11 +20,11 @@ from grove_db.pool import set_tenant
 from grove_memory.blobs import CHUNK_BYTES
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of
+from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running, start_api
 
 #: ``GROVE_MAX_FILE_BYTES`` of this module's api.
 LIMIT = 4096
-FILES = "/v1/files"
 ACCEPTED = {
     "text/plain": b"the deploy runbook: restart the api, then the worker\n",
     "text/markdown": b"# Runbook\n\n- restart the api\n",
@@ -68,31 +68,6 @@ def new_account(stack: FilesStack) -> Account:
 @pytest.fixture
 def account(stack: FilesStack) -> Account:
     return new_account(stack)
-
-
-def upload(
-    client: Client,
-    data: bytes,
-    media: str = "text/plain",
-    path: str = FILES,
-    headers: dict[str, str] | None = None,
-    **params: Any,
-) -> requests.Response:
-    if path == FILES:
-        params.setdefault("name", "runbook.txt")
-    return client.session.post(
-        client.base + path,
-        params=params,
-        data=data,
-        headers=client.headers({"Content-Type": media, **(headers or {})}),
-        timeout=30,
-    )
-
-
-def uploaded(client: Client, data: bytes, media: str = "text/plain", **params: Any) -> Any:
-    response = upload(client, data, media, **params)
-    assert response.status_code == 201, response.text
-    return data_of(response)
 
 
 def download(client: Client, file_id: str) -> requests.Response:
@@ -164,9 +139,9 @@ def test_a_chunked_upload_is_bounded_too(account: Account) -> None:
         for _ in range(total // 512):
             yield b"x" * 512
 
-    ok = upload(account.key, pieces(LIMIT), "text/plain")  # type: ignore[arg-type]
+    ok = upload(account.key, pieces(LIMIT), "text/plain")
     assert ok.status_code == 201, ok.text
-    over = upload(account.key, pieces(LIMIT + 512), "text/plain")  # type: ignore[arg-type]
+    over = upload(account.key, pieces(LIMIT + 512), "text/plain")
     assert over.status_code == 413
 
 

@@ -22,6 +22,7 @@ from grove_memory import restore
 from tests.integration.test_conversations import Owner, Stack, new_owner, stack
 from tests.integration.test_restore import body, export, populate, remapped
 from tests.support.clients import Client, data_of, error_of
+from tests.support.files import uploaded
 from tests.support.waiting import wait_until
 
 __all__ = ["stack"]
@@ -257,14 +258,7 @@ def test_a_file_comes_back_through_the_api_and_a_larger_one_is_refused(
     owner: Owner, stack: Stack
 ) -> None:
     data = b"The gateway restarts at two, every night."
-    uploaded = owner.key.session.post(
-        owner.key.base + "/v1/files",
-        params={"name": "gateway.txt"},
-        data=data,
-        headers=owner.key.headers({"Content-Type": "text/plain"}),
-        timeout=10,
-    )
-    assert uploaded.status_code == 201, uploaded.text
+    uploaded(owner.key, data, name="gateway.txt")
     lines = export(owner.tenant)
     target = new_owner(stack)
     done = data_of(send(target.session, str(uuid.uuid4()), ndjson(lines)))

@@ -21,17 +21,17 @@ from grove_auth.principal import Principal
 from grove_cli import admin
 from grove_contracts.files import FileUpdate
 from grove_contracts.notebooks import CreateNotebookRequest
-from grove_db import embedded, queue, schema
-from grove_db.pool import open_pool, transaction
+from grove_db import embedded, queue
+from grove_db.pool import transaction
 from grove_memory import files, notebooks, passages, sandbox, subtrees
 from grove_memory.blobs import PostgresBlobs
 from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
+from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running, start_api, start_ask, start_worker
 from tests.support.tenants import Tenant, new_tenant
 from tests.unit.test_sandbox import breaks
 
-FILES = "/v1/files"
 GATEWAY = "The billing gateway restarts at two in the morning, every night, without paging anyone."
 
 
@@ -70,18 +70,6 @@ def tenant(database: embedded.EmbeddedDatabase, api: Running) -> Tenant:
     return new_tenant(database, api.url)
 
 
-def upload(client: Client, data: bytes, media: str, name: str, **params: Any) -> dict[str, Any]:
-    response = client.session.post(
-        client.base + FILES,
-        params={"name": name, **params},
-        data=data,
-        headers=client.headers({"Content-Type": media}),
-        timeout=30,
-    )
-    assert response.status_code == 201, response.text
-    return data_of(response)  # type: ignore[no-any-return]
-
-
 def settled(client: Client, file_id: str, version: int = 1) -> dict[str, Any]:
     """The file once its ``version`` is extracted (ready or failed)."""
     deadline = time.monotonic() + 30
@@ -106,7 +94,7 @@ def passages_of(client: Client, file_id: str) -> list[dict[str, Any]]:
 
 def test_a_pdf_page_is_found_by_search_and_recall_and_cited_by_page(tenant: Tenant) -> None:
     key = tenant.client
-    file = upload(key, pdf({3: GATEWAY}), "application/pdf", "runbook.pdf")
+    file = uploaded(key, pdf({3: GATEWAY}), "application/pdf", name="runbook.pdf")
     assert (file["indexing"], file["passages"]) == ("pending", 0)
     file = settled(key, file["id"])
     assert (file["indexing"], file["indexingError"], file["passages"]) == ("ready", None, 4)
@@ -143,7 +131,7 @@ def test_text_passages_cite_the_exact_bytes_of_the_original(tenant: Tenant) -> N
     ).encode()
     markdown = f"# Runbook\n\nThe api restarts with the deploy.\n\n{GATEWAY}\n".encode()
     for media, data in (("text/html", html), ("text/markdown", markdown)):
-        file = settled(key, upload(key, data, media, f"runbook {media}")["id"])
+        file = settled(key, uploaded(key, data, media, name=f"runbook {media}")["id"])
         assert file["indexing"] == "ready", file
         (passage,) = passages_of(key, file["id"])
         start, end = passage["file"]["bytes"]
@@ -159,7 +147,9 @@ def test_text_passages_cite_the_exact_bytes_of_the_original(tenant: Tenant) -> N
 def test_delete_archive_and_move_carry_the_passages(tenant: Tenant) -> None:
     key = tenant.client
     personal = tenant.key("personal", personal=True, all_notebooks=False)
-    file = settled(key, upload(key, pdf({2: GATEWAY}), "application/pdf", "runbook.pdf")["id"])
+    file = settled(
+        key, uploaded(key, pdf({2: GATEWAY}), "application/pdf", name="runbook.pdf")["id"]
+    )
     (hit, *_) = search(key, "billing gateway")
     notebook = tenant.notebook("ops")
 
@@ -194,13 +184,11 @@ def test_delete_archive_and_move_carry_the_passages(tenant: Tenant) -> None:
 
 def test_a_new_version_replaces_the_passages(tenant: Tenant) -> None:
     key = tenant.client
-    file = settled(key, upload(key, pdf({1: GATEWAY}), "application/pdf", "runbook.pdf")["id"])
-    response = key.session.post(
-        f"{key.base}{FILES}/{file['id']}",
-        data=pdf({4: "The payments ledger closes at noon on the last Friday."}),
-        headers=key.headers({"Content-Type": "application/pdf"}),
-        timeout=30,
+    file = settled(
+        key, uploaded(key, pdf({1: GATEWAY}), "application/pdf", name="runbook.pdf")["id"]
     )
+    ledger = pdf({4: "The payments ledger closes at noon on the last Friday."})
+    response = upload(key, ledger, "application/pdf", path=f"{FILES}/{file['id']}")
     assert response.status_code == 200, response.text
     assert (data_of(response)["version"], data_of(response)["indexing"]) == (2, "pending")
     assert settled(key, file["id"], 2)["indexing"] == "ready"
@@ -229,7 +217,7 @@ def test_an_unreadable_file_fails_once_with_its_reason(
     tenant: Tenant, data: bytes, media: str, reason: str
 ) -> None:
     key = tenant.client
-    file = settled(key, upload(key, data, media, "broken")["id"])
+    file = settled(key, uploaded(key, data, media, name="broken")["id"])
     assert file["indexing"] == "failed" and file["passages"] == 0
     assert file["indexingError"].startswith(reason), file
     with psycopg.connect(tenant.database.grove_superuser_url) as conn:
@@ -244,7 +232,7 @@ def test_another_tenant_never_sees_the_passages(
     tenant: Tenant, database: embedded.EmbeddedDatabase, api: Running
 ) -> None:
     key = tenant.client
-    settled(key, upload(key, pdf({1: GATEWAY}), "application/pdf", "runbook.pdf")["id"])
+    settled(key, uploaded(key, pdf({1: GATEWAY}), "application/pdf", name="runbook.pdf")["id"])
     (hit, *_) = search(key, "billing gateway")
     other = new_tenant(database, api.url).client
     assert search(other, "billing gateway") == []
@@ -253,14 +241,6 @@ def test_another_tenant_never_sees_the_passages(
 
 
 # --- the fence, with the jobs run by hand on a database no worker watches ---------------
-
-
-@pytest.fixture
-def quiet(database: embedded.EmbeddedDatabase) -> Iterator[tuple[str, Any]]:
-    with schema.fresh_database(database) as url:
-        pool = open_pool(embedded.role_url(url, embedded.RUNTIME_ROLE), max_size=2)
-        yield url, pool
-        pool.close()
 
 
 def test_an_extraction_of_a_replaced_version_stores_nothing(quiet: tuple[str, Any]) -> None:

@@ -23,6 +23,8 @@ from tests.support.clients import data_of
 from tests.support.processes import run_script
 from tests.support.tenants import Tenant
 
+#: An embedding profile no worker in the test suite claims jobs for.
+UNSERVED = "unserved"
 UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -264,9 +266,10 @@ def test_connections_are_skipped_and_restored_notes_are_queued_for_embedding(
     lines = export(source)
     connection = {"type": "connection", "connection": {"id": str(uuid.uuid4()), "name": "k"}}
     path = write(tmp_path / "c.ndjson", [lines[0], connection, *lines[1:]])
-    # A profile no worker of the suite serves while this test runs (the session's hybrid
-    # worker embeds minilm jobs at once), so the notes stay pending for the checks.
-    output = restored(database, path, target.account_id, "--profile", "openai")
+    # A profile no worker of the suite serves (the session's hybrid worker embeds minilm
+    # jobs at once, and test_queue's workers openai ones), so the notes stay pending for
+    # the checks and no other test's worker is handed them.
+    output = restored(database, path, target.account_id, "--profile", UNSERVED)
     assert "not restored: 1 connection(s)" in output
     with psycopg.connect(database.migration_url, row_factory=dict_row) as conn:
         with conn.transaction():
@@ -278,7 +281,7 @@ def test_connections_are_skipped_and_restored_notes_are_queued_for_embedding(
             ).fetchall()
             connections = conn.execute("SELECT count(*) AS n FROM connections").fetchone()
     assert len(jobs) == 2
-    assert all(j["version"] == j["current"] and j["profile"] == "openai" for j in jobs)
+    assert all(j["version"] == j["current"] and j["profile"] == UNSERVED for j in jobs)
     assert {j["indexing"] for j in jobs} == {"pending"}
     assert connections == {"n": 1}  # the account's own key, nothing from the file
     listed = data_of(target.client.get("/v1/memories"))

@@ -5,7 +5,9 @@ meanwhile; on SIGTERM's stop, a side job still running past the grace is given b
 The worker runs in this process (``grove_worker.run.Worker``), so that reading a file can
 be slowed: the sandbox's reader is swapped for one that sleeps first (module-level, so the
 spawned child imports it). Embeddings come from grove-ask on the ``openai`` profile and a
-fake provider; saves and uploads go through a real grove-api.
+fake provider; saves and uploads go through a real grove-api. All on a fresh database
+(``quiet``): the in-process worker claims every account's jobs, and must neither take
+other tests' jobs nor lose this test's file to another test's worker.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import psycopg
 import psycopg.rows
 import pytest
 
+from grove_cli import admin
 from grove_db import embedded, queue
 from grove_db.pool import open_pool
 from grove_memory import sandbox
@@ -29,10 +32,12 @@ from grove_memory.extraction import Passage
 from grove_memory.inference import InferenceClient
 from grove_worker.run import Worker
 from grove_worker.settings import WorkerSettings
-from tests.support.clients import data_of
+from tests.support.clients import Client, data_of
 from tests.support.fakes import FakeEmbeddings, start_fake_ask
+from tests.support.files import uploaded
+from tests.support.keys import SECRET
 from tests.support.processes import Running, start_api
-from tests.support.tenants import Tenant, new_tenant
+from tests.support.tenants import Tenant
 from tests.support.waiting import wait_until
 
 SLOW_SECONDS = 4.0
@@ -48,22 +53,25 @@ class Stack:
     tenant: Tenant
     settings: WorkerSettings
     ask: str
+    migration_url: str
 
 
 @pytest.fixture
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+def stack(database: embedded.EmbeddedDatabase, quiet: tuple[str, Any]) -> Iterator[Stack]:
+    runtime = embedded.role_url(quiet[0], embedded.RUNTIME_ROLE)
+    migration = embedded.role_url(quiet[0], embedded.MIGRATION_ROLE)
     fake = FakeEmbeddings(8)
     ask = start_fake_ask(fake)
     api: Running = start_api(
         {
-            "GROVE_DATABASE_URL": database.runtime_url,
+            "GROVE_DATABASE_URL": runtime,
             "GROVE_EMBEDDING_PROFILE": "openai",
             "GROVE_ASK_ADDRESS": ask.url,
             "GROVE_API_WORKERS": "1",
         }
     )
     settings = WorkerSettings(
-        database_url=database.runtime_url,
+        database_url=runtime,
         embedding_profile="openai",
         ask_address=ask.url,
         worker_poll_seconds=0.2,
@@ -71,7 +79,10 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
         worker_shutdown_grace_seconds=0.5,
     )
     try:
-        yield Stack(new_tenant(database, api.url), settings, ask.url)
+        account = admin.create_account(migration, "side lane")
+        key = admin.create_key(migration, SECRET, account, "full", all_notebooks=True)
+        tenant = Tenant(account, key.id, Client(api.url, key.key), database)
+        yield Stack(tenant, settings, ask.url, migration)
     finally:
         api.stop()
         ask.stop()
@@ -100,25 +111,17 @@ def running(settings: WorkerSettings) -> Iterator[Worker]:
     pool.close()
 
 
-def upload(stack: Stack, text: bytes) -> Any:
-    client = stack.tenant.client
-    response = client.session.post(
-        client.base + "/v1/files",
-        params={"name": "slow.md"},
-        data=text,
-        headers=client.headers({"Content-Type": "text/markdown"}),
-        timeout=10,
-    )
-    assert response.status_code == 201, response.text
-    return data_of(response)
-
-
-def test_a_slow_file_does_not_hold_up_the_embeddings(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def slow_file(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A file uploaded before the worker starts, whose reading will take ``SLOW_SECONDS``."""
     monkeypatch.setattr(sandbox, "passages_of", functools.partial(sandbox.passages_of, reader=slow))
-    client = stack.tenant.client
-    file = upload(stack, b"The gateway restarts at two.")
+    return uploaded(
+        stack.tenant.client, b"The gateway restarts at two.", "text/markdown", name="slow.md"
+    )
+
+
+def test_a_slow_file_does_not_hold_up_the_embeddings(stack: Stack, slow_file: Any) -> None:
+    client, file = stack.tenant.client, slow_file
     with running(stack.settings):
         # The worker is reading the file (a job of the side lane) ...
         wait_until(
@@ -147,11 +150,9 @@ def test_a_slow_file_does_not_hold_up_the_embeddings(
 
 
 def test_a_side_job_running_past_the_grace_is_given_back_on_stop(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
+    stack: Stack, slow_file: Any
 ) -> None:
-    monkeypatch.setattr(sandbox, "passages_of", functools.partial(sandbox.passages_of, reader=slow))
-    client = stack.tenant.client
-    file = upload(stack, b"The gateway restarts at two.")
+    client, file = stack.tenant.client, slow_file
     with running(stack.settings):
         wait_until(lambda: claimed(stack, queue.EXTRACT_FILE), timeout=10)
     # Stopped within the grace (0.5 s), not after the file's 4 s: the job is queued again,
@@ -163,7 +164,7 @@ def test_a_side_job_running_past_the_grace_is_given_back_on_stop(
 
 
 def jobs(stack: Stack, kind: str) -> list[dict[str, Any]]:
-    with psycopg.connect(stack.tenant.database.migration_url) as conn:
+    with psycopg.connect(stack.migration_url) as conn:
         conn.execute(
             "SELECT set_config('grove.account_id', %s, false)", (str(stack.tenant.account_id),)
         )

@@ -243,6 +243,28 @@ def test_invalid_owner_tokens_are_401(setup: Setup, claims: dict[str, Any]) -> N
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
+def test_a_keys_last_contact_is_written_at_most_once_a_minute(
+    setup: Setup, database: embedded.EmbeddedDatabase
+) -> None:
+    def contact(age: str = "0 minutes") -> datetime:
+        with psycopg.connect(database.grove_superuser_url) as conn:
+            row = conn.execute(
+                "UPDATE connections SET last_contact_at = last_contact_at - %s::interval"
+                " WHERE account_id = %s RETURNING last_contact_at",
+                (age, setup.tenant.account_id),
+            ).fetchone()
+        assert row is not None
+        return row[0]  # type: ignore[no-any-return]
+
+    assert setup.tenant.client.get("/v1/memories").status_code == 200
+    first = contact()
+    assert setup.tenant.client.get("/v1/memories").status_code == 200
+    assert contact() == first  # within the minute: nothing written
+    aged = contact("61 seconds")
+    assert setup.tenant.client.get("/v1/memories").status_code == 200
+    assert contact() > aged + timedelta(seconds=60)  # a minute on: written again
+
+
 def test_an_agent_token_is_no_owner_session(setup: Setup) -> None:
     agent = setup.owner(aud=AUDIENCE, client_id="some-agent").get("/v1/connections")
     assert agent.status_code == 403

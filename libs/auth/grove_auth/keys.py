@@ -28,9 +28,13 @@ FIND_KEY = """
     SELECT k.account_id, k.connection_id FROM api_keys k
     WHERE k.key_hash = %s AND k.revoked_at IS NULL
 """
-FIND_CONNECTION = """
+#: A connection whose last contact is older than this is touched again (its owner's list
+#: shows the last contact to the minute; a request in between writes nothing).
+CONTACT_STALE = "c.last_contact_at IS NULL OR c.last_contact_at < now() - interval '1 minute'"
+FIND_CONNECTION = f"""
     SELECT c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
-           coalesce(array_agg(cp.project_id) FILTER (WHERE cp.project_id IS NOT NULL), '{}')
+           ({CONTACT_STALE}) AS stale,
+           coalesce(array_agg(cp.project_id) FILTER (WHERE cp.project_id IS NOT NULL), '{{}}')
                AS notebook_ids
     FROM connections c
     LEFT JOIN connection_projects cp
@@ -39,10 +43,9 @@ FIND_CONNECTION = """
     GROUP BY c.account_id, c.id
 """
 
-# Last contact, for the owner's connection list: written at most once a minute.
-TOUCH_CONNECTION = """
-    UPDATE connections SET last_contact_at = now()
-    WHERE id = %s AND (last_contact_at IS NULL OR last_contact_at < now() - interval '1 minute')
+#: Record the last contact, for the owner's connection list (at most once a minute).
+TOUCH_CONNECTION = f"""
+    UPDATE connections c SET last_contact_at = now() WHERE c.id = %s AND ({CONTACT_STALE})
 """
 
 
@@ -77,7 +80,8 @@ def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
         grant = conn.execute(FIND_CONNECTION, (connection_id,)).fetchone()
         if grant is None:
             raise Unauthorized("invalid or revoked API key")
-        conn.execute(TOUCH_CONNECTION, (connection_id,))
+        if grant["stale"]:  # else touched within the minute: no write, no round trip
+            conn.execute(TOUCH_CONNECTION, (connection_id,))
     return _principal(account_id, connection_id, grant)
 
 

@@ -517,7 +517,8 @@ def record_revision(
     vector is reused and the note stays ``ready``; otherwise an embedding job is queued.
     """
     conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
-    queue.enqueue_expiries(conn, [row["id"]])
+    if row["expires_at"] is not None:  # a note that never expires has no sweep to queue
+        queue.enqueue_expiries(conn, [row["id"]])
     if store.profile is not None:
         keys = {"id": row["id"], "profile": store.profile}
         if conn.execute(COPY_EMBEDDING, keys).rowcount:

@@ -96,6 +96,7 @@ _SYNONYMS = {
 }
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.\-'][a-z0-9]+)*")
+_DIGIT = re.compile(r"\d")
 _CLOCK_12H = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b")
 _CLOCK_24H = re.compile(r"\b(\d{1,2}):(\d\d)\b")
 _THOUSANDS = re.compile(r"(\d),(\d{3})\b")
@@ -143,7 +144,7 @@ def words(text: str) -> set[str]:
 
 
 def _weight(found: set[str]) -> float:
-    return sum(NUMBER_WEIGHT if any(c.isdigit() for c in word) else 1.0 for word in found)
+    return len(found) + (NUMBER_WEIGHT - 1.0) * sum(1 for word in found if _DIGIT.search(word))
 
 
 def lexical_similarity(a: str, b: str) -> float:

@@ -5,11 +5,12 @@ it writes (``grove_memory.notes.similar_notes``), so its cost is added to every 
 holding 1,000 and 100,000 notes (bench.bulk's varied texts, bulk-loaded) plus the 249
 notes of the labelled near-duplicate set (``bench/data/near_duplicates.json``), each
 labelled note that has a cluster-mate above ``SAVE_LEXICAL_THRESHOLD`` is looked up as
-if just saved, by a caller who sees the whole account (the rare-word candidates of
-``notes.SIMILAR``) and by one granted personal notes only (BM25 candidates): the time
+if just saved, by a caller who sees the whole account and by one granted personal
+notes only (the candidates of ``notes.SIMILAR``, read from the caller's scope): the time
 of the lookup and how many of those cluster-mates it names (the candidates' recall; the
 threshold's own precision and recall are ``bench.duplicates``'). Then the same for 200
-chat turns (LoCoMo), whose words are common in the bulk texts: the slow case for BM25.
+chat turns (LoCoMo), whose words are common in the bulk texts (time only), and for each
+of them saved again with a few words appended: how many of the turns it names.
 
 Run: ``python -m bench.similar``. The save path end to end: ``python -m bench.ingest
 --saves-at 1000 100000``.
@@ -34,6 +35,8 @@ from grove_memory import duplicates, notes
 LABELLED = Path(__file__).resolve().parent / "data" / "near_duplicates.json"
 SIZES = (1000, 100_000)
 CHAT_TURNS = 200
+#: What a chat turn saved again ends with ("chat re-saved": is the turn itself named?).
+RESAVED = "(saved again)"
 
 
 def principal(account: uuid.UUID, whole: bool) -> Principal:
@@ -101,11 +104,18 @@ def main() -> None:
             chats: list[tuple[dict[str, Any], set[uuid.UUID]]] = [
                 (by_text[text], set()) for text in dict.fromkeys(chat)
             ]
+            resaved = [
+                ({"content": f"{text} {RESAVED}", "project_id": None, "id": None}, {row["id"]})
+                for text, row in ((text, by_text[text]) for text in dict.fromkeys(chat))
+                if duplicates.lexical_similarity(f"{text} {RESAVED}", text)
+                >= duplicates.SAVE_LEXICAL_THRESHOLD
+            ]
             for whole in (True, False):
                 who = principal(account, whole)
                 kind = "whole account" if whole else "personal only"
                 show(f"{size:>7} notes, labelled, {kind}", *lookups(pool, who, probes))
                 show(f"{size:>7} notes, chat turns, {kind}", *lookups(pool, who, chats))
+                show(f"{size:>7} notes, chat re-saved, {kind}", *lookups(pool, who, resaved))
         pool.close()
 
 

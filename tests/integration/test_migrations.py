@@ -19,6 +19,7 @@ TENANT_TABLES = {
     "projects",
     "memories",
     "note_words",
+    "note_bands",
     "shares",
     "memory_revisions",
     "operations",

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
 import requests
 
 from grove_contracts.notes import MAX_SIMILAR
@@ -100,3 +101,42 @@ def test_a_key_limited_to_a_notebook_is_told_only_of_notes_it_may_see(
     limited = tenant.key("ops only", personal=False, notebook_ids=[uuid.UUID(ops)])
     answer = saved(limited, AGAIN, projectId=ops)
     assert [s["id"] for s in answer["similar"]] == [in_ops["id"]]
+
+
+def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant: Tenant) -> None:
+    """The candidates' index (``note_bands``, migration 0035) is kept by the trigger on
+    memories: the bands of the current content, the current scope, none once forgotten."""
+    tenant = inprocess_tenant
+    client = tenant.client
+    note = saved(client, DEPLOY)
+
+    def bands() -> tuple[list[int], set[Any]]:
+        with psycopg.connect(tenant.database.grove_superuser_url) as conn:
+            rows = conn.execute(
+                "SELECT band, project_id FROM note_bands WHERE memory_id = %s ORDER BY band",
+                (note["id"],),
+            ).fetchall()
+        return [band for band, _ in rows], {project for _, project in rows}
+
+    def of(content: str) -> list[int]:
+        with psycopg.connect(tenant.database.grove_superuser_url) as conn:
+            row = conn.execute(
+                "SELECT grove_note_bands(tsvector_to_array(to_tsvector('english', %s)))",
+                (content,),
+            ).fetchone()
+        assert row is not None
+        return sorted(row[0])
+
+    assert bands() == (of(DEPLOY), {None}) and len(of(DEPLOY)) == 21  # 7 words, each pair
+    edited = client.patch(f"/v1/memories/{note['id']}", {"content": PLANT})
+    assert edited.status_code == 200, edited.text
+    assert bands() == (of(PLANT), {None}) and of(PLANT) != of(DEPLOY)
+    ops = tenant.notebook("ops")
+    moved = client.patch(f"/v1/memories/{note['id']}", {"projectId": ops})
+    assert moved.status_code == 200, moved.text
+    assert bands() == (of(PLANT), {uuid.UUID(ops)})
+    assert [s["id"] for s in saved(client, PLANT, projectId=ops)["similar"]] == [note["id"]]
+    assert saved(client, PLANT)["similar"] == []  # personal: no longer its scope
+    forgotten = client.post("/v1/memories/forget", {"ids": [note["id"]]})
+    assert forgotten.status_code == 200, forgotten.text
+    assert bands() == ([], set())

@@ -8,6 +8,8 @@ GRANT SELECT, INSERT ON memory_revisions TO {role};
 -- note_words: search postings the trigger on memories keeps in step with each note
 -- (UPDATE: a word's frequency when an edit changes it).
 GRANT SELECT, INSERT, UPDATE, DELETE ON note_words TO {role};
+-- note_bands: near-duplicate candidates the trigger on memories keeps the same way.
+GRANT SELECT, INSERT, DELETE ON note_bands TO {role};
 GRANT SELECT, INSERT, UPDATE ON embeddings TO {role};
 GRANT SELECT ON account_owners TO {role};
 GRANT DELETE ON connection_projects TO {role};

@@ -162,12 +162,51 @@ CREATE FUNCTION public.grove_found_org(p_org uuid, p_name text) RETURNS void
 
 
 --
+-- Name: grove_keep_note_bands(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_keep_note_bands() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        DELETE FROM note_bands b WHERE b.account_id = NEW.account_id AND b.memory_id = NEW.id;
+    END IF;
+    IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
+        INSERT INTO note_bands (account_id, band, memory_id, project_id)
+            SELECT NEW.account_id, u.band, NEW.id, NEW.project_id
+            FROM unnest(grove_note_bands(tsvector_to_array(NEW.content_tsv))) AS u (band)
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
 -- Name: grove_key_lookup(); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.grove_key_lookup() RETURNS bytea
     LANGUAGE sql STABLE
     AS $$ SELECT decode(nullif(current_setting('grove.key_lookup', true), ''), 'hex') $$;
+
+
+--
+-- Name: grove_note_bands(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_note_bands(lexemes text[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$
+    WITH low AS (
+        SELECT l.word FROM unnest(lexemes) AS l (word)
+        ORDER BY hashtextextended(l.word, 0), l.word LIMIT 7
+    )
+    SELECT coalesce(array_agg(hashtextextended(a.word || ' ' || b.word, 0)), '{}')
+    FROM low AS a JOIN low AS b ON a.word < b.word
+$$;
 
 
 --
@@ -939,6 +978,20 @@ ALTER TABLE ONLY public.memory_revisions FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: note_bands; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.note_bands (
+    account_id uuid NOT NULL,
+    band bigint NOT NULL,
+    memory_id uuid NOT NULL,
+    project_id uuid
+);
+
+ALTER TABLE ONLY public.note_bands FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: note_suggestions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1445,6 +1498,14 @@ ALTER TABLE ONLY public.memory_revisions
 
 
 --
+-- Name: note_bands note_bands_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_bands
+    ADD CONSTRAINT note_bands_pkey PRIMARY KEY (account_id, band, memory_id) INCLUDE (project_id);
+
+
+--
 -- Name: note_suggestions note_suggestions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1847,6 +1908,13 @@ CREATE TRIGGER enrichment_inserts AFTER INSERT ON public.memories REFERENCING NE
 --
 
 CREATE TRIGGER enrichment_updates AFTER UPDATE ON public.memories REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_queue_enrichment();
+
+
+--
+-- Name: memories note_bands; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER note_bands AFTER INSERT OR UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_keep_note_bands();
 
 
 --
@@ -2529,6 +2597,12 @@ ALTER TABLE public.memories ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.memory_revisions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: note_bands; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.note_bands ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: note_suggestions; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -2788,6 +2862,13 @@ CREATE POLICY tenant ON public.memories USING ((account_id = public.grove_curren
 --
 
 CREATE POLICY tenant ON public.memory_revisions USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: note_bands tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.note_bands USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
 
 
 --
@@ -3197,6 +3278,13 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.memories TO grove_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.memory_revisions TO grove_app;
+
+
+--
+-- Name: TABLE note_bands; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.note_bands TO grove_app;
 
 
 --

@@ -399,47 +399,36 @@ def write_correction(
 
 #: Notes the search for similar ones scores (``lexical_similarity``) at most.
 SIMILAR_CANDIDATES = 5
-#: The saved note's words that find the candidates: its longest (long words are rarer).
-SIMILAR_WORDS = 6
-#: Notes each of those words finds at most (bench.similar: 100 named 92 of 100 labelled
-#: near-duplicates at 100,000 notes, 50 named 88 and 30 named 85; bench.ingest: 50 with
-#: an 8-note shortlist keeps saves as fast as without the lookup, within the noise).
-SIMILAR_POSTINGS = 50
-#: Of those words, how many a candidate shares at least (fewer if the note has fewer): a
-#: note sharing one word of six is never near the threshold, and most saves then have no
-#: candidate to read or score.
-SIMILAR_MIN_SHARED = 2
-#: The notes sharing the most of those words that are read (and then kept if live).
+#: Notes each of the saved note's bands (``grove_note_bands``, migration 0035) finds at
+#: most (bench.similar, see bench/README.md).
+SIMILAR_POSTINGS = 20
+#: The notes sharing the most of those bands that are read (and then kept if live).
 SIMILAR_SHORTLIST = 8
 #: A shortlisted note is returned only if the stemmed words (``content_tsv``'s lexemes)
 #: of the two notes overlap at least this much (shared over either's): a floor well under
-#: ``duplicates.SAVE_LEXICAL_THRESHOLD``'s own measure, so the rare saves with a likely
+#: ``duplicates.SAVE_LEXICAL_THRESHOLD``'s own measure, so the saves with a likely
 #: near-duplicate are the only ones whose candidates are read and scored in Python.
 SIMILAR_MIN_OVERLAP = 0.2
 
-#: Candidates for the notes like the saved one: the notes in its scope with at least
-#: ``SIMILAR_MIN_SHARED`` of its ``SIMILAR_WORDS`` longest words (at most
-#: ``SIMILAR_POSTINGS`` notes for each word, in the postings' order, the scope read from
-#: the postings' index: migration 0032), the ``SIMILAR_SHORTLIST`` sharing the most of
-#: them, then those live whose words overlap the note's by ``SIMILAR_MIN_OVERLAP``. Only
-#: postings of the saved note's scope, which its writer sees, are read, so which notes a
-#: caller is told of never depends on notes outside its grants. The work is bounded by
-#: the postings read.
+#: Candidates for the notes like the saved one: the notes in its scope sharing one of
+#: its MinHash bands (pairs of its words, ``grove_note_bands``: at most
+#: ``SIMILAR_POSTINGS`` notes for each band, the scope read from the bands' index), the
+#: ``SIMILAR_SHORTLIST`` sharing the most bands, then those live whose words overlap the
+#: note's by ``SIMILAR_MIN_OVERLAP``. Only bands of the saved note's scope, which its
+#: writer sees, are read, so which notes a caller is told of never depends on notes
+#: outside its grants. The work is bounded by the bands read (16 index probes).
 SIMILAR = f"""
     WITH saved AS (
         SELECT tsvector_to_array(to_tsvector('english', %(content)s)) AS lexemes
-    ), words AS (
-        SELECT l.word FROM saved CROSS JOIN LATERAL unnest(saved.lexemes) AS l (word)
-        ORDER BY length(l.word) DESC, l.word LIMIT %(words)s
     ), shared AS (
-        SELECT p.memory_id, count(*) AS score FROM words
+        SELECT p.memory_id, count(*) AS score
+        FROM saved CROSS JOIN LATERAL unnest(grove_note_bands(saved.lexemes)) AS b (band)
         CROSS JOIN LATERAL (
-            SELECT v.memory_id FROM note_words v
-            WHERE v.account_id = grove_current_account() AND v.word = words.word
+            SELECT v.memory_id FROM note_bands v
+            WHERE v.account_id = grove_current_account() AND v.band = b.band
               AND v.memory_id IS DISTINCT FROM %(exclude)s AND {{postings}}
             LIMIT %(postings)s) AS p
         GROUP BY p.memory_id
-        HAVING count(*) >= least(%(shared)s, (SELECT count(*) FROM words))
         ORDER BY score DESC, p.memory_id LIMIT %(shortlist)s
     )
     SELECT m.id, m.version, m.content
@@ -478,9 +467,7 @@ def similar_notes(
         project_id=project_id,
         content=content,
         exclude=exclude,
-        words=SIMILAR_WORDS,
         postings=SIMILAR_POSTINGS,
-        shared=SIMILAR_MIN_SHARED,
         shortlist=SIMILAR_SHORTLIST,
         overlap=SIMILAR_MIN_OVERLAP,
         limit=SIMILAR_CANDIDATES,

@@ -1,0 +1,71 @@
+-- Near-duplicate candidates for the warning on save (grove_memory.notes.SIMILAR): each
+-- note's MinHash bands.
+--
+-- The warning used to look for notes sharing the saved note's longest words, reading up
+-- to 50 postings of each (note_words). A word common in the account (a name in every chat
+-- turn) has thousands of postings, and 50 of them in id order are an arbitrary sample: at
+-- 100,000 notes a chat turn saved a second time was named as a near-duplicate of the
+-- first 5 times in 200 (bench.similar).
+--
+-- A band is a pair of the note's words, each the one with the least hash under a seed
+-- of its own (MinHash), the pair hashed with the band's number: two notes whose sets of
+-- words have Jaccard similarity J share a given band with probability about J^2, so with
+-- 16 bands notes at J = 0.4 share at least one with probability 0.94, and at J = 0.8
+-- nearly surely, while pairs of common words are far rarer than either word. The lookup
+-- reads a few postings of each of the saved note's 16 bands.
+--
+-- Kept like note_words by a trigger on memories, in the writing transaction: a note's
+-- bands are written when it is saved and written again when its content, its notebook
+-- (each band carries the note's scope, read from the index alone) or its deletion
+-- changes. File passages have none: the warning is about saved notes.
+
+CREATE FUNCTION grove_note_bands(lexemes text[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog AS $$
+    WITH low AS (
+        SELECT l.word FROM unnest(lexemes) AS l (word)
+        ORDER BY hashtextextended(l.word, 0), l.word LIMIT 7
+    )
+    SELECT coalesce(array_agg(hashtextextended(a.word || ' ' || b.word, 0)), '{}')
+    FROM low AS a JOIN low AS b ON a.word < b.word
+$$;
+
+CREATE TABLE note_bands (
+    account_id uuid NOT NULL,
+    band       bigint NOT NULL,
+    memory_id  uuid NOT NULL,
+    project_id uuid,
+    PRIMARY KEY (account_id, band, memory_id) INCLUDE (project_id)
+);
+
+CREATE FUNCTION grove_keep_note_bands() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, public AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        DELETE FROM note_bands b WHERE b.account_id = NEW.account_id AND b.memory_id = NEW.id;
+    END IF;
+    IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
+        INSERT INTO note_bands (account_id, band, memory_id, project_id)
+            SELECT NEW.account_id, u.band, NEW.id, NEW.project_id
+            FROM unnest(grove_note_bands(tsvector_to_array(NEW.content_tsv))) AS u (band)
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER note_bands AFTER INSERT OR UPDATE OF content, deleted_at, project_id ON memories
+    FOR EACH ROW EXECUTE FUNCTION grove_keep_note_bands();
+
+-- Every saved note not forgotten, read as the owner before the policy is forced.
+ALTER TABLE memories NO FORCE ROW LEVEL SECURITY;
+INSERT INTO note_bands (account_id, band, memory_id, project_id)
+    SELECT m.account_id, u.band, m.id, m.project_id
+    FROM memories m
+    CROSS JOIN LATERAL unnest(grove_note_bands(tsvector_to_array(m.content_tsv))) AS u (band)
+    WHERE m.deleted_at IS NULL AND m.file_id IS NULL
+ON CONFLICT DO NOTHING;
+ALTER TABLE memories FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE note_bands ENABLE ROW LEVEL SECURITY;
+ALTER TABLE note_bands FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant ON note_bands USING (account_id = grove_current_account())
+    WITH CHECK (account_id = grove_current_account());

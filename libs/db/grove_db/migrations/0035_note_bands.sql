@@ -1,5 +1,5 @@
 -- Near-duplicate candidates for the warning on save (grove_memory.notes.SIMILAR): each
--- note's MinHash bands.
+-- note's bands, pairs of its words.
 --
 -- The warning used to look for notes sharing the saved note's longest words, reading up
 -- to 50 postings of each (note_words). A word common in the account (a name in every chat
@@ -7,12 +7,14 @@
 -- 100,000 notes a chat turn saved a second time was named as a near-duplicate of the
 -- first 5 times in 200 (bench.similar).
 --
--- A band is a pair of the note's words, each the one with the least hash under a seed
--- of its own (MinHash), the pair hashed with the band's number: two notes whose sets of
--- words have Jaccard similarity J share a given band with probability about J^2, so with
--- 16 bands notes at J = 0.4 share at least one with probability 0.94, and at J = 0.8
--- nearly surely, while pairs of common words are far rarer than either word. The lookup
--- reads a few postings of each of the saved note's 16 bands.
+-- A band is a pair of the note's words: of its 7 words of least hash (a bottom-7 sketch,
+-- the note's distinct stemmed words, content_tsv's lexemes, ordered by a fixed hash),
+-- each of the 21 pairs, hashed. Two notes whose sets of words have Jaccard similarity J
+-- hold about 7J of those words in common among the union's 7 of least hash, so share a
+-- band (two of them) with probability about 0.84 at J = 0.4 and nearly surely at
+-- J = 0.8, while a pair of words is far rarer in an account than either word. The lookup
+-- reads up to 20 postings of each of the saved note's bands (21 index probes). Computing
+-- a note's bands costs about a third of its to_tsvector again.
 --
 -- Kept like note_words by a trigger on memories, in the writing transaction: a note's
 -- bands are written when it is saved and written again when its content, its notebook

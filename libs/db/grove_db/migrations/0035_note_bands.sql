@@ -14,7 +14,7 @@
 -- band (two of them) with probability about 0.84 at J = 0.4 and nearly surely at
 -- J = 0.8, while a pair of words is far rarer in an account than either word. The lookup
 -- reads up to 20 postings of each of the saved note's bands (21 index probes). Computing
--- a note's bands costs about a third of its to_tsvector again.
+-- a note's bands costs a fifth to a third of its to_tsvector again.
 --
 -- Kept like note_words by a trigger on memories, in the writing transaction: a note's
 -- bands are written when it is saved and written again when its content, its notebook
@@ -57,7 +57,8 @@ END $$;
 CREATE TRIGGER note_bands AFTER INSERT OR UPDATE OF content, deleted_at, project_id ON memories
     FOR EACH ROW EXECUTE FUNCTION grove_keep_note_bands();
 
--- Every saved note not forgotten, read as the owner before the policy is forced.
+-- Every saved note not forgotten, read as the owner before the policy is forced (12 s for
+-- an account of 100,000 notes on two cores).
 ALTER TABLE memories NO FORCE ROW LEVEL SECURITY;
 INSERT INTO note_bands (account_id, band, memory_id, project_id)
     SELECT m.account_id, u.band, m.id, m.project_id

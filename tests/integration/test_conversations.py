@@ -28,6 +28,7 @@ from grove_memory.turns import TurnInProgress, add_turn
 from tests.integration.test_owner import ISSUER, OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of, race
 from tests.support.processes import Running, start_api, start_ask
+from tests.support.tenants import owner_of
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
 OWNER_NOTE = "Priya maintains the billing service."
@@ -97,16 +98,7 @@ class Owner(OwnedAccount):
         return caller.session.delete(caller.base + path, headers=caller.headers(), timeout=30)
 
     def principal(self) -> Principal:
-        return Principal(
-            account_id=self.tenant.account_id,
-            connection_id=uuid.uuid4(),
-            personal=True,
-            all_notebooks=True,
-            can_read=True,
-            can_write=True,
-            can_delete=True,
-            kind="owner",
-        )
+        return owner_of(self.tenant.account_id)
 
 
 def new_owner(stack: Stack) -> Owner:

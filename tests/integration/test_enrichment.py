@@ -31,7 +31,7 @@ from tests.integration.test_ask_openai import FakeChat, number_of, reply
 from tests.support.clients import Client, data_of, error_of
 from tests.support.files import uploaded
 from tests.support.processes import Running, run_script, start_api, start_worker
-from tests.support.tenants import Tenant, new_tenant
+from tests.support.tenants import Tenant, new_tenant, owner_of
 
 BILLING = [
     "Invoices for the Acme account are sent on the first business day of each month.",
@@ -210,15 +210,7 @@ def quiet_owner(quiet: tuple[str, Any]) -> tuple[Store, Principal, Any]:
     """An account on a fresh database no worker watches, its owner and the pool."""
     url, pool = quiet
     account = admin.create_account(embedded.role_url(url, embedded.MIGRATION_ROLE), "enrich")
-    owner = Principal(
-        account,
-        uuid.uuid4(),
-        personal=True,
-        all_notebooks=True,
-        can_write=True,
-        can_delete=True,
-        kind="owner",
-    )
+    owner = owner_of(account)
     return Store(pool=pool, cursor_secret=b"x" * 32), owner, pool
 
 

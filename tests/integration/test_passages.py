@@ -29,7 +29,7 @@ from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
 from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running, start_api, start_ask, start_worker
-from tests.support.tenants import Tenant, new_tenant
+from tests.support.tenants import Tenant, new_tenant, owner_of
 from tests.unit.test_sandbox import breaks
 
 GATEWAY = "The billing gateway restarts at two in the morning, every night, without paging anyone."
@@ -279,15 +279,7 @@ def test_an_extraction_of_a_replaced_version_stores_nothing(quiet: tuple[str, An
 def test_a_notebooks_subtree_carries_its_files_and_their_passages(quiet: tuple[str, Any]) -> None:
     url, pool = quiet
     account = admin.create_account(embedded.role_url(url, embedded.MIGRATION_ROLE), "tree")
-    owner = Principal(
-        account,
-        uuid.uuid4(),
-        personal=True,
-        all_notebooks=True,
-        can_write=True,
-        can_delete=True,
-        kind="owner",
-    )
+    owner = owner_of(account)
     store = Store(pool=pool, cursor_secret=b"x" * 32)
     blobs = PostgresBlobs()
     (notebook, _) = notebooks.create_notebook(store, owner, CreateNotebookRequest(name="ops"))

@@ -21,6 +21,7 @@ from grove_db.pool import TracedCursor
 from grove_memory import project_memory as pm
 from grove_memory.project_memory import ProjectScope
 from grove_memory.store import Store
+from tests.support.tenants import owner_of
 
 
 class CountingCursor(TracedCursor):
@@ -98,16 +99,7 @@ def project_with(
             (org, project, account, records),
         )
         conn.execute("ANALYZE project_memories")
-    principal = Principal(
-        account_id=account,
-        connection_id=uuid.uuid4(),
-        personal=True,
-        all_notebooks=True,
-        can_write=True,
-        can_delete=True,
-        kind="owner",
-    )
-    return principal, ProjectScope(org, project)
+    return owner_of(account), ProjectScope(org, project)
 
 
 def statements(run: Callable[[], Any]) -> int:

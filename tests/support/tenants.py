@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from requests.adapters import BaseAdapter
 
+from grove_auth.principal import Principal
 from grove_cli import admin
 from grove_db import embedded
 from tests.support.clients import Client
@@ -47,4 +48,17 @@ def new_tenant(
     )
     return Tenant(
         account_id, issued.id, Client(base_url, issued.key, transport=transport), database
+    )
+
+
+def owner_of(account_id: UUID) -> Principal:
+    """The account's owner as operations in this process see one: every grant."""
+    return Principal(
+        account_id=account_id,
+        connection_id=uuid4(),
+        personal=True,
+        all_notebooks=True,
+        can_write=True,
+        can_delete=True,
+        kind="owner",
     )

@@ -105,8 +105,11 @@ def main() -> None:
                 (by_text[text], set()) for text in dict.fromkeys(chat)
             ]
             resaved = [
-                ({"content": f"{text} {RESAVED}", "project_id": None, "id": None}, {row["id"]})
-                for text, row in ((text, by_text[text]) for text in dict.fromkeys(chat))
+                (
+                    {"content": f"{text} {RESAVED}", "project_id": None, "id": None},
+                    {by_text[text]["id"]},
+                )
+                for text in dict.fromkeys(chat)
                 if duplicates.lexical_similarity(f"{text} {RESAVED}", text)
                 >= duplicates.SAVE_LEXICAL_THRESHOLD
             ]

@@ -128,6 +128,18 @@ def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant
         return sorted(row[0])
 
     assert bands() == (of(DEPLOY), {None}) and len(of(DEPLOY)) == 21  # 7 words, each pair
+
+    def written() -> set[str]:  # the transactions that wrote the note's bands
+        with psycopg.connect(tenant.database.grove_superuser_url) as conn:
+            rows = conn.execute(
+                "SELECT xmin::text FROM note_bands WHERE memory_id = %s", (note["id"],)
+            ).fetchall()
+        return {xmin for (xmin,) in rows}
+
+    before = written()
+    kind_only = client.patch(f"/v1/memories/{note['id']}", {"kind": "preference"})
+    assert kind_only.status_code == 200, kind_only.text
+    assert written() == before  # same content and scope: the bands are not rewritten
     edited = client.patch(f"/v1/memories/{note['id']}", {"content": PLANT})
     assert edited.status_code == 200, edited.text
     assert bands() == (of(PLANT), {None}) and of(PLANT) != of(DEPLOY)

@@ -43,6 +43,13 @@ CREATE FUNCTION grove_keep_note_bands() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, public AS $$
 BEGIN
     IF TG_OP = 'UPDATE' THEN
+        -- A correction sets content and project_id whether or not they change: a kind or
+        -- retention fix leaves the bands as they are.
+        IF NEW.content_tsv = OLD.content_tsv
+           AND NEW.project_id IS NOT DISTINCT FROM OLD.project_id
+           AND NEW.deleted_at IS NOT DISTINCT FROM OLD.deleted_at THEN
+            RETURN NULL;
+        END IF;
         DELETE FROM note_bands b WHERE b.account_id = NEW.account_id AND b.memory_id = NEW.id;
     END IF;
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN

@@ -10,7 +10,9 @@ notes only (the candidates of ``notes.SIMILAR``, read from the caller's scope): 
 of the lookup and how many of those cluster-mates it names (the candidates' recall; the
 threshold's own precision and recall are ``bench.duplicates``'). Then the same for 200
 chat turns (LoCoMo), whose words are common in the bulk texts (time only), and for each
-of them saved again with a few words appended: how many of the turns it names.
+of them saved again with a few words appended: how many of the turns it names. Last,
+100 of those turns corrected (``update_memory``, a new content): what an edit costs,
+the bands' trigger rewriting the note's bands (migration 0036).
 
 Run: ``python -m bench.similar``. The save path end to end: ``python -m bench.ingest
 --saves-at 1000 100000``.
@@ -29,12 +31,15 @@ from bench import bulk
 from bench.stack import stack, turns
 from grove_auth.principal import Principal
 from grove_cli import admin
+from grove_contracts.notes import UpdateRequest
 from grove_db.pool import open_pool, transaction
 from grove_memory import duplicates, notes
+from grove_memory.store import Store
 
 LABELLED = Path(__file__).resolve().parent / "data" / "near_duplicates.json"
 SIZES = (1000, 100_000)
 CHAT_TURNS = 200
+EDITS = 100
 #: What a chat turn saved again ends with ("chat re-saved": is the turn itself named?).
 RESAVED = "(saved again)"
 
@@ -67,6 +72,19 @@ def lookups(
         named += len(mates & found)
         expected += len(mates)
     return times, named, expected
+
+
+def edits(pool: Any, who: Principal, rows: list[dict[str, Any]]) -> list[float]:
+    """Milliseconds per correction of each note's content (a few words appended)."""
+    store = Store(pool=pool, cursor_secret=b"-" * 32)
+    times = []
+    for row in rows:
+        start = time.perf_counter()
+        notes.update_memory(
+            store, who, row["id"], UpdateRequest(content=f"{row['content']} (edited)")
+        )
+        times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
 def show(label: str, times: list[float], named: int, expected: int) -> None:
@@ -119,6 +137,8 @@ def main() -> None:
                 show(f"{size:>7} notes, labelled, {kind}", *lookups(pool, who, probes))
                 show(f"{size:>7} notes, chat turns, {kind}", *lookups(pool, who, chats))
                 show(f"{size:>7} notes, chat re-saved, {kind}", *lookups(pool, who, resaved))
+            corrected = edits(pool, principal(account, True), [r for r, _ in chats[:EDITS]])
+            show(f"{size:>7} notes, chat turns edited", corrected, 0, 0)
         pool.close()
 
 

@@ -109,12 +109,13 @@ def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant
     tenant = inprocess_tenant
     client = tenant.client
     note = saved(client, DEPLOY)
+    twin = saved(client, DEPLOY)  # the same bands: an edit of the note leaves the twin's
 
-    def bands() -> tuple[list[int], set[Any]]:
+    def bands(of_note: dict[str, Any] = note) -> tuple[list[int], set[Any]]:
         with psycopg.connect(tenant.database.grove_superuser_url) as conn:
             rows = conn.execute(
                 "SELECT band, project_id FROM note_bands WHERE memory_id = %s ORDER BY band",
-                (note["id"],),
+                (of_note["id"],),
             ).fetchall()
         return [band for band, _ in rows], {project for _, project in rows}
 
@@ -152,3 +153,4 @@ def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant
     forgotten = client.post("/v1/memories/forget", {"ids": [note["id"]]})
     assert forgotten.status_code == 200, forgotten.text
     assert bands() == ([], set())
+    assert bands(twin) == (of(DEPLOY), {None})

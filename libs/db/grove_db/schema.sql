@@ -178,7 +178,12 @@ BEGIN
            AND NEW.deleted_at IS NOT DISTINCT FROM OLD.deleted_at THEN
             RETURN NULL;
         END IF;
-        DELETE FROM note_bands b WHERE b.account_id = NEW.account_id AND b.memory_id = NEW.id;
+        IF OLD.deleted_at IS NULL AND OLD.file_id IS NULL THEN
+            DELETE FROM note_bands b
+            WHERE b.account_id = OLD.account_id
+              AND b.band = ANY(grove_note_bands(tsvector_to_array(OLD.content_tsv)))
+              AND b.memory_id = OLD.id;
+        END IF;
     END IF;
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
         INSERT INTO note_bands (account_id, band, memory_id, project_id)

@@ -170,20 +170,18 @@ CREATE FUNCTION public.grove_keep_note_bands() RETURNS trigger
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 BEGIN
-    IF TG_OP = 'UPDATE' THEN
-        -- A correction sets content and project_id whether or not they change: a kind or
-        -- retention fix leaves the bands as they are.
-        IF NEW.content_tsv = OLD.content_tsv
-           AND NEW.project_id IS NOT DISTINCT FROM OLD.project_id
-           AND NEW.deleted_at IS NOT DISTINCT FROM OLD.deleted_at THEN
-            RETURN NULL;
-        END IF;
-        IF OLD.deleted_at IS NULL AND OLD.file_id IS NULL THEN
-            DELETE FROM note_bands b
-            WHERE b.account_id = OLD.account_id
-              AND b.band = ANY(grove_note_bands(tsvector_to_array(OLD.content_tsv)))
-              AND b.memory_id = OLD.id;
-        END IF;
+    -- A correction sets content and project_id whether or not they change: a kind or
+    -- retention fix leaves the bands as they are.
+    IF NEW.content_tsv = OLD.content_tsv
+       AND NEW.project_id IS NOT DISTINCT FROM OLD.project_id
+       AND NEW.deleted_at IS NOT DISTINCT FROM OLD.deleted_at THEN
+        RETURN NULL;
+    END IF;
+    IF OLD.deleted_at IS NULL AND OLD.file_id IS NULL THEN
+        DELETE FROM note_bands b
+        WHERE b.account_id = OLD.account_id
+          AND b.band = ANY(grove_note_bands(tsvector_to_array(OLD.content_tsv)))
+          AND b.memory_id = OLD.id;
     END IF;
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
         INSERT INTO note_bands (account_id, band, memory_id, project_id)
@@ -222,6 +220,24 @@ $$;
 
 
 --
+-- Name: grove_note_bands_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_note_bands_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+BEGIN
+    INSERT INTO note_bands (account_id, band, memory_id, project_id)
+        SELECT DISTINCT n.account_id, u.band, n.id, n.project_id
+        FROM new_rows n
+        CROSS JOIN LATERAL unnest(grove_note_bands(tsvector_to_array(n.content_tsv))) AS u (band)
+        WHERE n.deleted_at IS NULL AND n.file_id IS NULL;
+    RETURN NULL;
+END $$;
+
+
+--
 -- Name: grove_note_words(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -232,7 +248,12 @@ CREATE FUNCTION public.grove_note_words() RETURNS trigger
 DECLARE
     before text[] := '{}';
 BEGIN
-    IF TG_OP = 'UPDATE' AND OLD.deleted_at IS NULL THEN
+    IF NEW.content_tsv = OLD.content_tsv
+       AND NEW.project_id IS NOT DISTINCT FROM OLD.project_id
+       AND NEW.deleted_at IS NOT DISTINCT FROM OLD.deleted_at THEN
+        RETURN NULL;
+    END IF;
+    IF OLD.deleted_at IS NULL THEN
         before := tsvector_to_array(OLD.content_tsv);
     END IF;
     DELETE FROM note_words w
@@ -249,6 +270,24 @@ BEGIN
             WHERE w.tf IS DISTINCT FROM excluded.tf
                OR w.project_id IS DISTINCT FROM excluded.project_id;
     END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: grove_note_words_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_note_words_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+BEGIN
+    INSERT INTO note_words (account_id, word, memory_id, tf, project_id)
+        SELECT n.account_id, u.lexeme, n.id,
+               least(coalesce(array_length(u.positions, 1), 1), 32767), n.project_id
+        FROM new_rows n CROSS JOIN LATERAL unnest(n.content_tsv) AS u
+        WHERE n.deleted_at IS NULL;
     RETURN NULL;
 END $$;
 
@@ -1926,14 +1965,28 @@ CREATE TRIGGER enrichment_updates AFTER UPDATE ON public.memories REFERENCING OL
 -- Name: memories note_bands; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER note_bands AFTER INSERT OR UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_keep_note_bands();
+CREATE TRIGGER note_bands AFTER UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_keep_note_bands();
+
+
+--
+-- Name: memories note_bands_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER note_bands_inserts AFTER INSERT ON public.memories REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_note_bands_inserted();
 
 
 --
 -- Name: memories note_words; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER note_words AFTER INSERT OR UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_note_words();
+CREATE TRIGGER note_words AFTER UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_note_words();
+
+
+--
+-- Name: memories note_words_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER note_words_inserts AFTER INSERT ON public.memories REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_note_words_inserted();
 
 
 --

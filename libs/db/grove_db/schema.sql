@@ -170,13 +170,6 @@ CREATE FUNCTION public.grove_keep_note_bands() RETURNS trigger
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 BEGIN
-    -- A correction sets content and project_id whether or not they change: a kind or
-    -- retention fix leaves the bands as they are.
-    IF NEW.content_tsv = OLD.content_tsv
-       AND NEW.project_id IS NOT DISTINCT FROM OLD.project_id
-       AND NEW.deleted_at IS NOT DISTINCT FROM OLD.deleted_at THEN
-        RETURN NULL;
-    END IF;
     IF OLD.deleted_at IS NULL AND OLD.file_id IS NULL THEN
         DELETE FROM note_bands b
         WHERE b.account_id = OLD.account_id
@@ -248,11 +241,6 @@ CREATE FUNCTION public.grove_note_words() RETURNS trigger
 DECLARE
     before text[] := '{}';
 BEGIN
-    IF NEW.content_tsv = OLD.content_tsv
-       AND NEW.project_id IS NOT DISTINCT FROM OLD.project_id
-       AND NEW.deleted_at IS NOT DISTINCT FROM OLD.deleted_at THEN
-        RETURN NULL;
-    END IF;
     IF OLD.deleted_at IS NULL THEN
         before := tsvector_to_array(OLD.content_tsv);
     END IF;
@@ -1965,7 +1953,7 @@ CREATE TRIGGER enrichment_updates AFTER UPDATE ON public.memories REFERENCING OL
 -- Name: memories note_bands; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER note_bands AFTER UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_keep_note_bands();
+CREATE TRIGGER note_bands AFTER UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW WHEN (((old.content_tsv IS DISTINCT FROM new.content_tsv) OR (old.project_id IS DISTINCT FROM new.project_id) OR (old.deleted_at IS DISTINCT FROM new.deleted_at))) EXECUTE FUNCTION public.grove_keep_note_bands();
 
 
 --
@@ -1979,7 +1967,7 @@ CREATE TRIGGER note_bands_inserts AFTER INSERT ON public.memories REFERENCING NE
 -- Name: memories note_words; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER note_words AFTER UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW EXECUTE FUNCTION public.grove_note_words();
+CREATE TRIGGER note_words AFTER UPDATE OF content, deleted_at, project_id ON public.memories FOR EACH ROW WHEN (((old.content_tsv IS DISTINCT FROM new.content_tsv) OR (old.project_id IS DISTINCT FROM new.project_id) OR (old.deleted_at IS DISTINCT FROM new.deleted_at))) EXECUTE FUNCTION public.grove_note_words();
 
 
 --

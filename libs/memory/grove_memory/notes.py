@@ -416,7 +416,7 @@ SIMILAR_MIN_OVERLAP = 0.2
 #: ``SIMILAR_SHORTLIST`` sharing the most bands, then those live whose words overlap the
 #: note's by ``SIMILAR_MIN_OVERLAP``. Only bands of the saved note's scope, which its
 #: writer sees, are read, so which notes a caller is told of never depends on notes
-#: outside its grants. The work is bounded by the bands read (16 index probes).
+#: outside its grants. The work is bounded by the bands read (21 index probes).
 SIMILAR = f"""
     WITH saved AS (
         SELECT tsvector_to_array(to_tsvector('english', %(content)s)) AS lexemes

@@ -7,28 +7,56 @@ internet-facing listener. In gunicorn's multi-process mode it sums every worker'
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from grove_telemetry.logs import log
 
 logger = logging.getLogger("grove.metrics")
 
 
+class WorkerFiles(Collector):
+    """Every worker's metric files, summed.
+
+    A worker creates a file the first time it counts a new kind of metric: it opens it
+    empty, then sizes it. A scrape in between would fail reading the empty file (and the
+    whole scrape with it), so a file not yet sized is left out: it holds no values yet.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def collect(self) -> Iterable[Metric]:
+        from prometheus_client import multiprocess
+
+        sized = [name for name in glob.glob(os.path.join(self.path, "*.db")) if _sized(name)]
+        summed = multiprocess.MultiProcessCollector.merge(sized, accumulate=True)  # type: ignore[no-untyped-call]
+        return summed  # type: ignore[no-any-return]
+
+
+def _sized(name: str) -> bool:
+    try:
+        return os.path.getsize(name) > 0
+    except FileNotFoundError:  # a gone worker's live gauges, removed since the listing
+        return False
+
+
 def registry() -> CollectorRegistry:
     """The registry to expose: every worker's files in multi-process mode, else this process."""
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not path:
         return REGISTRY
-    from prometheus_client import multiprocess
-
     summed = CollectorRegistry()
-    multiprocess.MultiProcessCollector(summed)  # type: ignore[no-untyped-call]
+    summed.register(WorkerFiles(path))
     return summed
 
 

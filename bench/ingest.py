@@ -130,10 +130,20 @@ def saves_at(
     for turn in range(rounds):
         for size in sizes:
             batch = [f"{text} (round {turn}, {uuid.uuid4().hex[:6]})" for text in texts]
+            checkpoint(running)
             start = time.perf_counter()
             save_all(running, batch, threads=8, key=keys[size])
             best[size] = max(best[size], len(batch) / (time.perf_counter() - start))
     return best
+
+
+def checkpoint(running: Stack) -> None:
+    """Start a timed run just after a checkpoint. The first change to a page after one
+    writes the whole page to the WAL, so a run's figure otherwise depends on where the
+    last checkpoint fell: saves into 100,000 notes write about 190 KB of WAL each just
+    after one, 11 KB once their pages are in the WAL (bench/README.md)."""
+    with psycopg.connect(running.db.grove_superuser_url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
 
 
 def import_throughput(running: Stack, notes: int, work: Path) -> dict[str, float]:

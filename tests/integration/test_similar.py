@@ -104,8 +104,9 @@ def test_a_key_limited_to_a_notebook_is_told_only_of_notes_it_may_see(
 
 
 def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant: Tenant) -> None:
-    """The candidates' index (``note_bands``, migration 0035) is kept by the trigger on
-    memories: the bands of the current content, the current scope, none once forgotten."""
+    """The candidates' index (``note_bands``, migrations 0035 and 0037) is kept by the
+    trigger on memories: the bands of the current content hashed with the current scope,
+    none once forgotten."""
     tenant = inprocess_tenant
     client = tenant.client
     note = saved(client, DEPLOY)
@@ -119,11 +120,11 @@ def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant
             ).fetchall()
         return [band for band, _ in rows], {project for _, project in rows}
 
-    def of(content: str) -> list[int]:
+    def of(content: str, scope: Any = tenant.account_id) -> list[int]:
         with psycopg.connect(tenant.database.grove_superuser_url) as conn:
             row = conn.execute(
-                "SELECT grove_note_bands(tsvector_to_array(to_tsvector('english', %s)))",
-                (content,),
+                "SELECT grove_note_bands(%s, tsvector_to_array(to_tsvector('english', %s)))",
+                (scope, content),
             ).fetchone()
         assert row is not None
         return sorted(row[0])
@@ -147,7 +148,7 @@ def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant
     ops = tenant.notebook("ops")
     moved = client.patch(f"/v1/memories/{note['id']}", {"projectId": ops})
     assert moved.status_code == 200, moved.text
-    assert bands() == (of(PLANT), {uuid.UUID(ops)})
+    assert bands() == (of(PLANT, ops), {uuid.UUID(ops)}) and of(PLANT, ops) != of(PLANT)
     assert [s["id"] for s in saved(client, PLANT, projectId=ops)["similar"]] == [note["id"]]
     assert saved(client, PLANT)["similar"] == []  # personal: no longer its scope
     forgotten = client.post("/v1/memories/forget", {"ids": [note["id"]]})

@@ -172,15 +172,15 @@ CREATE FUNCTION public.grove_keep_note_bands() RETURNS trigger
 BEGIN
     IF OLD.deleted_at IS NULL AND OLD.file_id IS NULL THEN
         DELETE FROM note_bands b
-        WHERE b.account_id = OLD.account_id
-          AND b.band = ANY(grove_note_bands(tsvector_to_array(OLD.content_tsv)))
-          AND b.memory_id = OLD.id;
+        WHERE b.band = ANY(grove_note_bands(coalesce(OLD.project_id, OLD.account_id),
+                                            tsvector_to_array(OLD.content_tsv)))
+          AND b.account_id = OLD.account_id AND b.memory_id = OLD.id;
     END IF;
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
         INSERT INTO note_bands (account_id, band, memory_id, project_id)
-            SELECT NEW.account_id, u.band, NEW.id, NEW.project_id
-            FROM unnest(grove_note_bands(tsvector_to_array(NEW.content_tsv))) AS u (band)
-        ON CONFLICT DO NOTHING;
+            SELECT DISTINCT NEW.account_id, u.band, NEW.id, NEW.project_id
+            FROM unnest(grove_note_bands(coalesce(NEW.project_id, NEW.account_id),
+                                         tsvector_to_array(NEW.content_tsv))) AS u (band);
     END IF;
     RETURN NULL;
 END $$;
@@ -196,10 +196,10 @@ CREATE FUNCTION public.grove_key_lookup() RETURNS bytea
 
 
 --
--- Name: grove_note_bands(text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: grove_note_bands(uuid, text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.grove_note_bands(lexemes text[]) RETURNS bigint[]
+CREATE FUNCTION public.grove_note_bands(scope uuid, lexemes text[]) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog'
     AS $$
@@ -207,7 +207,8 @@ CREATE FUNCTION public.grove_note_bands(lexemes text[]) RETURNS bigint[]
         SELECT l.word FROM unnest(lexemes) AS l (word)
         ORDER BY hashtextextended(l.word, 0), l.word LIMIT 7
     )
-    SELECT coalesce(array_agg(hashtextextended(a.word || ' ' || b.word, 0)), '{}')
+    SELECT coalesce(array_agg(hashtextextended(a.word || ' ' || b.word,
+                                               uuid_hash_extended(scope, 0))), '{}')
     FROM low AS a JOIN low AS b ON a.word < b.word
 $$;
 
@@ -224,7 +225,8 @@ BEGIN
     INSERT INTO note_bands (account_id, band, memory_id, project_id)
         SELECT DISTINCT n.account_id, u.band, n.id, n.project_id
         FROM new_rows n
-        CROSS JOIN LATERAL unnest(grove_note_bands(tsvector_to_array(n.content_tsv))) AS u (band)
+        CROSS JOIN LATERAL unnest(grove_note_bands(coalesce(n.project_id, n.account_id),
+                                                   tsvector_to_array(n.content_tsv))) AS u (band)
         WHERE n.deleted_at IS NULL AND n.file_id IS NULL;
     RETURN NULL;
 END $$;
@@ -1027,6 +1029,8 @@ CREATE TABLE public.note_bands (
     project_id uuid
 );
 
+ALTER TABLE ONLY public.note_bands REPLICA IDENTITY FULL;
+
 ALTER TABLE ONLY public.note_bands FORCE ROW LEVEL SECURITY;
 
 
@@ -1537,14 +1541,6 @@ ALTER TABLE ONLY public.memory_revisions
 
 
 --
--- Name: note_bands note_bands_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.note_bands
-    ADD CONSTRAINT note_bands_pkey PRIMARY KEY (account_id, band, memory_id) INCLUDE (project_id);
-
-
---
 -- Name: note_suggestions note_suggestions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1856,6 +1852,13 @@ CREATE INDEX memories_notebook_created ON public.memories USING btree (project_i
 --
 
 CREATE INDEX memories_sequence ON public.memories USING btree (account_id, COALESCE(project_id, '00000000-0000-0000-0000-000000000000'::uuid), source_agent, created_at, id) WHERE (source_agent IS NOT NULL);
+
+
+--
+-- Name: note_bands_band; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX note_bands_band ON public.note_bands USING btree (band);
 
 
 --

@@ -425,10 +425,11 @@ SIMILAR = f"""
         SELECT tsvector_to_array(to_tsvector('english', %(content)s)) AS lexemes
     ), shared AS (
         SELECT p.memory_id, count(*) AS score
-        FROM saved CROSS JOIN LATERAL unnest(grove_note_bands(saved.lexemes)) AS b (band)
+        FROM saved CROSS JOIN LATERAL unnest(grove_note_bands(
+            coalesce(%(project_id)s::uuid, grove_current_account()), saved.lexemes)) AS b (band)
         CROSS JOIN LATERAL (
             SELECT v.memory_id FROM note_bands v
-            WHERE v.account_id = grove_current_account() AND v.band = b.band
+            WHERE v.band = b.band AND v.account_id = grove_current_account()
               AND v.memory_id IS DISTINCT FROM %(exclude)s AND {{postings}}
             LIMIT {SIMILAR_POSTINGS}) AS p
         GROUP BY p.memory_id

@@ -171,10 +171,7 @@ CREATE FUNCTION public.grove_keep_note_bands() RETURNS trigger
     AS $$
 BEGIN
     IF OLD.deleted_at IS NULL AND OLD.file_id IS NULL THEN
-        DELETE FROM note_bands b
-        WHERE b.band = ANY(grove_note_bands(coalesce(OLD.project_id, OLD.account_id),
-                                            tsvector_to_array(OLD.content_tsv)))
-          AND b.account_id = OLD.account_id AND b.memory_id = OLD.id;
+        DELETE FROM note_bands b WHERE b.memory_id = OLD.id AND b.account_id = OLD.account_id;
     END IF;
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
         INSERT INTO note_bands (account_id, band, memory_id, project_id)
@@ -1859,6 +1856,13 @@ CREATE INDEX memories_sequence ON public.memories USING btree (account_id, COALE
 --
 
 CREATE INDEX note_bands_band ON public.note_bands USING btree (band);
+
+
+--
+-- Name: note_bands_memory; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX note_bands_memory ON public.note_bands USING btree (memory_id);
 
 
 --

@@ -399,8 +399,11 @@ def write_correction(
 
 #: Notes the search for similar ones scores (``lexical_similarity``) at most.
 SIMILAR_CANDIDATES = 5
-#: Notes each of the saved note's bands (``grove_note_bands``, migration 0035) finds at
-#: most (bench.similar, see bench/README.md).
+#: Notes each of the saved note's bands (``grove_note_bands``, migration 0037) finds at
+#: most (bench.similar, see bench/README.md): about the latest written, the band's rows
+#: read from the end of the index, where rows of one band are in the order of their
+#: place in the table, which is about the order they were written (a note saved again
+#: is most often one saved lately).
 SIMILAR_POSTINGS = 20
 #: The notes sharing the most of those bands that are read (and then kept if live).
 SIMILAR_SHORTLIST = 8
@@ -411,12 +414,14 @@ SIMILAR_SHORTLIST = 8
 SIMILAR_MIN_OVERLAP = 0.2
 
 #: Candidates for the notes like the saved one: the notes in its scope sharing one of
-#: its MinHash bands (pairs of its words, ``grove_note_bands``: at most
-#: ``SIMILAR_POSTINGS`` notes for each band, the scope read from the bands' index), the
+#: its MinHash bands (pairs of its words hashed with its scope, ``grove_note_bands``
+#: (migration 0037): at most ``SIMILAR_POSTINGS`` notes for each band), the
 #: ``SIMILAR_SHORTLIST`` sharing the most bands, then those live whose words overlap the
 #: note's by ``SIMILAR_MIN_OVERLAP``. Only bands of the saved note's scope, which its
-#: writer sees, are read, so which notes a caller is told of never depends on notes
-#: outside its grants. The work is bounded by the bands read (21 index probes).
+#: writer sees, are read (a band of another scope hashes differently, and the rows'
+#: account and notebook are checked too), so which notes a caller is told of never
+#: depends on notes outside its grants. The work is bounded by the bands read (21 index
+#: probes, at most ``SIMILAR_POSTINGS`` rows each).
 #: The constants are literals, not parameters: with a parameter ``LIMIT`` the server's
 #: generic plan is estimated worse than a custom one and each save planned the statement
 #: again (lookup 0.39 -> 0.32 ms median at 100,000 notes, a round trip included).
@@ -431,7 +436,7 @@ SIMILAR = f"""
             SELECT v.memory_id FROM note_bands v
             WHERE v.band = b.band AND v.account_id = grove_current_account()
               AND v.memory_id IS DISTINCT FROM %(exclude)s AND {{postings}}
-            LIMIT {SIMILAR_POSTINGS}) AS p
+            ORDER BY v.band DESC LIMIT {SIMILAR_POSTINGS}) AS p
         GROUP BY p.memory_id
         ORDER BY score DESC, p.memory_id LIMIT {SIMILAR_SHORTLIST}
     )

@@ -61,10 +61,7 @@ CREATE FUNCTION grove_keep_note_bands() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, public AS $$
 BEGIN
     IF OLD.deleted_at IS NULL AND OLD.file_id IS NULL THEN
-        DELETE FROM note_bands b
-        WHERE b.band = ANY(grove_note_bands(coalesce(OLD.project_id, OLD.account_id),
-                                            tsvector_to_array(OLD.content_tsv)))
-          AND b.account_id = OLD.account_id AND b.memory_id = OLD.id;
+        DELETE FROM note_bands b WHERE b.memory_id = OLD.id AND b.account_id = OLD.account_id;
     END IF;
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
         INSERT INTO note_bands (account_id, band, memory_id, project_id)
@@ -86,6 +83,7 @@ INSERT INTO note_bands (account_id, band, memory_id, project_id)
     WHERE m.deleted_at IS NULL AND m.file_id IS NULL;
 ALTER TABLE memories FORCE ROW LEVEL SECURITY;
 CREATE INDEX note_bands_band ON note_bands (band);
+CREATE INDEX note_bands_memory ON note_bands (memory_id);
 
 -- Logical replication (a Citus shard move, an upgrade by replication) finds a deleted row
 -- by all its columns.

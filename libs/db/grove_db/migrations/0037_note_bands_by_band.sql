@@ -1,22 +1,24 @@
 -- The near-duplicate bands (0035, 0036) indexed by the band alone, each band hashed with
--- its note's scope: the same lookups, a quarter of the write-ahead log.
+-- its note's scope, and by the note: the same lookups for under half the bands' WAL.
 --
 -- note_bands' primary key (account, band, note) INCLUDE (notebook) held 68 bytes an
 -- entry, 176 MB at 100,000 notes. A save inserts 21 entries at random places in it, and
 -- after each checkpoint the first change to each of its pages copies the whole page into
--- the WAL: saves into a 100,000-note account wrote 118 KB of WAL each against 68 KB
--- without the bands, and ran 2-5% slower (bench.ingest --saves-at).
+-- the WAL: saves into a 100,000-note account wrote 119-120 KB of WAL each against 67-69
+-- KB without the bands, and ran 2-5% slower (bench.ingest --saves-at).
 --
 -- A band is now hashed with its note's scope (the notebook's id, or the account's for
--- personal notes: ids are unique across both), so that its entries are the scope's notes
--- sharing that pair of words and nothing else; the index is on the band alone, the
--- account, notebook and note read from the row (which a save appends, 21 rows together).
--- B-tree deduplication keeps a band once with its notes: 16 MB at 100,000 notes.
--- In process, saves into 100,000 notes with the bands wrote 80 KB of WAL each and took
--- 1.38 ms, against 118 KB and 1.52 ms with the old key and 68 KB and 1.24 ms without any.
+-- personal notes: ids are unique across both), so that its rows are the scope's notes
+-- sharing that pair of words and nothing else, and the index is on the band alone: the
+-- account, notebook and note are read from the row. B-tree deduplication keeps a band
+-- once with its rows, and a save's 21 rows are appended together. A note's own rows
+-- (which an edit deletes) are found by a second index, on the note: its 21 entries land
+-- on one page. In process, saves into 100,000 notes wrote 85-91 KB of WAL each and took
+-- 1.35-1.47 ms, against 119-120 KB and 1.42-1.62 ms with the old key and 1.26-1.30 ms
+-- without bands (three rounds of 2,000 saves, each from a checkpoint).
 --
--- The rows have no key: nothing looks a row up but by its band, and an edit deletes a
--- note's old bands by their values. Every band is computed again for the new hash.
+-- The rows have no primary key: nothing looks one up but by its band or its note. Every
+-- band is computed again, for the new hash.
 
 DROP TRIGGER note_bands ON memories;
 DROP TRIGGER note_bands_inserts ON memories;

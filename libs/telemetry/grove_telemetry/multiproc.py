@@ -8,7 +8,9 @@ the live gauges of workers that exit.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -18,14 +20,25 @@ ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def prepare(service: str) -> Path:
-    """Make ``PROMETHEUS_MULTIPROC_DIR`` an empty directory (a fresh temporary one if unset)."""
+    """Make ``PROMETHEUS_MULTIPROC_DIR`` an empty directory: the one given, or if unset a
+    fresh temporary one, removed when this process (the gunicorn master) exits."""
     given = os.environ.get(ENV)
-    path = Path(given) if given else Path(tempfile.mkdtemp(prefix=f"{service}-metrics-"))
-    path.mkdir(parents=True, exist_ok=True)
-    for stale in path.glob("*.db"):  # a previous run's workers: their counts are not ours
-        stale.unlink()
+    if given:
+        path = Path(given)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):  # a previous run's workers: their counts are not ours
+            stale.unlink()
+    else:
+        path = Path(tempfile.mkdtemp(prefix=f"{service}-metrics-"))
+        atexit.register(_remove, path, os.getpid())
     os.environ[ENV] = str(path)
     return path
+
+
+def _remove(path: Path, owner: int) -> None:
+    # Forked workers inherit the exit hook: the directory is the master's to remove.
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def gunicorn_hooks(

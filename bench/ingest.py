@@ -140,8 +140,9 @@ def saves_at(
 def checkpoint(running: Stack) -> None:
     """Start a timed run just after a checkpoint. The first change to a page after one
     writes the whole page to the WAL, so a run's figure otherwise depends on where the
-    last checkpoint fell: saves into 100,000 notes write about 190 KB of WAL each just
-    after one, about 11 KB of it their own records (bench/README.md)."""
+    last checkpoint fell: saves into 100,000 notes wrote about 190 KB of WAL each just
+    after one with migration 0036's bands, about 11 KB of it their own records
+    (bench/README.md)."""
     with psycopg.connect(running.db.grove_superuser_url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
 

@@ -218,7 +218,8 @@ def test_the_migrations_produce_exactly_the_reference_schema(
 GLOBAL_LOOKUPS = {("api_keys", "api_keys_key_hash_key"), ("shares", "shares_token_hash_key")}
 
 #: Tenant tables without a primary key (docs/scaling.md): note_bands' rows are derived
-#: from notes and found by their band alone, and a replica finds them by every column.
+#: from notes and found by their band or their note, and a replica finds them by every
+#: column.
 UNKEYED = {"note_bands"}
 
 #: Tenant tables that are not distributed by account_id (docs/scaling.md): accounts is

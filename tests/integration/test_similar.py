@@ -120,11 +120,11 @@ def test_a_notes_bands_follow_its_content_notebook_and_deletion(inprocess_tenant
             ).fetchall()
         return [band for band, _ in rows], {project for _, project in rows}
 
-    def of(content: str, scope: Any = tenant.account_id) -> list[int]:
+    def of(content: str, notebook: Any = None) -> list[int]:
         with psycopg.connect(tenant.database.grove_superuser_url) as conn:
             row = conn.execute(
-                "SELECT grove_note_bands(%s, tsvector_to_array(to_tsvector('english', %s)))",
-                (scope, content),
+                "SELECT grove_note_bands(%s, %s, tsvector_to_array(to_tsvector('english', %s)))",
+                (tenant.account_id, notebook, content),
             ).fetchone()
         assert row is not None
         return sorted(row[0])

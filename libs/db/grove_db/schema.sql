@@ -176,7 +176,7 @@ BEGIN
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
         INSERT INTO note_bands (account_id, band, memory_id, project_id)
             SELECT DISTINCT NEW.account_id, u.band, NEW.id, NEW.project_id
-            FROM unnest(grove_note_bands(coalesce(NEW.project_id, NEW.account_id),
+            FROM unnest(grove_note_bands(NEW.account_id, NEW.project_id,
                                          tsvector_to_array(NEW.content_tsv))) AS u (band);
     END IF;
     RETURN NULL;
@@ -193,10 +193,10 @@ CREATE FUNCTION public.grove_key_lookup() RETURNS bytea
 
 
 --
--- Name: grove_note_bands(uuid, text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: grove_note_bands(uuid, uuid, text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.grove_note_bands(scope uuid, lexemes text[]) RETURNS bigint[]
+CREATE FUNCTION public.grove_note_bands(account uuid, project uuid, lexemes text[]) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog'
     AS $$
@@ -205,7 +205,8 @@ CREATE FUNCTION public.grove_note_bands(scope uuid, lexemes text[]) RETURNS bigi
         ORDER BY hashtextextended(l.word, 0), l.word LIMIT 7
     )
     SELECT coalesce(array_agg(hashtextextended(a.word || ' ' || b.word,
-                                               uuid_hash_extended(scope, 0))), '{}')
+                                               uuid_hash_extended(coalesce(project, account), 0))),
+                    '{}')
     FROM low AS a JOIN low AS b ON a.word < b.word
 $$;
 
@@ -222,7 +223,7 @@ BEGIN
     INSERT INTO note_bands (account_id, band, memory_id, project_id)
         SELECT DISTINCT n.account_id, u.band, n.id, n.project_id
         FROM new_rows n
-        CROSS JOIN LATERAL unnest(grove_note_bands(coalesce(n.project_id, n.account_id),
+        CROSS JOIN LATERAL unnest(grove_note_bands(n.account_id, n.project_id,
                                                    tsvector_to_array(n.content_tsv))) AS u (band)
         WHERE n.deleted_at IS NULL AND n.file_id IS NULL;
     RETURN NULL;

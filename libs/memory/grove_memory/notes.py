@@ -431,7 +431,7 @@ SIMILAR = f"""
     ), shared AS (
         SELECT p.memory_id, count(*) AS score
         FROM saved CROSS JOIN LATERAL unnest(grove_note_bands(
-            coalesce(%(project_id)s::uuid, grove_current_account()), saved.lexemes)) AS b (band)
+            grove_current_account(), %(project_id)s, saved.lexemes)) AS b (band)
         CROSS JOIN LATERAL (
             SELECT v.memory_id FROM note_bands v
             WHERE v.band = b.band AND v.account_id = grove_current_account()

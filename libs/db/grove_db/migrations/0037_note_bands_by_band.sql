@@ -28,15 +28,16 @@ DROP FUNCTION grove_note_bands_inserted();
 DROP FUNCTION grove_note_bands(text[]);
 
 -- A note's bands: of its 7 words of least hash, each of the 21 pairs, hashed with the
--- note's scope (coalesce(project_id, account_id)).
-CREATE FUNCTION grove_note_bands(scope uuid, lexemes text[]) RETURNS bigint[]
+-- note's scope, its notebook (project) or, for a personal note, its account.
+CREATE FUNCTION grove_note_bands(account uuid, project uuid, lexemes text[]) RETURNS bigint[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog AS $$
     WITH low AS (
         SELECT l.word FROM unnest(lexemes) AS l (word)
         ORDER BY hashtextextended(l.word, 0), l.word LIMIT 7
     )
     SELECT coalesce(array_agg(hashtextextended(a.word || ' ' || b.word,
-                                               uuid_hash_extended(scope, 0))), '{}')
+                                               uuid_hash_extended(coalesce(project, account), 0))),
+                    '{}')
     FROM low AS a JOIN low AS b ON a.word < b.word
 $$;
 
@@ -53,7 +54,7 @@ BEGIN
     INSERT INTO note_bands (account_id, band, memory_id, project_id)
         SELECT DISTINCT n.account_id, u.band, n.id, n.project_id
         FROM new_rows n
-        CROSS JOIN LATERAL unnest(grove_note_bands(coalesce(n.project_id, n.account_id),
+        CROSS JOIN LATERAL unnest(grove_note_bands(n.account_id, n.project_id,
                                                    tsvector_to_array(n.content_tsv))) AS u (band)
         WHERE n.deleted_at IS NULL AND n.file_id IS NULL;
     RETURN NULL;
@@ -68,7 +69,7 @@ BEGIN
     IF NEW.deleted_at IS NULL AND NEW.file_id IS NULL THEN
         INSERT INTO note_bands (account_id, band, memory_id, project_id)
             SELECT DISTINCT NEW.account_id, u.band, NEW.id, NEW.project_id
-            FROM unnest(grove_note_bands(coalesce(NEW.project_id, NEW.account_id),
+            FROM unnest(grove_note_bands(NEW.account_id, NEW.project_id,
                                          tsvector_to_array(NEW.content_tsv))) AS u (band);
     END IF;
     RETURN NULL;
@@ -80,7 +81,7 @@ ALTER TABLE memories NO FORCE ROW LEVEL SECURITY;
 INSERT INTO note_bands (account_id, band, memory_id, project_id)
     SELECT DISTINCT m.account_id, u.band, m.id, m.project_id
     FROM memories m
-    CROSS JOIN LATERAL unnest(grove_note_bands(coalesce(m.project_id, m.account_id),
+    CROSS JOIN LATERAL unnest(grove_note_bands(m.account_id, m.project_id,
                                                tsvector_to_array(m.content_tsv))) AS u (band)
     WHERE m.deleted_at IS NULL AND m.file_id IS NULL;
 ALTER TABLE memories FORCE ROW LEVEL SECURITY;

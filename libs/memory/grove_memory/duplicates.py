@@ -28,6 +28,7 @@ every save.
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: A word holding a digit counts this many times in the Jaccard (see the module docstring).
@@ -131,20 +132,27 @@ def words(text: str) -> set[str]:
     small numbers in words are spelled one way ("Tue" -> "tuesday", "six" -> "6"); a
     possessive "'s" and a plural or verb ending are dropped; stopwords are left out.
     """
-    text = _THOUSANDS.sub(r"\1\2", text.lower())
-    text = _KILO.sub(r"\g<1>000", text)
-    text = _CLOCK_12H.sub(_clock_12h, text)
-    text = _CLOCK_24H.sub(lambda m: f" {int(m.group(1))}h{m.group(2)} ", text)
-    found = set()
-    for word in _WORD.findall(text):
-        word = _SYNONYMS.get(word.removesuffix("'s"), word.removesuffix("'s"))
-        if word not in STOPWORDS:
-            found.add(_stem(word))
-    return found
+    text = text.lower()
+    if _DIGIT.search(text):  # every rewrite below is of digits
+        text = _THOUSANDS.sub(r"\1\2", text)
+        text = _KILO.sub(r"\g<1>000", text)
+        text = _CLOCK_12H.sub(_clock_12h, text)
+        text = _CLOCK_24H.sub(lambda m: f" {int(m.group(1))}h{m.group(2)} ", text)
+    return {normal for word in _WORD.findall(text) if (normal := _normal(word)) is not None}
+
+
+@functools.lru_cache(maxsize=16384)
+def _normal(word: str) -> str | None:
+    """One word as ``words`` counts it, or None for a stopword. Cached: a save's warning
+    reads its candidates' words (bench.similar), and most words recur."""
+    word = word.removesuffix("'s")
+    word = _SYNONYMS.get(word, word)
+    return None if word in STOPWORDS else _stem(word)
 
 
 def _weight(found: set[str]) -> float:
-    return len(found) + (NUMBER_WEIGHT - 1.0) * sum(1 for word in found if _DIGIT.search(word))
+    digits = sum(1 for word in found if not word.isalpha() and _DIGIT.search(word))
+    return len(found) + (NUMBER_WEIGHT - 1.0) * digits
 
 
 def lexical_similarity(a: str, b: str) -> float:

@@ -14,12 +14,17 @@ of them saved again with a few words appended: how many of the turns it names. L
 100 of those turns corrected (``update_memory``, a new content): what an edit costs,
 the bands' trigger rewriting the note's bands (migration 0036).
 
-Run: ``python -m bench.similar``. The save path end to end: ``python -m bench.ingest
---saves-at 1000 100000``.
+Run: ``python -m bench.similar``. ``--saves``: instead, what the warning adds to a save,
+``remember`` alone in accounts of 1,000 and 100,000 notes, with the lookup and the bands
+(the ``note_bands_inserts`` trigger) and without either, in alternating phases of
+``SAVES_A_PHASE`` saves each started after a ``CHECKPOINT``: chat turns with a short tag
+appended, so nearly every save has near-duplicates to find and score (the expensive
+path). The save path end to end: ``python -m bench.ingest --saves-at 1000 100000``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
@@ -27,11 +32,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from bench import bulk
 from bench.stack import stack, turns
 from grove_auth.principal import Principal
 from grove_cli import admin
-from grove_contracts.notes import UpdateRequest
+from grove_contracts.notes import RememberRequest, SavedMemory, UpdateRequest
 from grove_db.pool import open_pool, transaction
 from grove_memory import duplicates, notes
 from grove_memory.store import Store
@@ -42,6 +49,9 @@ CHAT_TURNS = 200
 EDITS = 100
 #: What a chat turn saved again ends with ("chat re-saved": is the turn itself named?).
 RESAVED = "(saved again)"
+#: ``--saves``: saves timed in each phase, and phases with the warning and without.
+SAVES_A_PHASE = 400
+PHASES = 6
 
 
 def principal(account: uuid.UUID, whole: bool) -> Principal:
@@ -87,6 +97,47 @@ def edits(pool: Any, who: Principal, rows: list[dict[str, Any]]) -> list[float]:
     return times
 
 
+def save_cost(size: int) -> None:
+    """``--saves``: median ms a save with the warning and without, phase by phase."""
+    chat = turns()
+    with stack("disabled") as running:
+        pool = open_pool(running.db.runtime_url)
+        superuser = running.db.grove_superuser_url
+        account = admin.create_account(running.db.migration_url, f"holds {size}")
+        bulk.load(superuser, str(account), bulk.texts(size), None)
+        store = Store(pool=pool, cursor_secret=b"-" * 32)
+        who = principal(account, True)
+        medians: dict[bool, list[float]] = {True: [], False: []}
+        named = saved = 0
+        for phase in range(PHASES):
+            for on in (True, False) if phase % 2 == 0 else (False, True):
+                with psycopg.connect(superuser, autocommit=True) as conn:
+                    switch = "ENABLE" if on else "DISABLE"
+                    conn.execute(f"ALTER TABLE memories {switch} TRIGGER note_bands_inserts")
+                    conn.execute("CHECKPOINT")
+                times = []
+                for i in range(SAVES_A_PHASE):
+                    text = (
+                        f"{chat[(phase * SAVES_A_PHASE + i) % len(chat)]} ({uuid.uuid4().hex[:6]})"
+                    )
+                    request = RememberRequest(content=text, kind="fact")
+                    start = time.perf_counter()
+                    result = notes.remember(store, who, request, similar=on)
+                    times.append((time.perf_counter() - start) * 1000)
+                    if on:
+                        saved += 1
+                        memory = result.memory
+                        named += isinstance(memory, SavedMemory) and bool(memory.similar)
+                medians[on].append(statistics.median(times))
+        pool.close()
+    with_it, without = statistics.median(medians[True]), statistics.median(medians[False])
+    print(
+        f"{size:>7} notes: a save {with_it:.2f} ms with the warning, {without:.2f} without"
+        f" (+{with_it - without:.2f} ms); phase medians {[round(m, 2) for m in medians[True]]}"
+        f" vs {[round(m, 2) for m in medians[False]]}; {named}/{saved} saves named a note"
+    )
+
+
 def show(label: str, times: list[float], named: int, expected: int) -> None:
     times.sort()
     p95 = times[int(len(times) * 0.95)]
@@ -95,6 +146,12 @@ def show(label: str, times: list[float], named: int, expected: int) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--saves", action="store_true", help="what the warning adds to a save")
+    if parser.parse_args().saves:
+        for size in SIZES:
+            save_cost(size)
+        return
     labelled = json.loads(LABELLED.read_text())
     texts = bulk.texts(max(SIZES))
     chat = turns()[:CHAT_TURNS]

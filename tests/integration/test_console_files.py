@@ -344,6 +344,8 @@ def test_a_suggestion_is_applied_only_at_its_version(
     row = page.locator(f"tr[data-suggestion='{note}']")
     assert row.get_attribute("data-version") == "1"
     assert row.locator("td a").first.inner_text() == UNFILED
+    kind = data_of(owner.get(f"/v1/memories/{note}"))["kind"]
+    assert row.locator("td small").first.inner_text() == f"version 1 · {kind}"
     assert row.locator(".notebook").inner_text() == "Billing"
     assert row.locator(".confidence").inner_text() == f"{round(first['confidence'] * 100)}%"
     shot(page, tmp_path, "suggestions")

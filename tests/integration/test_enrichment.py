@@ -116,6 +116,8 @@ def test_an_unfiled_note_is_offered_the_notebook_of_its_neighbours(tenant: Tenan
     page = suggested(key)
     (suggestion,) = page["items"]
     assert suggestion["memoryId"] == note["id"] and suggestion["version"] == 1
+    # The note as it is, to show without reading it again (the website's Suggestions page).
+    assert (suggestion["content"], suggestion["noteKind"]) == (note["content"], note["kind"])
     assert suggestion["projectId"] == billing and suggestion["confidence"] >= 0.5
     assert suggestion["evidence"] and all(
         data_of(key.get(f"/v1/memories/{e['id']}"))["projectId"] == billing

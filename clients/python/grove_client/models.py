@@ -240,10 +240,13 @@ class RevisionRef(Model):
 
 class Suggestion(Model):
     """Where a note saved without a notebook might belong (``project_id``) and what kind it
-    might be, made for its revision ``version``; apply it by updating the note."""
+    might be, made for its revision ``version`` (``content`` and ``note_kind``: the note's
+    own at that version); apply it by updating the note."""
 
     memory_id: UUID
     version: int
+    content: str
+    note_kind: str
     kind: str | None
     project_id: UUID | None
     confidence: float

@@ -40,12 +40,15 @@ class Suggestion(BaseModel):
     nearest notes are in (null when none stands out, or the caller may not see it);
     ``kind``: a kind other than the note's own that they mostly have (null if none).
     ``confidence`` is the winning share of the neighbours' similarity-weighted votes;
-    ``evidence`` the notes in that notebook that support it. Apply one by updating the
-    note (``PATCH /v1/memories/{id}``) at that ``version``.
+    ``evidence`` the notes in that notebook that support it. ``content`` and ``noteKind``
+    are the note's own at that version, to show it without reading it. Apply one by
+    updating the note (``PATCH /v1/memories/{id}``) at that ``version``.
     """
 
     memoryId: UUID
     version: int
+    content: str
+    noteKind: Kind
     kind: Kind | None
     projectId: UUID | None
     confidence: float

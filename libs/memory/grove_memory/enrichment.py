@@ -489,7 +489,7 @@ def read_brief(store: Store, principal: Principal, notebook_id: UUID) -> Noteboo
 #: Suggestions the caller may see: for its live unfiled notes at their current version,
 #: newest first; the notebook named only if live and granted to the caller.
 LIST_SUGGESTIONS = f"""
-    SELECT m.id, s.version, s.kind, s.confidence, s.created_at,
+    SELECT m.id, s.version, m.content, m.kind AS note_kind, s.kind, s.confidence, s.created_at,
            CASE WHEN p.id IS NOT NULL AND (%(all_notebooks)s
                      OR s.project_id = ANY(%(notebook_ids)s::uuid[]))
                 THEN s.project_id END AS project_id,
@@ -527,6 +527,8 @@ def list_suggestions(store: Store, principal: Principal, query: SuggestionQuery)
             Suggestion(
                 memoryId=row["id"],
                 version=row["version"],
+                content=row["content"],
+                noteKind=row["note_kind"],
                 kind=row["kind"],
                 projectId=row["project_id"],
                 confidence=row["confidence"],

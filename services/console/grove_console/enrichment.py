@@ -49,22 +49,13 @@ class Suggestions(Page):
         self.session(req)
         page = self.newest_page(req, "/v1/suggestions", PAGE_SIZE, status)
         notebooks = self.notebooks(req)
-        items = []
-        for suggestion in page["items"]:
-            try:
-                note = self.call(req, "GET", f"/v1/memories/{suggestion['memoryId']}")
-            except ApiError as ex:  # gone since the list was read: nothing to offer
-                if ex.status != 404:
-                    raise
-                continue
-            items.append({**suggestion, "note": note})
         more = page.get("nextCursor")
         self.render(
             req,
             resp,
             "suggestions.html",
             status,
-            suggestions=items,
+            suggestions=page["items"],
             older="/suggestions?" + urlencode({"cursor": more}) if more else None,
             names={n["id"]: n["name"] for n in notebooks},
             conflict=conflict,

@@ -150,3 +150,14 @@ def test_the_tables_print() -> None:
     text = bench.table("proposer", report["proposer"], with_cosine=True)
     assert "cross-validated (pooled folds)" in text
     assert "all groups, shipped constants" in text
+
+
+def test_long_words_are_counted_but_not_cached() -> None:
+    long = "x" * (duplicates.CACHED_WORD_CHARS + 1)
+    duplicates._cached_normal.cache_clear()  # not full, whatever ran before
+    cached = duplicates._cached_normal.cache_info
+    before = cached().currsize
+    assert duplicates.words(f"{long}s") == {long}
+    assert cached().currsize == before
+    assert duplicates.words(f"{long[2:]}s") == {long[2:]}  # 40 characters: cached
+    assert cached().currsize == before + 1

@@ -138,16 +138,28 @@ def words(text: str) -> set[str]:
         text = _KILO.sub(r"\g<1>000", text)
         text = _CLOCK_12H.sub(_clock_12h, text)
         text = _CLOCK_24H.sub(lambda m: f" {int(m.group(1))}h{m.group(2)} ", text)
-    return {normal for word in _WORD.findall(text) if (normal := _normal(word)) is not None}
+    return {normal for word in _WORD.findall(text) if (normal := _word(word)) is not None}
 
 
-@functools.lru_cache(maxsize=16384)
+#: The longest word whose normalisation is cached (``_word``).
+CACHED_WORD_CHARS = 40
+
+
+def _word(word: str) -> str | None:
+    """``_normal``, cached for words of up to ``CACHED_WORD_CHARS`` characters: a save's
+    warning reads its candidates' words (bench.similar), and most words recur. The
+    length bound keeps the cache under 16,384 such words whatever a note holds."""
+    return _cached_normal(word) if len(word) <= CACHED_WORD_CHARS else _normal(word)
+
+
 def _normal(word: str) -> str | None:
-    """One word as ``words`` counts it, or None for a stopword. Cached: a save's warning
-    reads its candidates' words (bench.similar), and most words recur."""
+    """One word as ``words`` counts it, or None for a stopword."""
     word = word.removesuffix("'s")
     word = _SYNONYMS.get(word, word)
     return None if word in STOPWORDS else _stem(word)
+
+
+_cached_normal = functools.lru_cache(maxsize=16384)(_normal)
 
 
 def _weight(found: set[str]) -> float:

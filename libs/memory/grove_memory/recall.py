@@ -142,7 +142,10 @@ FOUND_COMMON = """
 # planner may turn into a scan of the word's postings per candidate, and a candidate's
 # row is looked up by its key alone, the filters applied to it after (with them inside,
 # the account's index of live notes could be chosen and scanned once per candidate:
-# 1,400 long notes took 0.4 s a search, 7 ms since; test_query_plans).
+# 1,400 long notes took 0.4 s a search, 7 ms since; test_query_plans), in the final
+# read as in a word's count among a caller's visible candidates. That count is its own
+# subquery (``OFFSET 0``): pulled up into the idf expression, which names ``df`` twice,
+# it ran twice (a personal-only key at 100,000 notes: 110-139 ms a search, 77-97 since).
 BM25 = """
     WITH {found}, terms AS MATERIALIZED (
         SELECT w.memory_id AS id, w.word, w.tf
@@ -160,9 +163,10 @@ BM25 = """
         CROSS JOIN LATERAL (SELECT coalesce(
             (SELECT k.df FROM unnest(%(counted)s::text[], %(df)s::float8[]) AS k (word, df)
              WHERE k.word = t.word),
-            (SELECT count(*) FROM terms u JOIN memories m ON m.id = u.id
+            (SELECT count(*) FROM terms u
+             CROSS JOIN LATERAL (SELECT * FROM memories m WHERE m.id = u.id OFFSET 0) AS m
              WHERE u.word = t.word AND m.archived_at IS NULL AND {visible} AND {scope})
-        ) AS df) AS f
+        ) AS df OFFSET 0) AS f
     ), scored AS MATERIALIZED (
         SELECT t.id, sum(w.idf * (t.tf * (%(k1)s + 1)) / (t.tf + %(k1)s)) AS score,
                array_agg(t.word ORDER BY t.word) AS terms

@@ -133,17 +133,14 @@ def test_the_lexical_statement_reads_each_candidate_once_without_statistics(
         row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, values | words).fetchone()
     assert row is not None
     (explained,) = row.values()
-    plan = (explained if isinstance(explained, list) else json.loads(explained))[0]["Plan"]
+    plan = _plan(explained)
     nodes = [n for n in _nodes(plan) if n.get("Relation Name") in ("memories", "note_words")]
     assert {n["Relation Name"] for n in nodes} == {"memories", "note_words"}, plan
-    for node in nodes:
-        by_key = "id = " in node.get("Index Cond", "")
-        assert node["Actual Loops"] == 1 or by_key, json.dumps(node, indent=1)[:2000]
-        assert node["Actual Rows"] * node["Actual Loops"] <= NOTES, node
+    _read_once_or_by_key(nodes)
     # A caller who does not see the whole account counts each word's notes among the
     # candidates it may see: once. Pulled up into the idf expression, which names it
-    # twice, the count ran twice (a personal-only key at 100,000 notes: 113-130 ms a
-    # search, 68-82 ms counted once).
+    # twice, the count ran twice (a personal-only key at 100,000 notes: 110-139 ms a
+    # search, 77-97 ms since).
     counts = [
         n
         for n in _nodes(plan)
@@ -184,11 +181,23 @@ def _check_plan(unanalyzed: Any, scope: str) -> None:
             params(principal, vector=query, profile="minilm", account=account, limit=50, **values),
         ).fetchone()
     assert row is not None
-    plan = (row[0] if isinstance(row[0], list) else json.loads(row[0]))[0]["Plan"]
+    plan = _plan(row[0])
     notes = [node for node in _nodes(plan) if node.get("Relation Name") == "memories"]
     assert notes, plan
-    for node in notes:
-        # Read once, or looked up by key once per candidate: never rescanned per candidate.
+    _read_once_or_by_key(notes)
+
+
+def _plan(explained: Any) -> dict[str, Any]:
+    """The top plan node of an ``EXPLAIN (FORMAT JSON)`` answer (parsed or not)."""
+    parsed = explained if isinstance(explained, list) else json.loads(explained)
+    plan: dict[str, Any] = parsed[0]["Plan"]
+    return plan
+
+
+def _read_once_or_by_key(nodes: list[dict[str, Any]]) -> None:
+    """Each node read once, or looked up by key once per candidate: never rescanned per
+    candidate, and never more rows in all than the account's notes."""
+    for node in nodes:
         by_key = "id = " in node.get("Index Cond", "")
         assert node["Actual Loops"] == 1 or by_key, json.dumps(node, indent=1)[:2000]
         assert node["Actual Rows"] * node["Actual Loops"] <= NOTES, node
@@ -249,7 +258,7 @@ def test_the_services_row_filter_keeps_the_account_as_an_index_condition(
                 ).fetchone()
                 assert row is not None
                 (plan,) = row.values()
-                nodes = _nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
+                nodes = _nodes(_plan(plan))
                 conditions = [node.get("Index Cond", "") for node in nodes]
                 assert any("account_id" in cond for cond in conditions), (table, nodes)
     finally:

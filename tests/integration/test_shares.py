@@ -25,8 +25,9 @@ from grove_db.pool import set_tenant
 from tests.integration.test_dev_auth import run_readme_walkthrough
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.support.clients import data_of, error_of
+from tests.support.files import FILES, uploaded
 from tests.support.keys import SECRET
-from tests.support.processes import Running, start_api, start_share
+from tests.support.processes import Running, start_api, start_share, start_worker
 from tests.support.scraping import scrape
 from tests.support.waiting import wait_until
 from tests.support.windows import in_one_window
@@ -101,6 +102,15 @@ def new_owner(stack: Stack, name: str = "Test account") -> Owner:
 @pytest.fixture
 def owner(stack: Stack) -> Owner:
     return new_owner(stack)
+
+
+@pytest.fixture(scope="module")
+def worker(database: embedded.EmbeddedDatabase) -> Iterator[Running]:
+    """A grove-worker, which extracts uploaded files into passages (without an embedding
+    profile it never calls grove-ask, so none runs)."""
+    running = start_worker(database, "127.0.0.1:1", GROVE_EMBEDDING_PROFILE="disabled")
+    yield running
+    running.stop()
 
 
 def superuser(stack: Stack) -> psycopg.Connection[Any]:
@@ -785,6 +795,105 @@ def test_private_notes_in_a_share_tenant_context_stay_private(stack: Stack) -> N
         set_tenant(conn, uuid.uuid4())  # another account sees none of them (RLS)
         other = conn.execute("SELECT count(*) FROM shares").fetchone()
         assert other is not None and other[0] == 0
+
+
+# --- files: their passages are never published ---------------------------------------
+
+PAYROLL = "Payroll for March: Dana Okafor is paid 9,140 a month, Lee Varga 8,725."
+BONUSES = "Bonus pool for the year: 41,000, split by the board in December."
+
+
+def extracted(owner: Owner, text: str, **params: Any) -> dict[str, Any]:
+    """A text file uploaded with the owner's key, once the worker has made its passages."""
+    file = uploaded(owner.key, text.encode(), "text/plain", **params)
+
+    def ready() -> dict[str, Any] | None:
+        now = data_of(owner.key.get(f"{FILES}/{file['id']}"))
+        return now if now["indexing"] in ("ready", "failed") else None
+
+    done: dict[str, Any] = wait_until(ready)
+    assert (done["indexing"], done["passages"]) == ("ready", 1), done
+    return done
+
+
+def passage_of(stack: Stack, file: dict[str, Any]) -> str:
+    """The id of the one passage extracted from ``file``."""
+    with superuser(stack) as conn:
+        (row,) = conn.execute(
+            "SELECT id FROM memories WHERE file_id = %s AND kind = 'passage'", (file["id"],)
+        ).fetchall()
+    return str(row[0])
+
+
+def test_a_notebook_share_never_shows_a_file_passage(owner: Owner, worker: Running) -> None:
+    """A file's text stays private in a shared notebook, whether it was uploaded before
+    the link was made or after (the link shows live membership)."""
+    notebook = owner.tenant.notebook("Office hours")
+    owner.key.save("Tuesdays at ten, in room 4.", projectId=notebook)
+    extracted(owner, PAYROLL, name="payroll.txt", projectId=notebook)
+    url = owner.share("notebook", notebook)["url"]
+    shown = read_json(url)
+    assert [n["content"] for n in shown["notes"]] == ["Tuesdays at ten, in room 4."]
+    extracted(owner, BONUSES, name="bonuses.txt", projectId=notebook)
+    for page in (url, f"{url}/notes", f"{url}/notes?limit=50"):
+        html = read(page).text
+        assert "Tuesdays at ten" in html
+        assert "Payroll" not in html and "Bonus pool" not in html
+        notes = read_json(page)["notes"]
+        assert [(n["kind"], n["content"]) for n in notes] == [
+            ("fact", "Tuesdays at ten, in room 4.")
+        ]
+    # Nor does an upload show as a change of the page.
+    assert read_json(url)["updatedAt"] == shown["updatedAt"]
+
+
+def test_a_passage_cannot_be_the_target_of_a_note_share(owner: Owner, worker: Running) -> None:
+    file = extracted(owner, PAYROLL, name="payroll.txt")
+    passage = passage_of(owner.stack, file)
+    refused = owner.session.post("/v1/shares", {"target": {"type": "note", "id": passage}})
+    assert refused.status_code == 400, refused.text
+    error = error_of(refused)
+    assert error["code"] == "validation_error"
+    assert error["details"] == [
+        {
+            "field": "target.id",
+            "message": "is a passage of an uploaded file: files are never published by a link",
+        }
+    ]
+    assert data_of(owner.session.get("/v1/shares"))["items"] == []
+
+
+def test_a_link_made_earlier_to_a_passage_shows_nothing(
+    owner: Owner, stack: Stack, worker: Running
+) -> None:
+    """A link to a passage stored before creating one was refused (written here straight
+    into the table) answers exactly as an unknown link does: the database refuses it."""
+    file = extracted(owner, PAYROLL, name="payroll.txt")
+    passage = passage_of(stack, file)
+    token = f"{uuid.uuid4().hex}{uuid.uuid4().hex}"[:43]
+    token_hash = hmac.new(
+        derive_secret(SECRET, "share-token"), token.encode(), hashlib.sha256
+    ).digest()
+    with psycopg.connect(stack.database.migration_url) as conn:
+        set_tenant(conn, owner.tenant.account_id)
+        conn.execute(
+            "INSERT INTO shares (account_id, id, token_hash, target_type, memory_id)"
+            " VALUES (%s, gen_random_uuid(), %s, 'note', %s)",
+            (owner.tenant.account_id, token_hash, passage),
+        )
+    url = f"{stack.share.url}/public/shares/{token}"
+    unknown = f"{stack.share.url}/public/shares/{'A' * 43}"
+    for page in (url, f"{url}/notes"):
+        html = read(page)
+        assert html.status_code == 404 and "Payroll" not in html.text
+        assert html.text == read(unknown).text
+        answer = read(page, "application/json")
+        assert answer.status_code == 404 and error_of(answer)["code"] == "not_found"
+    with psycopg.connect(stack.database.share_url) as conn:
+        for function in ("grove_public_share(%s)", "grove_public_share_notes(%s, null, null, 50)"):
+            assert conn.execute(f"SELECT * FROM {function}", (token_hash,)).fetchall() == []
+    [listed] = data_of(owner.session.get("/v1/shares"))["items"]
+    assert (listed["status"], listed["targetAvailable"]) == ("active", False)
 
 
 def test_the_readme_share_example_runs(

@@ -28,7 +28,8 @@ Title = Annotated[str, AfterValidator(_trimmed_title), Field(json_schema_extra=N
 
 
 class ShareTarget(Strict):
-    """What a link shows: one note, or one notebook's direct member notes."""
+    """What a link shows: one note (never a passage of a file), or one notebook's direct
+    member notes (never its files' passages). No target publishes a file."""
 
     type: Literal["note", "notebook"]
     id: UUID
@@ -47,7 +48,8 @@ class Share(BaseModel):
     """A link as its owner sees it (never the token: it is shown once, at creation).
 
     ``status`` is the link's own state; ``targetAvailable`` is false while its note or
-    notebook is archived, deleted or expired (the link then answers 404 until restored).
+    notebook is archived, deleted or expired (the link then answers 404 until restored),
+    and for good if its note is a passage (a link made before they were refused).
     """
 
     id: UUID

@@ -370,6 +370,7 @@ BEGIN
                        ELSE greatest(p.updated_at,
                                      (SELECT max(n.updated_at) FROM memories n
                                       WHERE n.project_id = l.project_id
+                                        AND n.file_id IS NULL
                                         AND n.deleted_at IS NULL AND n.archived_at IS NULL
                                         AND (n.expires_at IS NULL
                                              OR n.expires_at > statement_timestamp())))
@@ -400,11 +401,11 @@ BEGIN
             FROM memories m
             WHERE m.id = l.memory_id AND p_before_created IS NULL;
     ELSIF FOUND THEN
-        -- Live direct members, by the memories_project_created index.
+        -- Saved live direct members, by the memories_notebook_saved index.
         RETURN QUERY
             SELECT m.id, m.kind, m.content, m.created_at, m.updated_at
             FROM memories m
-            WHERE m.project_id = l.project_id
+            WHERE m.project_id = l.project_id AND m.file_id IS NULL
               AND m.deleted_at IS NULL AND m.archived_at IS NULL
               AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())
               AND (p_before_created IS NULL
@@ -535,7 +536,8 @@ BEGIN
         LEFT JOIN projects p ON p.id = s.project_id
         WHERE s.token_hash = p_token_hash
           AND CASE s.target_type
-                WHEN 'note' THEN m.deleted_at IS NULL AND m.archived_at IS NULL
+                WHEN 'note' THEN m.file_id IS NULL
+                                 AND m.deleted_at IS NULL AND m.archived_at IS NULL
                                  AND (m.expires_at IS NULL
                                       OR m.expires_at > statement_timestamp())
                 ELSE p.deleted_at IS NULL AND p.archived_at IS NULL
@@ -1839,10 +1841,10 @@ CREATE INDEX memories_live_scope ON public.memories USING btree (account_id, pro
 
 
 --
--- Name: memories_notebook_created; Type: INDEX; Schema: public; Owner: -
+-- Name: memories_notebook_saved; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memories_notebook_created ON public.memories USING btree (project_id, created_at DESC, id DESC) WHERE ((project_id IS NOT NULL) AND (deleted_at IS NULL) AND (archived_at IS NULL));
+CREATE INDEX memories_notebook_saved ON public.memories USING btree (project_id, created_at DESC, id DESC) WHERE ((project_id IS NOT NULL) AND (file_id IS NULL) AND (deleted_at IS NULL) AND (archived_at IS NULL));
 
 
 --

@@ -7,6 +7,10 @@ through ``grove_public_share`` and ``grove_public_share_notes`` only, as a role 
 do nothing else; both re-check on every request that the link is live (not revoked or
 expired) and so is its target (not archived, deleted or expired), so a revocation or an
 archive takes effect on the very next request and a restore brings the link back.
+
+No link publishes a file: a passage (a note holding an uploaded file's text) cannot be a
+link's target, and a notebook's link shows only the notes saved in it. The database
+functions enforce both for every link, whenever it was made.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ SHARE_COLUMNS = """
     s.indexable, s.created_at, s.expires_at, s.revoked_at,
     s.expires_at IS NOT NULL AND s.expires_at <= statement_timestamp() AS expired,
     CASE s.target_type
-        WHEN 'note' THEN m.deleted_at IS NULL AND m.archived_at IS NULL
+        WHEN 'note' THEN m.file_id IS NULL AND m.deleted_at IS NULL AND m.archived_at IS NULL
                          AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())
         ELSE p.deleted_at IS NULL AND p.archived_at IS NULL
     END AS available
@@ -54,12 +58,13 @@ SHARE_FROM = """
 """
 TARGET_STATE = {
     "note": """
-        SELECT archived_at IS NOT NULL AS archived FROM memories
+        SELECT archived_at IS NOT NULL AS archived, file_id IS NOT NULL AS passage
+        FROM memories
         WHERE id = %s AND deleted_at IS NULL
           AND (expires_at IS NULL OR expires_at > statement_timestamp())
     """,
     "notebook": """
-        SELECT archived_at IS NOT NULL AS archived FROM projects
+        SELECT archived_at IS NOT NULL AS archived, false AS passage FROM projects
         WHERE id = %s AND deleted_at IS NULL
     """,
 }
@@ -69,6 +74,11 @@ INSERT_SHARE = """
     VALUES (%(account)s, %(id)s, %(hash)s, %(type)s, %(memory)s, %(notebook)s,
             %(title)s, %(indexable)s, %(expires)s)
 """
+
+
+#: Why a passage cannot be a link's target: it holds an uploaded file's text, and no
+#: link publishes a file.
+PASSAGE_REFUSED = "is a passage of an uploaded file: files are never published by a link"
 
 
 class TargetArchived(ServiceError):
@@ -98,7 +108,8 @@ def share_url(public_url: str, token: str) -> str:
 def create_share(store: Store, principal: Principal, body: CreateShareRequest) -> CreatedShare:
     """Publish a link to a live note or notebook of the owner's account.
 
-    The token is hashed with ``store.share_secret``; the link is under
+    A passage is refused (``InvalidRequest`` on ``target.id``): no link shows a file's
+    text. The token is hashed with ``store.share_secret``; the link is under
     ``store.share_public_url``.
     """
     require_owner(principal)
@@ -115,6 +126,8 @@ def create_share(store: Store, principal: Principal, body: CreateShareRequest) -
         state = conn.execute(TARGET_STATE[target.type], (target.id,)).fetchone()
         if state is None:
             raise NotFound(f"{target.type} not found")
+        if state["passage"]:
+            raise InvalidRequest("target.id", PASSAGE_REFUSED)
         if state["archived"]:
             raise TargetArchived(f"that {target.type} is archived: restore it before sharing it")
         conn.execute(

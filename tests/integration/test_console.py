@@ -336,6 +336,24 @@ def test_sign_out_ends_the_session_everywhere(site: Site, context: BrowserContex
     assert replay.headers["Location"].startswith("/?next=")
 
 
+def test_a_return_path_never_leads_off_the_website(site: Site, context: BrowserContext) -> None:
+    # A tab between the slashes: chromium drops it and reads //evil.example.
+    page = context.new_page()
+    page.goto(f"{site.console.url}/?next=/%09/evil.example")
+    page.click("text=Sign in with your identity provider")
+    sign_in_at_provider(page, login())
+    page.wait_for_url(f"{site.console.url}/notes")
+    here = urlsplit(site.console.url).netloc
+    for away in ("/%09/evil.example", "/%5Cevil.example", "//evil.example", "/%252F%252Fevil"):
+        page.goto(f"{site.console.url}/?next={away}")  # signed in: straight on
+        assert (urlsplit(page.url).netloc, urlsplit(page.url).path) == (here, "/notes"), away
+    page.goto(f"{site.console.url}/?next=/connections")
+    assert page.url == f"{site.console.url}/connections"
+    for broken in ("/notes%0D%0ASet-Cookie:%20x=1", "/%0A"):  # was a 500
+        answer = context.request.get(f"{site.console.url}/?next={broken}", max_redirects=0)
+        assert (answer.status, answer.headers["location"]) == (303, "/notes"), broken
+
+
 def test_a_request_of_another_account_is_not_found(site: Site, context: BrowserContext) -> None:
     person, stranger = login(), login()
     client_id = site.provider.register("Someone's Agent", AGENT_CALLBACK)

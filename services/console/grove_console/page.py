@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hmac
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 from uuid import UUID
 
 import falcon
@@ -173,6 +174,10 @@ class Page:
 RENEW_MARGIN = timedelta(minutes=1)
 #: The notebook tree shows at most this many pages of 100 notebooks.
 MAX_NOTEBOOK_PAGES = 20
+#: Where sign-in returns to when ``next`` is missing or not a path on this website.
+DEFAULT_NEXT = "/notes"
+#: A return path is printable ASCII (no space, no control character), as browsers send it.
+PATH_CHARACTERS = re.compile(r"[!-~]+")
 
 
 def one(fields: Fields, name: str) -> str:
@@ -210,10 +215,31 @@ def notice(req: falcon.Request, texts: dict[str, str]) -> str | None:
 
 
 def safe_next(value: str | None) -> str:
-    """A return path on this website only (never another host)."""
-    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
-        return "/notes"
-    return value
+    """A return path on this website only (never another host); ``/notes`` otherwise.
+
+    A browser reads a ``Location`` more loosely than a Python parser: it drops tabs and
+    newlines, takes a backslash for a slash and ``//host`` for another site, so a tab
+    between two slashes left the site. Only an absolute path of printable ASCII is kept,
+    and only if neither it nor any percent-decoding of it (``%2F%2F``, ``%09``, ``%5C``)
+    starts with two slashes, holds a backslash or a control character, or parses with a
+    scheme or a host. So a CR or LF never reaches a header either (it was a 500).
+    """
+    if not value or not PATH_CHARACTERS.fullmatch(value):
+        return DEFAULT_NEXT
+    forms = [value]
+    while (decoded := unquote(forms[-1])) != forms[-1]:
+        forms.append(decoded)
+    return value if all(_local_path(form) for form in forms) else DEFAULT_NEXT
+
+
+def _local_path(path: str) -> bool:
+    """Whether ``path`` is an absolute path on this origin, however a browser reads it."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path:
+        return False
+    if any(ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F for char in path):
+        return False
+    parts = urlsplit(path)
+    return not parts.scheme and not parts.netloc
 
 
 def set_cookie(

@@ -157,6 +157,7 @@ def dev_identity(api_url: str, mcp_url: str, console_url: str) -> dict[str, str]
         "GROVE_DEV_ISSUER_KEY": str((STATE_DIR / "dev-issuer.pem").resolve()),
         "GROVE_OIDC_ISSUER": f"{api_url}{devissuer.ISSUER_PATH}",
         "GROVE_OIDC_AUDIENCE": devissuer.OWNER_AUDIENCE,
+        "GROVE_OIDC_AUTHORIZED_PARTY": devissuer.CONSOLE_CLIENT,
         "GROVE_WEBSITE_ORIGIN": console_url,
         "GROVE_MCP_PUBLIC_URL": mcp_url,
     }

@@ -114,6 +114,7 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
         "GROVE_DATABASE_URL": database.runtime_url,
         "GROVE_EMBEDDING_PROFILE": "disabled",
         "GROVE_OIDC_PROVISIONING": "personal",
+        "GROVE_OIDC_AUTHORIZED_PARTY": CONSOLE,
         "GROVE_MCP_PUBLIC_URL": mcp_url,
         **identity,
     }

@@ -93,6 +93,7 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[FilesSite]:
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
             "GROVE_OIDC_PROVISIONING": "personal",
+            "GROVE_OIDC_AUTHORIZED_PARTY": CONSOLE,
             "GROVE_API_WORKERS": "1",
             "GROVE_MAX_FILE_BYTES": str(LIMIT),
             **identity,

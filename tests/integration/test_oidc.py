@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from grove_db import embedded
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
-from tests.support.clients import Client
+from tests.support.clients import Client, error_of
 from tests.support.keys import SECRET
 from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import Running, free_port, run_script, start_api, start_mcp
@@ -91,6 +91,7 @@ def identity_env(provider: OidcProvider, mcp_url: str) -> dict[str, str]:
     return {
         "GROVE_OIDC_ISSUER": provider.issuer,
         "GROVE_OIDC_AUDIENCE": API_RESOURCE,
+        "GROVE_OIDC_AUTHORIZED_PARTY": CONSOLE,
         "GROVE_OIDC_PROVISIONING": "personal",
         "GROVE_WEBSITE_ORIGIN": WEBSITE,
         "GROVE_MCP_PUBLIC_URL": mcp_url,
@@ -157,6 +158,27 @@ def test_tokens_not_for_the_api_are_not_owner_sessions(stack: Stack) -> None:
     assert tokens.id_token is not None  # for the website, not for the API
     id_token = Client(stack.api.url, tokens.id_token).get("/v1/connections")
     assert id_token.status_code == 401
+
+
+def test_a_token_another_client_got_for_the_api_is_no_owner_session(stack: Stack) -> None:
+    # An MCP client registers itself and asks the provider for the API audience instead
+    # of the MCP resource: the provider issues it, naming that client.
+    person = login()
+    assert stack.owner(person).get("/v1/keys").status_code == 200  # the website's token
+    client_id = stack.provider.register("Not the website", AGENT_CALLBACK)
+    token = stack.provider.sign_in(person, client_id, AGENT_CALLBACK, API_RESOURCE).access_token
+    assert jwt.decode(token, options={"verify_signature": False})["aud"] == API_RESOURCE
+    other = Client(stack.api.url, token)
+    for answer in (
+        other.get("/v1/keys"),
+        other.post("/v1/keys", {"name": "minted", "grants": {"personal": True}}),
+        other.get("/v1/connections"),
+    ):
+        assert answer.status_code == 401, answer.text
+        assert error_of(answer)["code"] == "unauthorized"
+        assert "not issued to the Grove website" in error_of(answer)["message"]
+    keys = stack.owner(person).get("/v1/keys").json()["data"]["items"]
+    assert [key["name"] for key in keys] == []
 
 
 def test_an_agent_waits_for_approval_and_sees_only_its_grant(stack: Stack) -> None:
@@ -356,3 +378,21 @@ def test_misconfigured_identity_stops_production_start_up(
         last = done.stderr.strip().splitlines()[-1]
         assert reason in last, (name, last)
         assert script in last, (name, last)
+
+
+def test_production_api_refuses_to_start_without_the_websites_client_id(
+    database: embedded.EmbeddedDatabase, stack: Stack
+) -> None:
+    env = {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        **identity_env(stack.provider, "https://grove.test/mcp"),
+    }
+    del env["GROVE_OIDC_AUTHORIZED_PARTY"]
+    done = start_production("grove-api", env)
+    assert done.returncode != 0, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "grove-api: identity settings: GROVE_OIDC_AUTHORIZED_PARTY (the website's client id,"
+        " which owner tokens must name) is not set: any client's token for the API audience"
+        " would be an owner session"
+    )

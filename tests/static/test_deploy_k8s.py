@@ -64,6 +64,7 @@ IDENTITY_SETTINGS = (
     "GROVE_OIDC_AUDIENCE",
     "GROVE_WEBSITE_ORIGIN",
     "GROVE_CONSOLE_CLIENT_ID",
+    "GROVE_OIDC_AUTHORIZED_PARTY",
 )
 COMPONENT = "app.kubernetes.io/component"
 NAME = "app.kubernetes.io/name"
@@ -496,6 +497,8 @@ def test_identity_settings_are_shared_by_api_mcp_and_console(
     if production:
         assert origin.scheme == "https", "the console refuses a non-https origin in production"
     assert urlsplit(data["GROVE_OIDC_ISSUER"]).scheme == "https"
+    # Owner tokens must name the website's client: the api requires the console's id.
+    assert data["GROVE_OIDC_AUTHORIZED_PARTY"] == data["GROVE_CONSOLE_CLIENT_ID"]
     # Owner tokens (the console's) and agent tokens (MCP) must not share an audience.
     assert data["GROVE_OIDC_AUDIENCE"] != data["GROVE_MCP_PUBLIC_URL"]
     # Development sign-in is refused in production; never shipped on.

@@ -35,6 +35,9 @@ class IdentitySettings(BaseSettings):
     oidc_jwks_url: str | None = None
     #: The ``aud`` owner access tokens must carry: the Grove API as the provider names it.
     oidc_audience: str | None = None
+    #: The website's client ID: owner tokens must name it (``azp`` or ``client_id``), so a
+    #: token another client (an agent) got for the API audience is no owner session.
+    #: Required in production; outside it, unset is a start-up warning and no check.
     oidc_authorized_party: str | None = None
     oidc_require_sid: bool = False
     oidc_provisioning: Literal["off", "personal"] = "off"
@@ -165,10 +168,13 @@ def provider_tokens(
     )
 
 
-def check_identity(settings: IdentitySettings, mcp_resource: str) -> list[str]:
+def check_identity(
+    settings: IdentitySettings, mcp_resource: str, owners: bool = False
+) -> list[str]:
     """What is wrong with the identity settings, read against the provider itself.
 
-    Empty when everything lines up, or when there is no provider (keys only): the
+    Empty when everything lines up, or when there is no provider (keys only): where
+    owner sessions are accepted (``owners``) the website's client ID is set, the
     discovery document answers and names the issuer exactly, its JWKS has keys,
     introspection (if used) has an endpoint, the MCP resource is an absolute URL (https
     in production) and differs from the API audience.
@@ -177,6 +183,11 @@ def check_identity(settings: IdentitySettings, mcp_resource: str) -> list[str]:
     discovery = settings.discovery()
     if discovery is None:
         return problems  # no provider: keys only, and no agent token names a resource
+    if owners and settings.oidc_audience and not settings.oidc_authorized_party:
+        problems.append(
+            "GROVE_OIDC_AUTHORIZED_PARTY (the website's client id, which owner tokens must"
+            " name) is not set: any client's token for the API audience would be an owner session"
+        )
     resource = urlsplit(mcp_resource)
     secure = resource.scheme == "https" or settings.env != "production"
     if resource.scheme not in ("http", "https") or not resource.netloc or not secure:
@@ -197,7 +208,9 @@ def check_identity(settings: IdentitySettings, mcp_resource: str) -> list[str]:
     return problems
 
 
-def require_identity(service: str, settings: IdentitySettings, mcp_resource: str) -> None:
+def require_identity(
+    service: str, settings: IdentitySettings, mcp_resource: str, owners: bool = False
+) -> None:
     """Stop a production service whose identity settings do not line up (one line).
 
     Outside production each problem is a warning on stderr, and the development issuer
@@ -205,7 +218,7 @@ def require_identity(service: str, settings: IdentitySettings, mcp_resource: str
     """
     if settings.dev_auth:
         return
-    problems = check_identity(settings, mcp_resource)
+    problems = check_identity(settings, mcp_resource, owners)
     if problems and settings.env == "production":
         sys.exit(f"{service}: identity settings: {problems[0]}")
     for problem in problems:

@@ -4,8 +4,10 @@ A JWT is verified against the provider's JWKS (found by discovery; refetched on 
 unknown ``kid`` at most once a minute): algorithms RS256/ES256 only, exact issuer,
 ``exp`` and ``nbf`` with at most 60 s leeway, and an audience equal to the configured
 API audience (``GROVE_OIDC_AUDIENCE``), so a token minted for another API is refused.
-An authorized party (the client the token names: ``azp``, ``client_id``, ...) and a session ID
-(``sid``) are checked only where configured. Opaque tokens are checked by introspection
+The client the token names (``client_id``, ``azp``, ...) must be the website's
+(``GROVE_OIDC_AUTHORIZED_PARTY``, required in production): a token any other client, such
+as an agent, got for the API audience is no owner session. A session ID (``sid``) is
+checked only where configured. Opaque tokens are checked by introspection
 where that is configured. The subject is then mapped to the account it owns, or, with
 provisioning on, given a new personal account on first sign-in. An unreachable provider
 is ``ProviderUnavailable`` (503), never a 401.

@@ -39,5 +39,5 @@ def main() -> None:
     """Entry point of ``grove-api``; a bad setting or unsafe role exits with one line."""
     multiproc.prepare("grove-api")
     settings = checked_settings("grove-api", ApiSettings)
-    require_identity("grove-api", settings, settings.mcp_public_url)
+    require_identity("grove-api", settings, settings.mcp_public_url, owners=True)
     Gunicorn(gunicorn_options(settings), _app).run()

@@ -477,6 +477,26 @@ def test_notes_and_notebooks_in_the_browser(
     shot(page, tmp_path, "notes")
 
 
+def test_the_website_says_archived_only_of_a_note_it_archived(
+    site: Site, context: BrowserContext
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    page = context.new_page()
+    sign_in(page, site, person, "/notes")
+    live = owner.save("a live note")["id"]
+    page.goto(f"{site.console.url}/notes/{live}?done=archived")  # a link, not an archive
+    assert page.locator(".state").inner_text().startswith("live")
+    assert page.locator("[role=status]").count() == 0
+    # Forgotten by an agent after the page was shown: the archive archives nothing.
+    gone = owner.save("a note forgotten meanwhile")["id"]
+    page.goto(f"{site.console.url}/notes/{gone}")
+    assert owner.post("/v1/memories/forget", {"ids": [gone]}).status_code == 200
+    page.click("button:text-is('Archive')")
+    status = page.locator("[role=status]").inner_text()
+    assert "nothing was archived" in status and "Archived" not in status, status
+
+
 def test_shares_in_the_browser(site: Site, context: BrowserContext, tmp_path: Path) -> None:
     person = login()
     owner = site.owner_api(person)

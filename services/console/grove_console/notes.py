@@ -33,6 +33,19 @@ LIST_DONE = {
 }
 
 
+def note_notice(req: falcon.Request, memory: dict[str, Any]) -> str | None:
+    """What the last form did to this note, said only while the note shows it: a link
+    ending ``?done=archived`` to a live note (or one restored meanwhile, by an agent or
+    another tab) says nothing rather than that it was archived; likewise restored."""
+    said = notice(req, NOTE_DONE)
+    done = req.get_param("done")
+    if (done == "archived" and not memory["archived"]) or (
+        done == "unarchived" and memory["archived"]
+    ):
+        return None
+    return said
+
+
 def first_line(content: str, width: int = 100) -> str:
     """A note's title: its first non-blank line, cut to ``width`` characters."""
     line = next((s.strip() for s in content.splitlines() if s.strip()), "")
@@ -165,7 +178,7 @@ class Note(Page):
             kinds=KINDS,
             conflict=conflict,
             draft={k: one(draft, k) for k in ("content", "kind", "notebook")} if draft else None,
-            notice=notice(req, NOTE_DONE),
+            notice=note_notice(req, memory),
         )
 
 
@@ -191,7 +204,10 @@ class NoteAction(Note):
                 self.call(req, "PATCH", f"/v1/memories/{memory_id}", change)
                 raise falcon.HTTPSeeOther(f"{path}?done=edited")
             if action == "archive":
-                self.call(req, "POST", "/v1/tools/archive_memories", {"ids": [str(memory_id)]})
+                ids = {"ids": [str(memory_id)]}
+                done = self.call(req, "POST", "/v1/tools/archive_memories", ids)
+                if done["results"][0]["outcome"] != "archived":
+                    raise ApiError(404, "not_found", "There is no such note: nothing was archived")
                 raise falcon.HTTPSeeOther(f"{path}?done=archived")
             if action == "unarchive":
                 self.call(req, "POST", "/v1/tools/restore_memory", {"id": str(memory_id)})

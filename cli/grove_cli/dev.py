@@ -75,6 +75,8 @@ def run() -> int:
         GROVE_CONSOLE_PORT=console_port,
         GROVE_CONSOLE_DATABASE_URL=db.console_url,
         GROVE_CONSOLE_API_URL=api_url,
+        # The website's own secret, as in production (not the server secret).
+        GROVE_CONSOLE_SECRET_KEY=_secret("console-secret"),
     )
     identity = dev_identity(api_url, mcp_url, console_url)
     env.update(identity)
@@ -167,8 +169,9 @@ def _demo_account() -> str:
     return str(json.loads((STATE_DIR / "demo.json").read_text())["accountId"])
 
 
-def _secret() -> str:
-    path = STATE_DIR / "secret"
+def _secret(name: str = "secret") -> str:
+    """A random secret kept in ``.grove/<name>``, made on first use."""
+    path = STATE_DIR / name
     if not path.exists():
         write_private(path, secrets.token_urlsafe(48).encode(), replace=False)
     return path.read_text().strip()

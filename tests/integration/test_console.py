@@ -48,7 +48,7 @@ from tests.integration.test_mcp import text_json
 from tests.integration.test_oidc import agent_session
 from tests.support import loopback
 from tests.support.clients import Client
-from tests.support.keys import SECRET
+from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
 from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import (
     Running,
@@ -668,7 +668,7 @@ def test_an_ending_access_token_is_renewed_with_the_refresh_token(
     sign_in(page, site, login(), "/notes")
     cookie = next(c for c in context.cookies() if c["name"] == "grove_session")["value"]
     pool = open_pool(database.console_url, max_size=1)
-    store = SessionStore(pool, derive_secret(SECRET, "console-session"))
+    store = SessionStore(pool, derive_secret(CONSOLE_SECRET_KEY, "console-session"))
     try:
         signed_in = store.load(cookie)
         assert signed_in is not None and signed_in.refresh_token
@@ -744,7 +744,7 @@ def test_the_console_refuses_a_role_with_wider_rights(database: embedded.Embedde
         "grove-console",
         env={
             "GROVE_CONSOLE_DATABASE_URL": database.runtime_url,
-            "GROVE_SECRET_KEY": SECRET,
+            "GROVE_CONSOLE_SECRET_KEY": CONSOLE_SECRET_KEY,
             "GROVE_WEBSITE_ORIGIN": "http://127.0.0.1:1",
             "GROVE_DEV_AUTH": "1",
         },
@@ -752,6 +752,30 @@ def test_the_console_refuses_a_role_with_wider_rights(database: embedded.Embedde
     assert done.returncode != 0
     line = done.stderr.strip().splitlines()[-1]
     assert "wider rights than grove-console" in line, done.stderr
+
+
+def test_the_console_never_holds_the_server_secret_in_production(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    env = {
+        "GROVE_ENV": "production",
+        "GROVE_CONSOLE_DATABASE_URL": database.console_url,
+        "GROVE_WEBSITE_ORIGIN": "https://memory.example",
+    }
+    refused = {
+        "GROVE_SECRET_KEY": (
+            "grove-console: invalid configuration: grove-console must not hold"
+            " GROVE_SECRET_KEY in production: give it GROVE_CONSOLE_SECRET_KEY, a random"
+            " secret of its own"
+        ),
+        "": (
+            "grove-console: invalid configuration: GROVE_CONSOLE_SECRET_KEY is required"
+            " (a random secret of at least 32 characters)"
+        ),
+    }
+    for given, line in refused.items():
+        done = run_script("grove-console", env={**env, **({given: SECRET} if given else {})})
+        assert done.returncode == 1 and done.stderr.strip() == line, done.stderr
 
 
 # --- a real MCP client's own OAuth, with the person signing in in the browser ----------

@@ -15,7 +15,7 @@ from grove_cli import admin
 from grove_cli.dev import dev_identity
 from grove_db import embedded
 from tests.support.clients import Client
-from tests.support.keys import SECRET
+from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
 from tests.support.processes import Running, free_port, run_script, start_api, start_console
 from tests.support.tenants import new_tenant
 
@@ -190,7 +190,7 @@ def test_dev_auth_is_refused_in_production(
             "GROVE_ENV": "production",
             "GROVE_WEBSITE_ORIGIN": "https://memory.example",
             "GROVE_CONSOLE_DATABASE_URL": database.console_url,
-            "GROVE_SECRET_KEY": SECRET,
+            "GROVE_CONSOLE_SECRET_KEY": CONSOLE_SECRET_KEY,
         },
     )
     assert console.returncode != 0

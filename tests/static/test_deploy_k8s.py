@@ -78,6 +78,7 @@ SECRET_KEYS = frozenset(
         "console-database-url",
         "secret-key",
         "share-token-secret",
+        "console-secret-key",
         "console-client-secret",
     }
 )
@@ -366,11 +367,11 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
             "GROVE_SHARE_DATABASE_URL": "share-database-url",
             "GROVE_SHARE_TOKEN_SECRET": "share-token-secret",
         },
-        # Its own role too; the api's secret seals the sessions' tokens; the website's
-        # client secret at the identity provider.
+        # Its own role too; its own secret seals the sessions' tokens (never the api's
+        # secret-key); the website's client secret at the identity provider.
         "console": {
             "GROVE_CONSOLE_DATABASE_URL": "console-database-url",
-            "GROVE_SECRET_KEY": "secret-key",
+            "GROVE_CONSOLE_SECRET_KEY": "console-secret-key",
             "GROVE_CONSOLE_CLIENT_SECRET": "console-client-secret",
         },
         "ask": {},  # no database access at all

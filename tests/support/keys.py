@@ -9,6 +9,8 @@ import secrets
 from grove_auth.keys import derive_secret, hash_key
 
 SECRET = "test-server-secret-" + secrets.token_hex(16)
+#: grove-console's own secret (its sessions and sign-in cookie), never the server secret.
+CONSOLE_SECRET_KEY = "test-console-secret-" + secrets.token_hex(16)
 
 
 def assert_stored_as_keyed_hash(key: str, stored: bytes) -> None:

@@ -20,7 +20,7 @@ from grove_auth.keys import share_token_secret
 from grove_cli import launch
 from grove_cli.launch import ASK_READY, GUNICORN_READY, WORKER_READY, Running, free_port, script
 from grove_db import embedded
-from tests.support.keys import SECRET
+from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
 from tests.support.waiting import wait_until
 
 #: Start a console script and wait for its readiness line (``grove_cli.launch.start``).
@@ -119,7 +119,8 @@ def start_console(database: embedded.EmbeddedDatabase, port: int, env: dict[str,
             "GROVE_CONSOLE_PORT": str(port),
             "GROVE_CONSOLE_METRICS_PORT": "0",
             "GROVE_CONSOLE_WORKERS": "1",
-            "GROVE_SECRET_KEY": SECRET,
+            # As in production: a secret of its own, never the server secret.
+            "GROVE_CONSOLE_SECRET_KEY": CONSOLE_SECRET_KEY,
             **env,
         },
         GUNICORN_READY,

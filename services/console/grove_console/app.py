@@ -188,7 +188,7 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
 
 
 def deps_from(settings: ConsoleSettings) -> Deps:
-    secret = settings.secret_key.get_secret_value()
+    secret = settings.session_secret()
     pool: ConnectionPool = open_pool(
         settings.console_database_url, max_size=settings.console_db_pool_size
     )

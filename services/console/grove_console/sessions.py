@@ -3,7 +3,7 @@
 The browser holds only a random session cookie (HttpOnly, SameSite=Lax, Secure over
 https). The row is keyed by the cookie's SHA-256 and holds the owner's access token (and
 refresh token) and the session's CSRF token, sealed with AES-GCM under a key derived from
-``GROVE_SECRET_KEY`` (the key never reaches the database), bound to that hash. grove-
+``GROVE_CONSOLE_SECRET_KEY`` (the key never reaches the database), bound to that hash. grove-
 console's database role may only call ``grove_console_session_put``, ``_get`` and
 ``_drop`` (migration 0016); it reads no other table.
 """

@@ -20,7 +20,12 @@ class ConsoleSettings(BaseSettings):
     env: Literal["development", "production"] = "development"
     #: grove-console's own database role: it may only call the session functions.
     console_database_url: Annotated[str, Field(min_length=1)]
-    secret_key: Annotated[SecretStr, Field(min_length=32)]
+    #: The website's own secret: its sessions' tokens are sealed, and its sign-in cookie
+    #: signed, with keys derived from it. Nothing else shares it, so a compromised website
+    #: cannot forge API keys, cursors or share links.
+    console_secret_key: Annotated[SecretStr, Field(min_length=32)] | None = None
+    #: The server secret: refused in production; outside it, it may stand in for the above.
+    secret_key: Annotated[SecretStr, Field(min_length=32)] | None = None
     #: Where grove-console reaches grove-api (server to server).
     console_api_url: str = "http://127.0.0.1:8080"
     #: The website's own public origin: its cookies, redirect URI and CSRF origin check.
@@ -56,6 +61,15 @@ class ConsoleSettings(BaseSettings):
         origin = urlsplit(self.website_origin)
         if origin.scheme not in ("http", "https") or not origin.netloc or origin.path:
             raise ValueError("GROVE_WEBSITE_ORIGIN must be an origin like https://memory.example")
+        if self.env == "production" and self.secret_key is not None:
+            raise ValueError(
+                "grove-console must not hold GROVE_SECRET_KEY in production: give it"
+                " GROVE_CONSOLE_SECRET_KEY, a random secret of its own"
+            )
+        if self.console_secret_key is None and self.secret_key is None:
+            raise ValueError(
+                "GROVE_CONSOLE_SECRET_KEY is required (a random secret of at least 32 characters)"
+            )
         if self.env == "production":
             if self.dev_auth:
                 raise ValueError("GROVE_DEV_AUTH must not be enabled when GROVE_ENV=production")
@@ -72,6 +86,13 @@ class ConsoleSettings(BaseSettings):
             if missing:
                 raise ValueError(f"sign-in needs {', '.join(missing)} (or GROVE_DEV_AUTH=1)")
         return self
+
+    def session_secret(self) -> str:
+        """The secret the website's keys derive from (its own, or in development the
+        server secret)."""
+        secret = self.console_secret_key or self.secret_key
+        assert secret is not None  # the validator requires one
+        return secret.get_secret_value()
 
     @property
     def secure_cookies(self) -> bool:

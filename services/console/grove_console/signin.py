@@ -9,7 +9,7 @@ nonce are checked (it comes straight from the token endpoint over the back chann
 
 Between the redirect to the provider and the callback, the state, PKCE verifier, nonce
 and return path travel in a short-lived cookie signed with a key derived from
-``GROVE_SECRET_KEY``.
+``GROVE_CONSOLE_SECRET_KEY``.
 """
 
 from __future__ import annotations

@@ -186,6 +186,15 @@ def test_files_and_storage_in_the_browser(
     passages = data_of(owner.get(f"/v1/files/{listed['id']}"))["passages"]
     assert passages >= 1 and row.locator("td.passages").inner_text() == str(passages)
 
+    # A passage's page offers nothing the API refuses: no edit, archive or public link.
+    found = data_of(owner.post("/v1/memories/search", {"query": "gateway", "kind": "passage"}))
+    passage = found["items"][0]["memory"]
+    page.goto(f"{site.console.url}/notes/{passage['id']}")
+    assert page.locator("p.passage-note").count() == 1
+    assert page.locator("form[action='/shares']").count() == 0
+    assert page.locator(f"form[action='/notes/{passage['id']}/edit']").count() == 0
+    page.goto(f"{site.console.url}/files")
+
     # A PDF that is not one fails, and the page says why.
     broken = upload_api(owner, b"%PDF-1.4 this is not a pdf", "broken.pdf", "application/pdf")
     wait_until(lambda: file_state(page, site, broken["id"], "failed"))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 from mcp import Client, StdioServerParameters
 
 from grove_contracts.tools import TOOLS
@@ -104,11 +105,20 @@ def test_bad_key_comes_back_as_unauthorized(api_url: str) -> None:
 
 
 @contextmanager
-def old_api() -> Iterator[str]:
-    """A stand-in for a Grove API without /v1/tools: its generic 404 for every POST."""
+def old_api(paths: list[str] | None = None) -> Iterator[str]:
+    """A stand-in for a Grove API without /v1/tools: its generic 404 for every request,
+    whose paths it appends to ``paths``."""
 
     class Handler(loopback.Handler):
         def do_POST(self) -> None:  # http.server's method name
+            self.refuse()
+
+        def do_GET(self) -> None:  # http.server's method name
+            self.refuse()
+
+        def refuse(self) -> None:
+            if paths is not None:
+                paths.append(self.path)
             self.body()
             error = {"code": "not_found", "message": "404 Not Found", "requestId": "x"}
             self.answer({"success": False, "error": error}, status=404)
@@ -118,6 +128,24 @@ def old_api() -> Iterator[str]:
         yield server.url
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("name", ["../keys", "../../v1/keys", "remember/../../keys", "x?y=1"])
+def test_the_bridge_never_puts_an_unknown_tool_name_into_a_url(name: str) -> None:
+    async def scenario(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        async with bridge(url, "grv_any") as client:
+            unknown = error_of(await client.call_tool(name, {}))
+            known = error_of(await client.call_tool("list_memories", {}))
+            return unknown, known
+
+    paths: list[str] = []
+    with old_api(paths) as url:
+        unknown, known = asyncio.run(scenario(url))
+    assert unknown["code"] == "unknown_tool"
+    assert "no tool is named" in unknown["message"]
+    # Only the registry tool reached the API; the unknown name sent nothing.
+    assert known["code"] == "unsupported_by_server"
+    assert paths == ["/v1/tools/list_memories"]
 
 
 def test_an_api_without_tool_endpoints_is_unsupported_by_server() -> None:

@@ -2,8 +2,9 @@
 
 It needs only ``GROVE_API_URL`` and ``GROVE_API_KEY``: no database, no credentials
 beyond the key, and it imports nothing from ``grove_db`` or ``grove_memory`` (a test
-holds it to that). Tools come from the shared registry; each call is
-``POST {GROVE_API_URL}/v1/tools/{name}``, and API errors come back as ``isError``.
+holds it to that). Tools come from the shared registry; each call of one of them is
+``POST {GROVE_API_URL}/v1/tools/{name}`` (any other name is refused without a request),
+and API errors come back as ``isError``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
+from grove_contracts.tools import TOOLS_BY_NAME
 from grove_mcp.results import failure, list_tools, success
 
 TIMEOUT_SECONDS = 60
@@ -41,8 +43,11 @@ class Forwarder:
         return await anyio.to_thread.run_sync(self.forward, params.name, arguments)
 
     def forward(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """One call to the API, as an MCP tool result."""
+        """One call to the API, as an MCP tool result. Only a tool of the registry is
+        sent: its name becomes part of the URL's path."""
         request_id = uuid.uuid4().hex
+        if name not in TOOLS_BY_NAME:
+            return failure("unknown_tool", f"no tool is named {name[:100]!r}", request_id)
         try:
             response = self._session.post(
                 self._url + name,

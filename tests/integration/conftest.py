@@ -59,8 +59,8 @@ def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
 def inprocess_api(database: embedded.EmbeddedDatabase) -> Iterator[InProcessApi]:
     """grove-api's app built by ``create_app`` in this process, as the runtime role.
 
-    The settings of ``api_url`` (embeddings disabled, no per-key rate limit, the test
-    secret); its ``client()`` and ``inprocess_tenant`` call it without a socket.
+    The settings of ``api_url`` (embeddings disabled, no per-key or failed sign-in limit,
+    the test secret); its ``client()`` and ``inprocess_tenant`` call it without a socket.
     """
     # Imported here, not above: the app's import would slow every other run by ~0.3 s.
     from pydantic import SecretStr
@@ -73,6 +73,7 @@ def inprocess_api(database: embedded.EmbeddedDatabase) -> Iterator[InProcessApi]
         secret_key=SecretStr(SECRET),
         embedding_profile="disabled",
         api_rate_limit_per_minute=0,
+        api_failed_auth_limit_per_minute=0,
     )
     deps = deps_from(settings)
     yield InProcessApi(create_app(settings, deps))

@@ -268,45 +268,6 @@ def test_an_accounts_credentials_share_one_limit_across_api_and_mcp(
         api.stop()
 
 
-def test_failed_sign_ins_to_mcp_are_metered_per_address(
-    database: embedded.EmbeddedDatabase,
-) -> None:
-    env = {
-        "GROVE_DATABASE_URL": database.runtime_url,
-        "GROVE_EMBEDDING_PROFILE": "disabled",
-        "GROVE_MCP_FAILED_AUTH_LIMIT_PER_MINUTE": "3",
-        "GROVE_MCP_WORKERS": "1",  # the block is learnt per process
-    }
-
-    def scenario() -> None:
-        # Every test signs in from this address: its window starts empty here.
-        as_owner(
-            database,
-            None,
-            "DELETE FROM rate_limits WHERE bucket = 'mcp-failed:127.0.0.1' RETURNING hits",
-        )
-        mcp = start_mcp(env, workers=1)
-        try:
-            tenant = new_tenant(database, mcp.url)
-
-            def initialize(key: str) -> requests.Response:
-                return mcp_post(mcp.url, key, INITIALIZE)
-
-            assert initialize(tenant.client.key or "").status_code == 200  # never counted
-            invalid = "grv_" + "B" * 43
-            assert [initialize(invalid).status_code for _ in range(4)] == [401] * 4
-            refused = initialize(invalid)
-            assert refused.status_code == 429, refused.text
-            assert "failed sign-ins from this address" in refused.json()["error"]["message"]
-            assert 1 <= int(refused.headers["Retry-After"]) <= 61
-            # Until the window ends the address waits, whatever it sends.
-            assert initialize(tenant.client.key or "").status_code == 429
-        finally:
-            mcp.stop()
-
-    in_one_window(scenario)
-
-
 def test_the_request_over_the_mcp_limit_is_refused(database: embedded.EmbeddedDatabase) -> None:
     mcp = start_mcp(
         {

@@ -50,6 +50,7 @@ def start_api(env: dict[str, str]) -> Running:
             "GROVE_API_PORT": "0",
             "GROVE_API_METRICS_PORT": "0",
             "GROVE_API_RATE_LIMIT_PER_MINUTE": "0",  # tests of the limit set their own
+            "GROVE_API_FAILED_AUTH_LIMIT_PER_MINUTE": "0",
             "GROVE_SECRET_KEY": SECRET,
             **env,
         },

@@ -85,21 +85,29 @@ def hit_all(
     """Count one request in each ``(limit, bucket, per)`` at once (one statement, runtime
     role); the first refusal as ``(message, seconds to wait)``, or None if all allow it.
     ``now`` is the instant counted at (default: the database's clock)."""
-    counted = [(limit, bucket, per) for limit, bucket, per in checks if limit.limit > 0]
-    if not counted:
-        return None
-    statement = " UNION ALL ".join(
-        f"SELECT {i} AS i, hits, remaining FROM grove_rate_hit(%s, %s, %s)"
-        for i in range(len(counted))
-    )
-    values = [v for limit, bucket, _ in counted for v in (bucket, limit.window_seconds, now)]
-    with transaction(pool) as conn:
-        rows = {row["i"]: row for row in conn.execute(statement, values).fetchall()}
-    for i, (limit, _, per) in enumerate(counted):
-        wait = limit.wait(rows[i])
+    for (limit, _, per), wait in zip(checks, hit_each(pool, checks, now), strict=True):
         if wait is not None:
             return limit.refusal(wait, per), wait
     return None
+
+
+def hit_each(
+    pool: ConnectionPool, checks: list[tuple[RateLimit, str, str]], now: datetime | None = None
+) -> list[int | None]:
+    """``hit_all``, answering for every check: None if allowed, else seconds to wait."""
+    counted = [(i, limit, bucket) for i, (limit, bucket, _) in enumerate(checks) if limit.limit > 0]
+    if not counted:
+        return [None] * len(checks)
+    statement = " UNION ALL ".join(
+        f"SELECT {i} AS i, hits, remaining FROM grove_rate_hit(%s, %s, %s)" for i, _, _ in counted
+    )
+    values = [v for _, limit, bucket in counted for v in (bucket, limit.window_seconds, now)]
+    with transaction(pool) as conn:
+        rows = {row["i"]: row for row in conn.execute(statement, values).fetchall()}
+    waits: list[int | None] = [None] * len(checks)
+    for i, limit, _ in counted:
+        waits[i] = limit.wait(rows[i])
+    return waits
 
 
 #: Windows that ended this long ago are deleted by ``prune`` (every window is a minute).

@@ -12,6 +12,7 @@ from grove_api import ask, errors, openapi
 from grove_api.middleware import BearerAuth, RateLimiter
 from grove_api.settings import ApiSettings
 from grove_api.wiring import Wiring
+from grove_auth.failures import FailedSignIns
 from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import SHARE_TOKEN_PURPOSE, derive_secret
 from grove_db.pool import open_pool
@@ -49,7 +50,14 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, 
     middleware: list[Any] = [
         RequestId(),
         FalconTelemetry(),
-        BearerAuth(deps.pool, deps.key_secret, openapi.PUBLIC_PATHS, deps.tokens),
+        BearerAuth(
+            deps.pool,
+            deps.key_secret,
+            openapi.PUBLIC_PATHS,
+            FailedSignIns(deps.pool, RateLimit(settings.api_failed_auth_limit_per_minute), "api"),
+            settings.proxies(),
+            deps.tokens,
+        ),
         RateLimiter(
             deps.pool,
             RateLimit(settings.api_rate_limit_per_minute),

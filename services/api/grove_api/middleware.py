@@ -9,9 +9,12 @@ from uuid import UUID
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_auth.errors import Unauthorized
+from grove_auth.addresses import TrustedProxies
+from grove_auth.errors import IdentityNotProvisioned, ProviderUnavailable, Unauthorized
+from grove_auth.failures import FailedSignIns, bearer_token
 from grove_auth.identity import ProviderTokens
 from grove_auth.keys import KEY_PREFIX, authenticate
+from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
 from grove_db.ratelimit import RateLimit, hit_all, request_buckets
 from grove_memory.project_memory import CredentialNotAllowed
@@ -23,7 +26,9 @@ class BearerAuth:
 
     Grove's own keys by their prefix; anything else is a token of the provider, an
     owner session or an agent's, told apart by its audience. Requests to the ``public``
-    paths (``grove_api.openapi.PUBLIC_PATHS``) and to no route at all need none.
+    paths (``grove_api.openapi.PUBLIC_PATHS``) and to no route at all need none. A
+    request whose credential yields no principal is a failed sign-in
+    (``grove_auth.failures``): over the limit, 429 instead of its 401, 403 or 503.
     """
 
     def __init__(
@@ -31,11 +36,15 @@ class BearerAuth:
         pool: ConnectionPool,
         key_secret: bytes,
         public: frozenset[str],
+        failures: FailedSignIns,
+        proxies: TrustedProxies,
         tokens: ProviderTokens | None = None,
     ) -> None:
         self._pool = pool
         self._secret = key_secret
         self._public = public
+        self._failures = failures
+        self._proxies = proxies
         self._tokens = tokens
 
     def process_resource(
@@ -43,9 +52,22 @@ class BearerAuth:
     ) -> None:
         if req.path in self._public or resource is None:
             return
-        scheme, _, token = (req.get_header("Authorization") or "").partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
+        token = bearer_token(req.get_header("Authorization"))
+        address = self._proxies.client(req.remote_addr, [req.get_header("X-Forwarded-For") or ""])
+        refused = self._failures.before_check(token, address)
+        if refused is None:
+            try:
+                req.context.principal = self._principal(token, resource)
+                return
+            except (Unauthorized, ProviderUnavailable, IdentityNotProvisioned):
+                refused = self._failures.failed(token, address)
+                if refused is None:
+                    raise
+        metrics.RATE_LIMITED.labels(metrics.service()).inc()
+        raise falcon.HTTPTooManyRequests(title=refused[0], retry_after=refused[1])
+
+    def _principal(self, token: str | None, resource: Any) -> Principal:
+        if token is None:
             raise Unauthorized("send Authorization: Bearer <api key or owner session token>")
         if token.startswith(PROJECT_KEY_PREFIX):
             principal = authenticate_project_key(self._pool, self._secret, token)
@@ -54,18 +76,18 @@ class BearerAuth:
                 raise CredentialNotAllowed(
                     "a project key may call only its project's /memory routes"
                 )
-            req.context.principal = principal
-        elif token.startswith(KEY_PREFIX) or self._tokens is None:
-            req.context.principal = authenticate(self._pool, self._secret, token)
-        else:
-            req.context.principal = self._tokens.principal(self._pool, token)
+            return principal
+        if token.startswith(KEY_PREFIX) or self._tokens is None:
+            return authenticate(self._pool, self._secret, token)
+        return self._tokens.principal(self._pool, token)
 
 
 class RateLimiter:
     """Refuse a credential's requests over its per-minute limit with 429 and ``Retry-After``.
 
     Runs after ``BearerAuth``; the counters live in PostgreSQL, so the limit holds
-    across every replica of the service. Unauthenticated requests are not counted.
+    across every replica of the service. Requests without a principal are metered by
+    ``BearerAuth`` as failed sign-ins instead.
     """
 
     def __init__(

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from grove_auth.addresses import ProxySettings
 from grove_auth.identity import IdentitySettings
 from grove_db.quotas import QuotaSettings
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
@@ -27,11 +28,12 @@ DEFAULT_QUERY_EMBED_MS = 300
 DEFAULT_ANSWER_TIMEOUT_MS = 10_000
 DEFAULT_METRICS_PORT = 9080
 DEFAULT_RATE_LIMIT_PER_MINUTE = 600
+DEFAULT_FAILED_AUTH_LIMIT_PER_MINUTE = 120
 DEFAULT_ASK_RATE_LIMIT_PER_MINUTE = 60
 DEFAULT_ASK_MAX_CONCURRENT_PER_ACCOUNT = 4
 
 
-class ApiSettings(IdentitySettings, QuotaSettings):
+class ApiSettings(IdentitySettings, QuotaSettings, ProxySettings):
     """Configuration of ``grove-api``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")
@@ -59,6 +61,11 @@ class ApiSettings(IdentitySettings, QuotaSettings):
     #: Requests per minute per credential, across all replicas (0: no limit).
     api_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = (
         DEFAULT_RATE_LIMIT_PER_MINUTE
+    )
+    #: Failed sign-ins per minute, per presented token and per client address
+    #: (``GROVE_TRUSTED_PROXIES``); past it their failures get 429 (0: no limit).
+    api_failed_auth_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = (
+        DEFAULT_FAILED_AUTH_LIMIT_PER_MINUTE
     )
     #: Live connections (API keys and approved agents) an account may hold (0: no limit).
     max_connections_per_account: Annotated[int, Field(ge=0, le=100_000)] = 200

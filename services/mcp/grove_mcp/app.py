@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -26,12 +25,15 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CLIENT_INFO_META_KEY
 from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from grove_auth.addresses import TrustedProxies
 from grove_auth.errors import GrantError, IdentityNotProvisioned, ProviderUnavailable, Unauthorized
+from grove_auth.failures import FailedSignIns, bearer_token
 from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import KEY_PREFIX, authenticate, derive_secret
 from grove_auth.oauth import describe_client
@@ -231,54 +233,53 @@ def rate_limited(message: str, wait: int) -> JSONResponse:
 
 
 class FailureMeter:
-    """Meter the requests to /mcp that fail authentication (401) or find the provider
-    unavailable (503), per client address, counted across replicas: past ``limit`` a
-    minute, an address is answered 429 before any token is verified, until its window
-    ends (each process learns it from its own next failure, so at most one more failure
-    per process gets through). Authenticated traffic never counts here."""
+    """Meter the requests to /mcp whose credential yields no principal: none sent or
+    not valid (401), or one the provider cannot check or whose identity owns no account
+    (let through ``refused``; see ``KeyVerifier``). Counted per token and per client
+    address (``grove_auth.failures``); over the limit such a request is answered 429
+    instead. A credential that verifies is never counted or refused here."""
 
-    def __init__(self, app: ASGIApp, pool: ConnectionPool, limit: RateLimit) -> None:
+    def __init__(self, app: ASGIApp, failures: FailedSignIns, proxies: TrustedProxies) -> None:
         self.app = app
-        self.pool = pool
-        self.limit = limit
-        self._blocked: dict[str, float] = {}
+        self.failures = failures
+        self.proxies = proxies
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != MCP_PATH or self.limit.limit <= 0:
+        if scope["type"] != "http" or scope["path"] != MCP_PATH:
             await self.app(scope, receive, send)
             return
-        address = (scope.get("client") or ("unknown", 0))[0]
-        until = self._blocked.get(address)
-        if until is not None and until > time.monotonic():
-            wait = max(1, int(until - time.monotonic()) + 1)
-            message = self.limit.refusal(wait, "failed sign-ins from this address")
-            await rate_limited(message, wait)(scope, receive, send)
+        headers = Headers(scope=scope)
+        token = bearer_token(headers.get("authorization"))
+        address = self.proxies.client(
+            (scope.get("client") or (None, 0))[0], headers.getlist("x-forwarded-for")
+        )
+        refused = self.failures.before_check(token, address)
+        if refused is not None:
+            await rate_limited(*refused)(scope, receive, send)
             return
+        replaced = False
 
         async def watch(message: Message) -> None:
-            # Counted before the answer leaves, so the next request already sees it.
-            if message["type"] == "http.response.start" and message["status"] in (401, 503):
-                try:
-                    wait = await anyio.to_thread.run_sync(
-                        self.limit.hit, self.pool, f"mcp-failed:{address}"
-                    )
-                except DatabaseError:  # the database is down: the answer still goes out
-                    wait = None
-                if wait is not None:
-                    self._block(address, wait)
+            nonlocal replaced
+            if replaced:  # the app's own answer, dropped for the 429
+                return
+            if message["type"] == "http.response.start" and _failed(scope, message["status"]):
+                # Counted before the answer leaves, so the next request already sees it.
+                over = await anyio.to_thread.run_sync(self.failures.failed, token, address)
+                if over is not None:
+                    replaced = True
+                    await rate_limited(*over)(scope, receive, send)
+                    return
             await send(message)
 
         await self.app(scope, receive, watch)
 
-    def _block(self, address: str, wait: int) -> None:
-        now = time.monotonic()
-        if len(self._blocked) > MAX_BLOCKED:
-            self._blocked = {a: t for a, t in self._blocked.items() if t > now}
-        self._blocked[address] = now + wait
 
-
-#: Addresses a process remembers as blocked, at most (expired ones are dropped first).
-MAX_BLOCKED = 10_000
+def _failed(scope: Scope, status: int) -> bool:
+    """Whether a request's credential yielded no principal: a 401, or a token let
+    through ``refused`` (the SDK's authentication has set the scope's user by now)."""
+    token: AccessToken | None = getattr(scope.get("user"), "access_token", None)
+    return status == 401 or bool(token and token.claims and token.claims.get("refused"))
 
 
 class DescribeClient:
@@ -478,9 +479,10 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
                 RateLimit(settings.account_rate_limit_per_minute),
             )
     known = [getattr(route, "path", "") for route in starlette_app.routes]
-    metered = FailureMeter(
-        starlette_app, store.pool, RateLimit(settings.mcp_failed_auth_limit_per_minute)
+    failures = FailedSignIns(
+        store.pool, RateLimit(settings.mcp_failed_auth_limit_per_minute), "mcp"
     )
+    metered = FailureMeter(starlette_app, failures, settings.proxies())
     cors = Cors(metered, settings.mcp_allowed_origins, [MCP_PATH, METADATA_PATH])
     return AsgiTelemetry(cors, known)
 

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from grove_auth.addresses import ProxySettings
 from grove_auth.identity import IdentitySettings
 from grove_db.quotas import QuotaSettings
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
@@ -17,7 +18,7 @@ DEFAULT_PER_CREDENTIAL_CONCURRENCY = 8
 MAX_BODY_BYTES = 64 * 1024
 
 
-class McpSettings(IdentitySettings, QuotaSettings):
+class McpSettings(IdentitySettings, QuotaSettings, ProxySettings):
     """Configuration of ``grove-mcp``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")
@@ -46,8 +47,8 @@ class McpSettings(IdentitySettings, QuotaSettings):
     metrics_host: str = "127.0.0.1"
     #: Requests per minute per credential, across all replicas (0: no limit).
     mcp_rate_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 600
-    #: Requests to /mcp per client address per minute that fail authentication (401) or
-    #: find the provider unavailable (503); past it the address gets 429 (0: no limit).
+    #: Failed sign-ins to /mcp per minute, per presented token and per client address
+    #: (``GROVE_TRUSTED_PROXIES``); past it their failures get 429 (0: no limit).
     mcp_failed_auth_limit_per_minute: Annotated[int, Field(ge=0, le=1_000_000)] = 120
     #: Requests per minute per account, all its credentials together, api and mcp counted
     #: in one bucket across all replicas (0: no limit).

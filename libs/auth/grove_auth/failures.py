@@ -29,7 +29,8 @@ from grove_auth.project_keys import PROJECT_KEY_PREFIX
 from grove_db.errors import DatabaseError
 from grove_db.ratelimit import RateLimit, hit_each
 
-#: Buckets a process remembers as refused, at most (expired ones are dropped first).
+#: Buckets a process remembers as refused, at most (expired ones are dropped first, then
+#: the oldest: a forgotten one is counted in PostgreSQL again, and refused from there).
 MAX_BLOCKED = 10_000
 
 #: A refusal: what the caller is told, and the seconds until it may try again.
@@ -120,6 +121,8 @@ class FailedSignIns:
     def _block(self, bucket: str, wait: int, per: str) -> None:
         now = self._clock()
         with self._lock:
-            if len(self._blocked) > MAX_BLOCKED:
+            if len(self._blocked) >= MAX_BLOCKED:
                 self._blocked = {b: v for b, v in self._blocked.items() if v[0] > now}
+                while len(self._blocked) >= MAX_BLOCKED:  # the oldest go first
+                    self._blocked.pop(next(iter(self._blocked)))
             self._blocked[bucket] = (now + wait, per)

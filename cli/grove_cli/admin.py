@@ -108,6 +108,7 @@ QUOTA_OPTIONS = {
     "notebooks": ("notebooks", "items"),
     "shares": ("shares", "items"),
     "conversations": ("conversations", "items"),
+    "file_bytes": ("files", "bytes"),
 }
 
 

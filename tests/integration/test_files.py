@@ -87,14 +87,15 @@ def superuser(stack: FilesStack) -> psycopg.Connection[Any]:
 def test_each_accepted_type_uploads_and_downloads_exactly(account: Account) -> None:
     for media, data in ACCEPTED.items():
         file = uploaded(account.key, data, f"{media}; charset=utf-8", name=f"doc {media}")
-        assert file["mediaType"] == f"{media}; charset=utf-8"
+        assert file["mediaType"] == media  # normalised: the type alone
         assert (file["version"], file["sizeBytes"]) == (1, len(data))
         assert file["sha256"] == hashlib.sha256(data).hexdigest()
         assert (file["indexing"], file["archived"], file["projectId"]) == ("pending", False, None)
         original = download(account.key, file["id"])
         assert original.status_code == 200
         assert original.content == data
-        assert original.headers["Content-Type"] == f"{media}; charset=utf-8"
+        served = "application/octet-stream" if media == "text/html" else media
+        assert original.headers["Content-Type"] == served
         assert original.headers["X-Content-Type-Options"] == "nosniff"
         assert original.headers["Content-Disposition"].startswith("attachment;")
         again = data_of(account.key.get(f"{FILES}/{file['id']}"))
@@ -117,6 +118,36 @@ def test_another_type_is_refused_with_415(account: Account) -> None:
     )
     assert no_type.status_code == 415
     assert listed(account.key) == []
+
+
+def test_an_uploaded_content_type_is_never_stored_or_sent_back_verbatim(
+    account: Account, stack: FilesStack
+) -> None:
+    sent = {
+        'TEXT/Plain ; charset="utf-8"; x=<script>alert(1)</script>': ("text/plain", "text/plain"),
+        "text/html; charset=utf-8": ("text/html", "application/octet-stream"),
+        "Application/PDF": ("application/pdf", "application/pdf"),
+    }
+    for header, (stored, served) in sent.items():
+        file = uploaded(account.key, ACCEPTED[stored], header)
+        assert file["mediaType"] == stored
+        version = upload(account.key, ACCEPTED[stored], header, path=f"{FILES}/{file['id']}")
+        assert data_of(version)["mediaType"] == stored
+        original = download(account.key, file["id"])
+        assert original.headers["Content-Type"] == served, header
+        assert original.headers["Content-Disposition"].startswith("attachment;")
+        assert original.headers["X-Content-Type-Options"] == "nosniff"
+    # A version stored before types were normalised (or imported so) is served by type too.
+    html = uploaded(account.key, ACCEPTED["text/html"], "text/html")
+    with superuser(stack) as conn:
+        conn.execute(
+            "UPDATE files SET media_type = 'text/html; charset=utf-8' WHERE id = %s", (html["id"],)
+        )
+    assert download(account.key, html["id"]).headers["Content-Type"] == "application/octet-stream"
+    for refused in ("image/svg+xml", "text/xml", "application/xhtml+xml"):
+        response = upload(account.key, b"<svg onload='alert(1)'/>", refused)
+        assert response.status_code == 415, refused
+        assert error_of(response)["code"] == "unsupported_media_type"
 
 
 def test_exactly_the_size_limit_passes_and_one_byte_more_is_413(account: Account) -> None:
@@ -156,7 +187,7 @@ def test_the_download_is_an_attachment_named_in_rfc_5987(account: Account) -> No
     )
     assert original.headers["X-Content-Type-Options"] == "nosniff"
     assert "sandbox" in original.headers["Content-Security-Policy"]
-    assert original.headers["Content-Type"] == "text/html"
+    assert original.headers["Content-Type"] == "application/octet-stream"  # never run
     assert int(original.headers["Content-Length"]) == len(ACCEPTED["text/html"])
 
 

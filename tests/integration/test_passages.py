@@ -271,7 +271,9 @@ def test_an_extraction_of_a_replaced_version_stores_nothing(quiet: tuple[str, An
         rows = conn.execute(
             "SELECT file_version, content FROM memories WHERE deleted_at IS NULL"
         ).fetchall()
-        jobs = conn.execute("SELECT status FROM jobs ORDER BY id").fetchall()
+        jobs = conn.execute(
+            "SELECT status FROM jobs WHERE kind = 'extract_file' ORDER BY id"
+        ).fetchall()
     assert [(r["file_version"], r["content"]) for r in rows] == [(2, "The ledger closes at noon.")]
     assert [j["status"] for j in jobs] == ["done", "done"]
 

@@ -1,7 +1,10 @@
 """Per-account quotas (issue 18 #3): PostgreSQL counts notes, their bytes, notebooks,
 shares and conversations and refuses growth past a limit on every path (REST, MCP, in
 the same statement as the write); defaults come from the services' settings, an
-account's own limits from ``grove accounts quota``. Project pools have a record limit."""
+account's own limits from ``grove accounts quota``. Project pools have a record limit.
+Files (issue 48 #6): every stored byte of every version counts until the worker purges
+it (a replaced version after its retention, a deleted file after the restoration
+window), and the storage view shows the same count."""
 
 from __future__ import annotations
 
@@ -10,24 +13,34 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 import psycopg
 import pytest
 import requests
 
+from grove_auth.principal import Principal
+from grove_cli import admin
+from grove_contracts.files import StorageCounter
 from grove_contracts.project_memory import WriteRecordRequest
-from grove_db import embedded
+from grove_db import embedded, queue
 from grove_db.errors import QuotaExceeded
 from grove_db.pool import open_pool
+from grove_memory import files
 from grove_memory import project_memory as pm
+from grove_memory.blobs import PostgresBlobs
 from grove_memory.store import Store
+from grove_worker import sweeps
 from tests.integration.test_mcp import call
 from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.integration.test_project_memory_sql import project_with
 from tests.support.clients import data_of, error_of, race
+from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running, run_script, start_api, start_mcp
+from tests.support.tenants import owner_of
 
 DEFAULTS = {
     "GROVE_QUOTA_NOTES": "4",
@@ -35,6 +48,7 @@ DEFAULTS = {
     "GROVE_QUOTA_NOTEBOOKS": "2",
     "GROVE_QUOTA_SHARES": "1",
     "GROVE_QUOTA_CONVERSATIONS": "1",
+    "GROVE_QUOTA_FILE_BYTES": "5000",
 }
 
 
@@ -257,3 +271,155 @@ def test_a_project_pool_holds_at_most_its_record_limit(
         assert unlimited.max_project_records == 0
     finally:
         pool.close()
+
+
+# --- files ---------------------------------------------------------------------------
+
+
+def file_usage(database: embedded.EmbeddedDatabase, account: UUID) -> tuple[int, int]:
+    """The account's counted file versions and bytes, as the quota sees them."""
+    with psycopg.connect(database.grove_superuser_url) as conn:
+        row = conn.execute(
+            "SELECT items, bytes FROM account_usage WHERE account_id = %s AND kind = 'files'",
+            (account,),
+        ).fetchone()
+    return (row[0], row[1]) if row else (0, 0)
+
+
+def stored_files(owner: OwnedAccount) -> list[dict[str, Any]]:
+    return data_of(owner.key.get(FILES))["items"]  # type: ignore[no-any-return]
+
+
+def test_every_file_version_counts_and_one_byte_over_the_quota_stores_nothing(
+    stack: Stack, owner: OwnedAccount
+) -> None:
+    first = uploaded(owner.key, b"a" * 3000, name="a.txt")
+    # A new version counts beside the old one: 3,000 + 2,000 lands exactly at the limit.
+    second = upload(owner.key, b"b" * 2000, path=f"{FILES}/{first['id']}")
+    assert second.status_code == 200, second.text
+    assert file_usage(stack.database, owner.tenant.account_id) == (2, 5000)
+    storage = data_of(owner.session.get("/v1/storage"))
+    assert storage["files"] == {"items": 1, "bytes": 5000}  # what the quota counts
+    before = stored_files(owner)
+
+    refused(upload(owner.key, b"c", name="c.txt"), "at most 5000 bytes of files")
+    refused(upload(owner.key, b"c", path=f"{FILES}/{first['id']}"), "at most 5000 bytes of files")
+    assert stored_files(owner) == before  # still one file, at version 2
+    original = owner.key.get(f"{FILES}/{first['id']}/original")
+    assert original.content == b"b" * 2000
+    assert file_usage(stack.database, owner.tenant.account_id) == (2, 5000)
+    assert data_of(owner.session.get("/v1/storage"))["files"] == storage["files"]
+    # Notes have their own limits: the file bytes take nothing from them.
+    assert save(owner, "x" * 1000).status_code == 201
+
+    # A deleted file's bytes stay counted until they are purged.
+    assert owner.key.delete(f"{FILES}/{first['id']}").status_code == 200
+    refused(upload(owner.key, b"c", name="c.txt"), "at most 5000 bytes of files")
+
+
+def test_an_accounts_own_file_byte_limit_is_set_and_shown_by_the_cli(
+    stack: Stack, owner: OwnedAccount
+) -> None:
+    account = str(owner.tenant.account_id)
+    shown = grove(stack.database, "--account", account, "--file-bytes", "6000")
+    assert "file_bytes     used 0            limit 6000" in shown
+    uploaded(owner.key, b"x" * 6000)
+    refused(upload(owner.key, b"y"), "at most 6000 bytes of files")
+    shown = grove(stack.database, "--account", account)
+    assert "file_bytes     used 6000         limit 6000" in shown
+
+
+@dataclass
+class QuietFiles:
+    """An account on a database no worker watches, limited to 5,000 bytes of files,
+    whose replaced versions are kept 7 days."""
+
+    store: Store
+    owner: Principal
+    url: str
+
+    def upload(self, data: bytes, file_id: UUID | None = None) -> Any:
+        body = files.Body.of([data], "text/plain")
+        if file_id is None:
+            return files.upload(
+                self.store, PostgresBlobs(), self.owner, body, name="f.txt", notebook_id=None
+            ).file
+        return files.upload_version(self.store, PostgresBlobs(), self.owner, file_id, body)
+
+    def counted(self) -> StorageCounter:
+        """The storage view's files, checked against the quota's own count."""
+        shown = files.storage(self.store, self.owner).files
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute(
+                "SELECT bytes FROM account_usage WHERE account_id = %s AND kind = 'files'",
+                (self.owner.account_id,),
+            ).fetchone()
+        assert row is not None and row[0] == shown.bytes
+        return shown
+
+    def sweep(self, kind: str, days: float = 0) -> sweeps.SweepOutcome | None:
+        """Run the ``kind`` jobs due ``days`` from now (the clock, injected); None if none."""
+        later = datetime.now(UTC) + timedelta(days=days)
+        jobs = queue.claim(self.store.pool, "test", None, 10, 60, [kind], now=later)
+        return sweeps.run(self.store.pool, "test", jobs) if jobs else None
+
+
+@pytest.fixture
+def quiet_files(quiet: tuple[str, Any]) -> QuietFiles:
+    url, pool = quiet
+    migration = embedded.role_url(url, embedded.MIGRATION_ROLE)
+    account = admin.create_account(migration, "files")
+    admin.set_quotas(migration, account, {"file_bytes": 5000})
+    store = Store(pool=pool, cursor_secret=b"x" * 32, file_version_retention_days=7)
+    return QuietFiles(store, owner_of(account), url)
+
+
+def test_a_replaced_version_is_purged_after_its_retention_and_frees_the_quota(
+    quiet_files: QuietFiles,
+) -> None:
+    first = quiet_files.upload(b"a" * 3000)
+    quiet_files.upload(b"b" * 2000, first.id)
+    assert quiet_files.counted() == StorageCounter(items=1, bytes=5000)
+    with pytest.raises(QuotaExceeded, match="at most 5000 bytes of files"):
+        quiet_files.upload(b"c")
+
+    assert quiet_files.sweep(queue.PURGE_FILE_VERSION, days=6.9) is None  # kept 7 days
+    purged = quiet_files.sweep(queue.PURGE_FILE_VERSION, days=7.1)
+    assert purged is not None and (purged.purged, purged.purged_bytes) == (1, 3000)
+    assert quiet_files.counted() == StorageCounter(items=1, bytes=2000)
+    original = files.original(quiet_files.store, PostgresBlobs(), quiet_files.owner, first.id)
+    assert b"".join(original.chunks) == b"b" * 2000  # the current version is untouched
+    assert quiet_files.upload(b"c" * 3000).sizeBytes == 3000  # room again
+
+
+def test_a_deleted_files_bytes_are_purged_after_the_restoration_window(
+    quiet_files: QuietFiles,
+) -> None:
+    kept = quiet_files.upload(b"k" * 1000)
+    doomed = quiet_files.upload(b"a" * 2500)
+    quiet_files.upload(b"b" * 1500, doomed.id)
+    files.delete_file(quiet_files.store, quiet_files.owner, doomed.id)
+    assert quiet_files.counted() == StorageCounter(items=2, bytes=5000)  # retained
+    with pytest.raises(QuotaExceeded, match="at most 5000 bytes of files"):
+        quiet_files.upload(b"c")
+    assert quiet_files.sweep(queue.PURGE_FILE, days=59) is None  # 60 days to restore
+
+    # Sixty-one days on: the test moves the deletion, and so its job, into the past.
+    with psycopg.connect(quiet_files.url) as conn:
+        conn.execute(
+            "UPDATE files SET deleted_at = deleted_at - interval '61 days' WHERE id = %s",
+            (doomed.id,),
+        )
+        conn.execute(
+            "UPDATE jobs SET run_after = run_after - interval '61 days' WHERE kind = %s",
+            (queue.PURGE_FILE,),
+        )
+    purged = quiet_files.sweep(queue.PURGE_FILE)
+    assert purged is not None and (purged.purged, purged.purged_bytes) == (1, 4000)
+    assert quiet_files.counted() == StorageCounter(items=2, bytes=1000)
+    # The replaced version's own purge finds nothing left to do.
+    late = quiet_files.sweep(queue.PURGE_FILE_VERSION, days=8)
+    assert late is not None and (late.purged, late.skipped) == (0, 1)
+    assert quiet_files.upload(b"c" * 4000).sizeBytes == 4000
+    original = files.original(quiet_files.store, PostgresBlobs(), quiet_files.owner, kept.id)
+    assert b"".join(original.chunks) == b"k" * 1000

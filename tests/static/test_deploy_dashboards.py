@@ -57,6 +57,7 @@ METRIC_FAMILIES: dict[str, str] = {
     "grove_job_stale_completions_total": "counter",
     "grove_sweep_notes_expired_total": "counter",
     "grove_sweep_notes_soft_deleted_total": "counter",
+    "grove_sweep_file_bytes_purged_total": "counter",
     "grove_enrichment_runs_total": "counter",
     "grove_enrichment_artifacts_total": "counter",
     "grove_enrichment_brief_fallbacks_total": "counter",

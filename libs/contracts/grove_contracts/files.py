@@ -23,6 +23,10 @@ ACCEPTED_MEDIA_TYPES = (
     "application/pdf",
     "application/json",
 )
+#: The media types an original is sent back as. Any other (HTML, which a browser opened
+#: on it would run; a type stored before types were normalised) goes as ``OPAQUE``.
+SERVED_MEDIA_TYPES = ("text/plain", "text/markdown", "application/pdf", "application/json")
+OPAQUE = "application/octet-stream"
 MAX_FILE_NAME_CHARS = 255
 #: The longest ``Content-Type`` stored with a file (parameters included).
 MAX_MEDIA_TYPE_CHARS = 200
@@ -37,6 +41,14 @@ def media_type_of(content_type: str | None) -> str | None:
     parameters; None when it names none of ``ACCEPTED_MEDIA_TYPES``."""
     essence = (content_type or "").split(";")[0].strip().lower()
     return essence if essence in ACCEPTED_MEDIA_TYPES else None
+
+
+def served_media_type(media_type: str) -> str:
+    """The ``Content-Type`` an original stored as ``media_type`` is sent with: its
+    accepted type, lower-cased without parameters, if one of ``SERVED_MEDIA_TYPES``;
+    else ``OPAQUE``. Never the uploader's text itself."""
+    accepted = media_type_of(media_type)
+    return accepted if accepted in SERVED_MEDIA_TYPES else OPAQUE
 
 
 class _Named(Strict):

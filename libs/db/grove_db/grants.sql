@@ -26,9 +26,11 @@ GRANT UPDATE (status, attempts, lease_expires_at, outcome, answer_text, answer_f
     ON conversation_turns TO {role};
 GRANT SELECT, INSERT ON turn_proposals TO {role};
 GRANT SELECT, INSERT, UPDATE ON imports TO {role};
--- files: metadata changes (versions, soft deletes); chunks are written once, never changed.
+-- files: metadata changes (versions, soft deletes); chunks are written once, never
+-- changed, and deleted by the worker's purge (a replaced version past its retention, a
+-- deleted file past the restoration window: grove_worker.sweeps).
 GRANT SELECT, INSERT, UPDATE ON files TO {role};
-GRANT SELECT, INSERT ON file_chunks TO {role};
+GRANT SELECT, INSERT, DELETE ON file_chunks TO {role};
 GRANT UPDATE (state, applied, outcome, undo_outcome, events) ON turn_proposals TO {role};
 -- enrichment (grove_memory.enrichment): the worker writes suggestions, briefs and the
 -- daily quota's use; `grove enrich reset` deletes them.

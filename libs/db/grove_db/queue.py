@@ -25,12 +25,26 @@ EXPIRE_NOTE = "expire_note"
 PURGE_NOTE = "purge_note"
 DELETE_IDENTITY = "delete_identity"
 EXTRACT_FILE = "extract_file"
+#: Purging the bytes of a file deleted past the restoration window, and of a replaced
+#: version past its retention (``grove_worker.sweeps``).
+PURGE_FILE = "purge_file"
+PURGE_FILE_VERSION = "purge_file_version"
 #: Enrichment (grove_memory.enrichment), queued by triggers on memories (migration 0034).
 CLASSIFY_NOTES = "classify_notes"
 BRIEF_NOTEBOOK = "brief_notebook"
 #: Jobs any worker may run, whatever its embedding profile (``delete_identity`` only
 #: where a deletion webhook is configured: elsewhere those jobs wait).
-SWEEPS = [EXPIRE_NOTE, PURGE_NOTE, EXTRACT_FILE, CLASSIFY_NOTES, BRIEF_NOTEBOOK, DELETE_IDENTITY]
+SWEEPS = [
+    EXPIRE_NOTE,
+    PURGE_NOTE,
+    PURGE_FILE,
+    PURGE_FILE_VERSION,
+    EXTRACT_FILE,
+    CLASSIFY_NOTES,
+    BRIEF_NOTEBOOK,
+    DELETE_IDENTITY,
+]
+#: How long an expired note can be restored, and a deleted file's bytes are kept.
 RESTORATION_WINDOW_DAYS = 60
 
 #: The instant a claim is measured against: the caller's ``now``, else the database's.
@@ -186,6 +200,23 @@ def enqueue_extraction(conn: Conn, file_id: UUID, version: int, profile: str | N
         (EXTRACT_FILE, version, Jsonb({"fileId": str(file_id), "profile": profile})),
     )
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+
+
+def enqueue_file_purge(conn: Conn, file_id: UUID, version: int | None, days: int) -> None:
+    """Queue the purge of a file's bytes ``days`` from now, in the caller's transaction:
+    of one replaced ``version`` (``PURGE_FILE_VERSION``), or with None of the whole file
+    it deletes (``PURGE_FILE``). Each purge checks again that it is due when it runs."""
+    conn.execute(
+        "INSERT INTO jobs (account_id, kind, version, payload, run_after)"
+        " VALUES (grove_current_account(), %s, %s, %s,"
+        " statement_timestamp() + make_interval(days => %s))",
+        (
+            PURGE_FILE if version is None else PURGE_FILE_VERSION,
+            version,
+            Jsonb({"fileId": str(file_id)}),
+            days,
+        ),
+    )
 
 
 #: At most one queued enrichment job per account (classification) and per notebook

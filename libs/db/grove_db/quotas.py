@@ -15,7 +15,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 #: The kinds PostgreSQL counts per account (``account_usage.kind``).
-KINDS = ("notes", "passages", "notebooks", "shares", "conversations")
+KINDS = ("notes", "passages", "notebooks", "shares", "conversations", "files")
 
 Count = Annotated[int, Field(ge=0, le=1_000_000_000)]
 
@@ -30,6 +30,8 @@ class QuotaSettings(BaseSettings):
     quota_notebooks: Count = 10_000
     quota_shares: Count = 1_000
     quota_conversations: Count = 10_000
+    #: Bytes of uploaded files: every version stored, until the worker purges it.
+    quota_file_bytes: Annotated[int, Field(ge=0, le=1 << 50)] = 10 << 30
     #: Records per org project's shared pool (a pool belongs to its org, not an account).
     quota_project_records: Count = 100_000
 
@@ -42,4 +44,5 @@ class QuotaSettings(BaseSettings):
             "grove.quota_notebooks": str(self.quota_notebooks),
             "grove.quota_shares": str(self.quota_shares),
             "grove.quota_conversations": str(self.quota_conversations),
+            "grove.quota_file_bytes": str(self.quota_file_bytes),
         }

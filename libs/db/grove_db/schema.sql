@@ -66,17 +66,22 @@ BEGIN
         WHERE q.account_id = p_account AND q.kind = p_kind;
     item_limit := coalesce(own.items,
         nullif(current_setting('grove.quota_' || p_kind, true), '')::bigint, 0);
-    byte_limit := coalesce(own.bytes, CASE WHEN p_kind = 'notes' THEN
-        nullif(current_setting('grove.quota_note_bytes', true), '')::bigint END, 0);
+    byte_limit := coalesce(own.bytes, CASE p_kind
+        WHEN 'notes' THEN nullif(current_setting('grove.quota_note_bytes', true), '')::bigint
+        WHEN 'files' THEN nullif(current_setting('grove.quota_file_bytes', true), '')::bigint
+        END, 0);
     IF p_items > 0 AND item_limit > 0 AND used.items > item_limit THEN
         RAISE EXCEPTION USING ERRCODE = 'GQ001', MESSAGE = format(
             'this account may hold at most %s %s; remove some first', item_limit,
-            CASE p_kind WHEN 'shares' THEN 'unrevoked share links' ELSE p_kind END);
+            CASE p_kind WHEN 'shares' THEN 'unrevoked share links'
+                        WHEN 'files' THEN 'stored file versions' ELSE p_kind END);
     END IF;
     IF p_bytes > 0 AND byte_limit > 0 AND used.bytes > byte_limit THEN
-        RAISE EXCEPTION USING ERRCODE = 'GQ001', MESSAGE = format(
-            'this account may hold at most %s bytes of notes; remove or shorten some first',
-            byte_limit);
+        RAISE EXCEPTION USING ERRCODE = 'GQ001', MESSAGE = CASE p_kind
+            WHEN 'files' THEN format('this account may hold at most %s bytes of files (every'
+                ' version counts until it is purged); delete some first', byte_limit)
+            ELSE format('this account may hold at most %s bytes of notes; remove or shorten'
+                ' some first', byte_limit) END;
     END IF;
 END $$;
 
@@ -555,6 +560,34 @@ CREATE FUNCTION public.grove_share_lookup() RETURNS bytea
 
 
 --
+-- Name: grove_track_file_usage(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_track_file_usage() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+DECLARE
+    delta record;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        FOR delta IN SELECT account_id, count(*) FILTER (WHERE ordinal = 0) AS items,
+                            sum(octet_length(data)) AS bytes
+                     FROM new_rows GROUP BY account_id LOOP
+            PERFORM grove_add_usage(delta.account_id, 'files', delta.items, delta.bytes);
+        END LOOP;
+    ELSE
+        FOR delta IN SELECT account_id, count(*) FILTER (WHERE ordinal = 0) AS items,
+                            sum(octet_length(data)) AS bytes
+                     FROM old_rows GROUP BY account_id LOOP
+            PERFORM grove_add_usage(delta.account_id, 'files', -delta.items, -delta.bytes);
+        END LOOP;
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
 -- Name: grove_track_usage(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -632,7 +665,7 @@ CREATE TABLE public.account_quotas (
     bytes bigint,
     CONSTRAINT account_quotas_bytes_check CHECK ((bytes >= 0)),
     CONSTRAINT account_quotas_items_check CHECK ((items >= 0)),
-    CONSTRAINT account_quotas_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'passages'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
+    CONSTRAINT account_quotas_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'passages'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text, 'files'::text])))
 );
 
 ALTER TABLE ONLY public.account_quotas FORCE ROW LEVEL SECURITY;
@@ -647,7 +680,7 @@ CREATE TABLE public.account_usage (
     kind text NOT NULL,
     items bigint DEFAULT 0 NOT NULL,
     bytes bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT account_usage_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'passages'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text])))
+    CONSTRAINT account_usage_kind_check CHECK ((kind = ANY (ARRAY['notes'::text, 'passages'::text, 'notebooks'::text, 'shares'::text, 'conversations'::text, 'files'::text])))
 );
 
 ALTER TABLE ONLY public.account_usage FORCE ROW LEVEL SECURITY;
@@ -1995,6 +2028,13 @@ CREATE TRIGGER usage_deletes AFTER DELETE ON public.conversations REFERENCING OL
 
 
 --
+-- Name: file_chunks usage_deletes; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_deletes AFTER DELETE ON public.file_chunks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_file_usage();
+
+
+--
 -- Name: memories usage_deletes; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2020,6 +2060,13 @@ CREATE TRIGGER usage_deletes AFTER DELETE ON public.shares REFERENCING OLD TABLE
 --
 
 CREATE TRIGGER usage_inserts AFTER INSERT ON public.conversations REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_usage('conversations', 'deleted_at IS NULL', '0');
+
+
+--
+-- Name: file_chunks usage_inserts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER usage_inserts AFTER INSERT ON public.file_chunks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.grove_track_file_usage();
 
 
 --
@@ -3092,6 +3139,13 @@ REVOKE ALL ON FUNCTION public.grove_share_live(p_token_hash bytea) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION grove_track_file_usage(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.grove_track_file_usage() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION grove_track_usage(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3298,7 +3352,7 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.embeddings TO grove_app;
 -- Name: TABLE file_chunks; Type: ACL; Schema: public; Owner: -
 --
 
-GRANT SELECT,INSERT ON TABLE public.file_chunks TO grove_app;
+GRANT SELECT,INSERT,DELETE ON TABLE public.file_chunks TO grove_app;
 
 
 --

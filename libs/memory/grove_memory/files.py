@@ -8,6 +8,12 @@ upload with the same ``operationId`` answers the first result and stores nothing
 Each version is extracted into passages by a fenced job (``grove_memory.passages``):
 an upload queues it, a new version replaces the old one's passages, and moving,
 archiving or deleting a file does the same to its passages in the same transaction.
+
+Every stored byte of every version counts against the account's file quota (kind
+``files``, kept by a trigger on the chunks: migration 0039) until it is purged, so an
+upload past it fails with ``QuotaExceeded`` and stores nothing. A new version queues the
+purge of the one it replaces after ``Store.file_version_retention_days``, a deletion the
+purge of the whole file after the restoration window (``grove_worker.sweeps``).
 """
 
 from __future__ import annotations
@@ -84,20 +90,24 @@ class UnsupportedFileType(ServiceError):
 
 @dataclass(frozen=True)
 class Body:
-    """An upload's bytes as read (within the size limit), their size and digest."""
+    """An upload's bytes as read (within the size limit), their media type, size and
+    digest."""
 
     chunks: tuple[bytes, ...]
-    content_type: str
+    media_type: str
     size: int
     sha256: str
 
     @classmethod
     def of(cls, chunks: Iterable[bytes], content_type: str) -> Body:
         """The body of ``chunks`` sent as ``content_type`` (``UnsupportedFileType``
-        unless it is an accepted type, printable ASCII of reasonable length)."""
+        unless it is an accepted type, printable ASCII of reasonable length), whose
+        type is kept normalised: the accepted type alone, lower case, no parameters (the
+        uploader's text is never stored, nor sent back)."""
         content_type = content_type.strip()
+        media_type = media_type_of(content_type)
         if (
-            media_type_of(content_type) is None
+            media_type is None
             or len(content_type) > MAX_MEDIA_TYPE_CHARS
             or not all(32 <= ord(c) < 127 for c in content_type)
         ):
@@ -106,7 +116,7 @@ class Body:
         digest = hashlib.sha256()
         for part in parts:
             digest.update(part)
-        return cls(parts, content_type, sum(map(len, parts)), digest.hexdigest())
+        return cls(parts, media_type, sum(map(len, parts)), digest.hexdigest())
 
 
 class _Upload(BaseModel):
@@ -182,6 +192,9 @@ def upload_version(
         file = _store(op.conn, blobs, principal, cast(dict[str, Any], row), body)
         passages.drop(op.conn, file_id)
         queue.enqueue_extraction(op.conn, file_id, file.version, store.profile)
+        queue.enqueue_file_purge(
+            op.conn, file_id, current["version"], store.file_version_retention_days
+        )
         return op.record(file)
 
 
@@ -247,7 +260,8 @@ def original(store: Store, blobs: Blobs, principal: Principal, file_id: UUID) ->
 
 
 def delete_file(store: Store, principal: Principal, file_id: UUID) -> DeletedFile:
-    """Soft delete a file the caller may see: hidden at once, its bytes retained."""
+    """Soft delete a file the caller may see: hidden at once, its bytes retained for the
+    restoration window, then purged."""
     require(principal, "delete")
     with transaction(store.pool, principal.account_id) as conn:
         idempotency.hold_account(conn, principal)
@@ -259,6 +273,7 @@ def delete_file(store: Store, principal: Principal, file_id: UUID) -> DeletedFil
         ).fetchone()
         if row is not None:
             passages.drop(conn, file_id)
+            queue.enqueue_file_purge(conn, file_id, None, queue.RESTORATION_WINDOW_DAYS)
     if row is None:
         raise NotFound("file not found")
     return DeletedFile(id=row["id"], deleted=True)
@@ -291,6 +306,8 @@ NOTE_BYTES = (
 )
 #: Every counter but project records, each ``(items, bytes)``, in one statement. Rows
 #: deleted but retained count, and so does every file version: never under the truth.
+#: Files' bytes are exactly what the file quota counts: every stored version's bytes
+#: until the worker purges them.
 #: Sizes come from lengths (``octet_length`` of a bytea reads its length word, not the
 #: bytes), so no file is read.
 STORAGE = f"""
@@ -310,9 +327,7 @@ STORAGE = f"""
       (SELECT coalesce(sum(8 + 4 * dimensions::bigint), 0) FROM embeddings
         WHERE account_id = %(a)s) AS embeddings_bytes,
       (SELECT count(*) FROM files WHERE account_id = %(a)s) AS files_items,
-      (SELECT coalesce(sum(octet_length(name) + octet_length(media_type)), 0) FROM files
-        WHERE account_id = %(a)s)
-      + (SELECT coalesce(sum(octet_length(data)), 0) FROM file_chunks
+      (SELECT coalesce(sum(octet_length(data)), 0) FROM file_chunks
         WHERE account_id = %(a)s) AS files_bytes,
       (SELECT count(*) FROM conversations WHERE account_id = %(a)s) AS conversations_items,
       (SELECT coalesce(sum(coalesce(octet_length(title), 0)), 0) FROM conversations
@@ -386,7 +401,7 @@ def _arguments(
     return _Upload(
         operationId=operation_id,
         name=name,
-        mediaType=body.content_type,
+        mediaType=body.media_type,
         projectId=notebook_id,
         sha256=body.sha256,
         sizeBytes=body.size,
@@ -395,7 +410,7 @@ def _arguments(
 
 def _sizes(body: Body) -> dict[str, Any]:
     return {
-        "media_type": body.content_type,
+        "media_type": body.media_type,
         "size": body.size,
         "sha256": bytes.fromhex(body.sha256),
     }

@@ -508,7 +508,7 @@ class Restorer:
                 "id": mapped,
                 "project": project,
                 "name": meta.name,
-                "media_type": meta.mediaType,
+                "media_type": media_type_of(meta.mediaType),
                 "size": meta.sizeBytes,
                 "sha256": bytes.fromhex(meta.sha256),
                 "archived": meta.archived,
@@ -516,7 +516,8 @@ class Restorer:
                 "updated": meta.updatedAt,
             }
             _execute(self._conn, file.number, INSERT_FILE, values)
-            PostgresBlobs().write(self._conn, BlobKey(self.account_id, mapped, 1), [data])
+            with _refusals(file.number):  # the bytes count against the file quota
+                PostgresBlobs().write(self._conn, BlobKey(self.account_id, mapped, 1), [data])
             queue.enqueue_extraction(self._conn, mapped, 1, self.profile)
         self.counts.files += 1
 
@@ -1000,8 +1001,16 @@ def _tree_order(notebooks: list[tuple[int, Notebook]]) -> list[tuple[int, Notebo
 def _execute(conn: Conn, number: int, statement: LiteralString, values: dict[str, Any]) -> None:
     """Run one write; a refusal of the database (a quota, a duplicate name or handoff)
     becomes a ``RestoreError`` naming the line."""
-    try:
+    with _refusals(number):
         conn.execute(statement, values)
+
+
+@contextmanager
+def _refusals(number: int) -> Iterator[None]:
+    """A refusal of the database inside (a quota, a duplicate) as a ``RestoreError``
+    naming the line."""
+    try:
+        yield
     except psycopg.errors.UniqueViolation as ex:
         raise RestoreError(_unique_message(ex), number) from ex
     except psycopg.Error as ex:

@@ -20,6 +20,10 @@ from grove_memory.errors import Forbidden
 DEFAULT_LEXICAL_WEIGHT = 0.55
 DEFAULT_MAX_DISTANCE = 0.8
 DEFAULT_QUERY_EMBED_SECONDS = 0.3
+#: Days a file version replaced by a newer one keeps its bytes before they are purged
+#: (``GROVE_FILE_VERSION_RETENTION_DAYS``): room to recover from a bad upload, not an
+#: archive; they count against the account's file quota until then.
+DEFAULT_FILE_VERSION_RETENTION_DAYS = 30
 
 
 class QueryEmbedder(Protocol):
@@ -47,7 +51,8 @@ class Store:
     ``project_memory_enabled`` is the platform switch of project memory
     (``GROVE_PROJECT_MEMORY_ENABLED``; off: every project-memory call answers 404), and
     ``max_project_records`` the most records one project's pool may hold
-    (``GROVE_QUOTA_PROJECT_RECORDS``; 0: no limit).
+    (``GROVE_QUOTA_PROJECT_RECORDS``; 0: no limit). ``file_version_retention_days`` is
+    how long a replaced file version's bytes are kept before the worker purges them.
     """
 
     pool: ConnectionPool
@@ -63,6 +68,7 @@ class Store:
     share_public_url: str = ""
     project_memory_enabled: bool = True
     max_project_records: int = 0
+    file_version_retention_days: int = DEFAULT_FILE_VERSION_RETENTION_DAYS
 
     @property
     def indexing(self) -> Literal["pending", "disabled"]:

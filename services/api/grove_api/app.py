@@ -96,6 +96,7 @@ def wire(settings: ApiSettings, deps: Deps) -> Wiring:
         share_public_url=settings.share_public_url,
         project_memory_enabled=settings.project_memory_enabled,
         max_project_records=settings.quota_project_records,
+        file_version_retention_days=settings.file_version_retention_days,
     )
     return Wiring(settings=settings, store=store, answerer=deps.answerer or deps.embedder)
 

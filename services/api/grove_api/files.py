@@ -32,6 +32,7 @@ from grove_contracts.files import (
     FileUploadQuery,
     FileVersionQuery,
     media_type_of,
+    served_media_type,
 )
 from grove_memory import files
 from grove_memory.blobs import CHUNK_BYTES, PostgresBlobs
@@ -131,12 +132,13 @@ class File(FileResource):
 
 
 class FileOriginal(FileResource):
-    """``GET /v1/files/{id}/original``: the current version's bytes, as an attachment."""
+    """``GET /v1/files/{id}/original``: the current version's bytes, as an attachment of
+    a known type (HTML, or anything else, as ``application/octet-stream``)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
         found = files.original(self.store, self.blobs, req.context.principal, file_id)
         socket_timeout(req, FILE_IO_TIMEOUT_SECONDS)
-        resp.content_type = found.file.mediaType
+        resp.content_type = served_media_type(found.file.mediaType)
         resp.set_header("Content-Disposition", attachment(found.file.name))
         resp.set_header("X-Content-Type-Options", "nosniff")
         # Opened directly anyway, an HTML file runs nothing and loads nothing.

@@ -10,7 +10,11 @@ from pydantic_settings import SettingsConfigDict
 from grove_auth.addresses import ProxySettings
 from grove_auth.identity import IdentitySettings
 from grove_db.quotas import QuotaSettings
-from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
+from grove_memory.store import (
+    DEFAULT_FILE_VERSION_RETENTION_DAYS,
+    DEFAULT_LEXICAL_WEIGHT,
+    DEFAULT_MAX_DISTANCE,
+)
 
 DEFAULT_PORT = 8080
 DEFAULT_HOST = "127.0.0.1"
@@ -94,6 +98,11 @@ class ApiSettings(IdentitySettings, QuotaSettings, ProxySettings):
     max_batch_body_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = MAX_BATCH_BODY_BYTES
     #: The largest file ``POST /v1/files`` accepts, in bytes (exactly this passes; more: 413).
     max_file_bytes: Annotated[int, Field(ge=1, le=1024 * 1024 * 1024)] = MAX_FILE_BYTES
+    #: Days a replaced file version keeps its bytes before the worker purges them (0: at
+    #: the next sweep); they count against ``GROVE_QUOTA_FILE_BYTES`` until then.
+    file_version_retention_days: Annotated[int, Field(ge=0, le=36_500)] = (
+        DEFAULT_FILE_VERSION_RETENTION_DAYS
+    )
     #: The platform switch of project memory (``/v1/orgs/.../memory``); off: 404 everywhere.
     project_memory_enabled: bool = True
     dev_issuer_key: str = ".grove/dev-issuer.pem"

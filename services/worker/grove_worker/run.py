@@ -202,7 +202,7 @@ class Worker:
             return
         started = time.monotonic()
         outcome = sweeps.run(self.pool, self.owner, jobs, self.webhook)
-        done = outcome.expired + outcome.deleted + outcome.identities + outcome.skipped
+        done = outcome.done
         retried = len(jobs) - done - outcome.failed - outcome.lost
         telemetry.finished(
             kind,
@@ -212,6 +212,7 @@ class Worker:
         )
         telemetry.NOTES_EXPIRED.labels(metrics.service()).inc(outcome.expired)
         telemetry.NOTES_SOFT_DELETED.labels(metrics.service()).inc(outcome.deleted)
+        telemetry.FILE_BYTES_PURGED.labels(metrics.service()).inc(outcome.purged_bytes)
         log("sweep", kind=kind, jobs=len(jobs), **vars(outcome))
 
     def _run_side(self, jobs: list[queue.Job]) -> None:

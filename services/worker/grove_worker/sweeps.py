@@ -1,9 +1,17 @@
-"""Expiry sweeps: expired notes enter a restoration window, then are soft deleted.
+"""Expiry and purge sweeps: expired notes enter a restoration window, then are soft
+deleted; files' bytes are purged once nothing may read them again.
 
 Expired notes are already hidden at read time; the sweep records it (``swept_at``)
 and queues the purge for the end of the 60-day window, when the note is soft deleted
 unless its owner restored it. Both steps are idempotent (a note renewed, restored or
 deleted meanwhile is left alone) and run under the note's own account.
+
+A file's bytes are the one thing deleted for good: a version replaced by a newer one
+after the deployment's retention (``GROVE_FILE_VERSION_RETENTION_DAYS``), a deleted
+file's every version after the restoration window. The upload and the deletion queue
+those jobs; each purge checks again that its version is not current, or that its file
+is still deleted and has been for the whole window. The file's row (its metadata) stays,
+like a forgotten note's; the account's usage shrinks by the bytes purged.
 """
 
 from __future__ import annotations
@@ -38,9 +46,28 @@ PURGE = """
     RETURNING id
 """
 
+PURGE_VERSION = """
+    DELETE FROM file_chunks c USING files f
+    WHERE f.id = %(file)s AND c.account_id = f.account_id AND c.file_id = f.id
+      AND c.version = %(version)s AND c.version < f.version
+    RETURNING octet_length(c.data) AS size
+"""
+
+PURGE_FILE = """
+    DELETE FROM file_chunks c USING files f
+    WHERE f.id = %(file)s AND c.account_id = f.account_id AND c.file_id = f.id
+      AND f.deleted_at <= now() - make_interval(days => %(window)s)
+    RETURNING octet_length(c.data) AS size
+"""
 
 #: The jobs ``run`` handles (the other kinds any worker runs have their own runners).
-KINDS = [queue.EXPIRE_NOTE, queue.PURGE_NOTE, queue.DELETE_IDENTITY]
+KINDS = [
+    queue.EXPIRE_NOTE,
+    queue.PURGE_NOTE,
+    queue.PURGE_FILE,
+    queue.PURGE_FILE_VERSION,
+    queue.DELETE_IDENTITY,
+]
 
 
 @dataclass
@@ -50,9 +77,17 @@ class SweepOutcome:
     expired: int = 0
     deleted: int = 0
     identities: int = 0
+    #: Purge jobs that deleted a file's (or one version's) bytes, and how many bytes.
+    purged: int = 0
+    purged_bytes: int = 0
     skipped: int = 0
     failed: int = 0
     lost: int = 0
+
+    @property
+    def done(self) -> int:
+        """Jobs finished without failing, whatever they found to do."""
+        return self.expired + self.deleted + self.purged + self.identities + self.skipped
 
 
 def run(
@@ -77,6 +112,9 @@ def run(
 
 def _step(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
     window = queue.RESTORATION_WINDOW_DAYS
+    if job.kind in (queue.PURGE_FILE, queue.PURGE_FILE_VERSION):
+        _purge(conn, job, outcome)
+        return
     if job.kind == queue.EXPIRE_NOTE:
         if conn.execute(SWEEP, (job.memory_id,)).fetchone():
             conn.execute(QUEUE_PURGE, (queue.PURGE_NOTE, window, job.memory_id))
@@ -86,6 +124,22 @@ def _step(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
         outcome.deleted += 1
         return
     outcome.skipped += 1
+
+
+def _purge(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
+    """Delete the bytes a file purge job names, if they are still due to go."""
+    values = {
+        "file": job.payload.get("fileId"),
+        "version": job.version,
+        "window": queue.RESTORATION_WINDOW_DAYS,
+    }
+    statement = PURGE_FILE if job.kind == queue.PURGE_FILE else PURGE_VERSION
+    chunks = conn.execute(statement, values).fetchall()
+    if not chunks:
+        outcome.skipped += 1
+        return
+    outcome.purged += 1
+    outcome.purged_bytes += sum(row["size"] for row in chunks)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,12 @@ NOTES_SOFT_DELETED = Counter(
     "Notes soft deleted by the sweeper after their restoration window.",
     ["service"],
 )
+FILE_BYTES_PURGED = Counter(
+    "grove_sweep_file_bytes_purged",
+    "Bytes of files purged by the sweeper: replaced versions past their retention,"
+    " deleted files past the restoration window.",
+    ["service"],
+)
 ENRICHMENT = Counter(
     "grove_enrichment_artifacts",
     "Enrichment artifacts (suggestion, brief) by outcome: stored, or stale (the note or"

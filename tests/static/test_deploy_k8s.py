@@ -24,6 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from grove_memory.sandbox import MIN_MEMORY_BYTES, memory_cap
 from tests.support.tools import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,6 +289,38 @@ def test_every_deployment_has_probes_resources_and_a_metrics_port(
                 for resource in ("cpu", "memory"):
                     assert resources.get(bound, {}).get(resource), f"{where}: {bound}.{resource}"
             assert "metrics" in container_ports(container), f"{where}: no port named metrics"
+
+
+#: Kubernetes memory quantities the manifests use, in bytes.
+MEMORY_UNITS = {"Mi": 1 << 20, "Gi": 1 << 30}
+
+
+def test_the_workers_file_reading_fits_its_memory_limit(rendered: tuple[Manifest, ...]) -> None:
+    """A worker reads files in a child process capped by what its container's memory
+    limit leaves beside the worker (``sandbox.memory_cap``, which stops a worker whose
+    configured cap does not fit): every worker's limit must leave that room."""
+    config = {
+        key: value
+        for config_map in of_kind(rendered, "ConfigMap")
+        for key, value in (config_map.get("data") or {}).items()
+    }
+    workers = [
+        container
+        for _, template in pod_templates(rendered)
+        for container in containers(template)
+        if container.get("command") == ["grove-worker"]
+    ]
+    assert workers
+    for container in workers:
+        limit = container["resources"]["limits"]["memory"]
+        number, unit = limit[:-2], limit[-2:]
+        env = {**config, **{e["name"]: e.get("value") for e in container.get("env", [])}}
+        configured = env.get("GROVE_EXTRACT_MEMORY_MB")
+        cap = memory_cap(
+            None if configured is None else int(configured) << 20,
+            int(number) * MEMORY_UNITS[unit],
+        )
+        assert cap >= MIN_MEMORY_BYTES, limit
 
 
 def test_probes_use_ports_the_container_declares(rendered: tuple[Manifest, ...]) -> None:

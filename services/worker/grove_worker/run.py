@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -59,8 +60,14 @@ class Worker:
     """One worker process's loop."""
 
     def __init__(
-        self, settings: WorkerSettings, pool: ConnectionPool, client: InferenceClient | None
+        self,
+        settings: WorkerSettings,
+        pool: ConnectionPool,
+        client: InferenceClient | None,
+        extract_memory_bytes: int | None = None,
     ) -> None:
+        """``extract_memory_bytes``: the cap start-up derived (``extraction_memory``);
+        None: the configured one, else the default."""
         self.settings = settings
         self.pool = pool
         self.client = client
@@ -88,7 +95,8 @@ class Worker:
             else enrichment.brief_of
         )
         self.limits = sandbox.Limits(
-            settings.extract_timeout_seconds, settings.extract_memory_mb << 20
+            settings.extract_timeout_seconds,
+            extract_memory_bytes or sandbox.memory_cap(_configured_memory(settings), None),
         )
         self._side: threading.Thread | None = None
         self._pruned_at: float | None = None
@@ -363,10 +371,32 @@ class Worker:
             thread.join(timeout=10)
 
 
+def extraction_memory(settings: WorkerSettings, container: int | None) -> int:
+    """The memory cap of file reading for a container limited to ``container`` bytes
+    (None: no limit); exits with one line when the configured cap does not fit it."""
+    try:
+        cap = sandbox.memory_cap(_configured_memory(settings), container)
+    except ValueError as ex:
+        sys.exit(f"grove-worker: {ex}")
+    log(
+        "extraction_memory",
+        cap_mib=cap >> 20,
+        container_limit_mib=None if container is None else container >> 20,
+        source="configured" if settings.extract_memory_mb else "derived",
+    )
+    return cap
+
+
+def _configured_memory(settings: WorkerSettings) -> int | None:
+    mb = settings.extract_memory_mb
+    return None if mb is None else mb << 20
+
+
 def main() -> None:
     """Entry point of ``grove-worker``; a bad setting or unsafe role exits with one line."""
     settings = checked_settings("grove-worker", WorkerSettings)
     configure_logging("worker")
+    memory = extraction_memory(settings, sandbox.container_memory_bytes())
     configure_tracing("grove-worker")
     metrics.init("worker")
     telemetry.init()
@@ -382,7 +412,7 @@ def main() -> None:
         if settings.embedding_profile == "disabled"  # sweeps only
         else InferenceClient(settings.ask_address, settings.embedding_profile)
     )
-    worker = Worker(settings, pool, client)
+    worker = Worker(settings, pool, client, memory)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         worker.stopping.set()

@@ -37,8 +37,10 @@ class WorkerSettings(QuotaSettings):
     worker_shutdown_grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10.0
     #: Reading one uploaded file into passages: at most this long, in a process that may
     #: map at most this much memory (``grove_memory.sandbox``); past either it fails.
+    #: Unset, the memory is derived from the container's limit (2048 without one); set,
+    #: it must fit that limit or the worker does not start (``sandbox.memory_cap``).
     extract_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
-    extract_memory_mb: Annotated[int, Field(ge=128, le=65536)] = 2048
+    extract_memory_mb: Annotated[int, Field(ge=128, le=65536)] | None = None
     #: Enrichment runs an account gets per UTC day (each note classified, each brief
     #: written); 0 turns enrichment off for every account.
     enrich_daily_quota: Annotated[int, Field(ge=0, le=10_000_000)] = 2000

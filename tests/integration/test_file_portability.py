@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from grove_cli import admin
 from grove_memory.blobs import CHUNK_BYTES
 from grove_memory.restore import mapped_id
 from tests.integration.test_restore import export, grove_import, restored, write
@@ -93,3 +94,24 @@ def test_a_file_whose_bytes_do_not_match_stops_the_restore_at_its_line(
     result = grove_import(database, write(tmp_path / "stray.ndjson", stray), target.account_id)
     assert result.returncode != 0 and "file chunk out of place" in result.stderr
     assert json.dumps(data_of(target.client.get("/v1/files"))["items"]) == "[]"
+
+
+def test_a_file_past_the_accounts_file_quota_stops_the_restore_at_its_line(
+    make_tenant: Any, database: Any, tmp_path: Path
+) -> None:
+    source: Tenant = make_tenant()
+    uploaded(source.client, b"x" * 3000, name="big.txt")
+    lines = export(source)
+    target: Tenant = make_tenant()
+    admin.set_quotas(database.migration_url, target.account_id, {"file_bytes": 2999})
+    result = grove_import(database, write(tmp_path / "over.ndjson", lines), target.account_id)
+    assert result.returncode != 0
+    number = next(i for i, line in enumerate(lines, start=1) if line["type"] == "file")
+    assert result.stderr.startswith(
+        f"grove: line {number}: this account may hold at most 2999 bytes of files"
+    ), result.stderr
+    assert data_of(target.client.get("/v1/files"))["items"] == []  # nothing of it written
+    admin.set_quotas(database.migration_url, target.account_id, {"file_bytes": 3000})
+    assert "1 file(s); already present:" in restored(
+        database, write(tmp_path / "fits.ndjson", lines), target.account_id
+    )

@@ -264,12 +264,20 @@ IMPORT_BODY = (
 FILE_BODY = (
     "The body is the file itself, sent with its `Content-Type`: text/plain, text/markdown,"
     " text/html, application/pdf or application/json (parameters such as `charset`"
-    " allowed; any other type: 415 `unsupported_media_type`), at most"
-    " `GROVE_MAX_FILE_BYTES` (10 MiB by default; one byte more: 413). Owner session or a"
-    " key with write on the scope. `operationId` (or an `Idempotency-Key` header) makes a"
-    " retry return the first result without storing anything again."
+    " allowed, then dropped: `mediaType` is the type alone; any other type: 415"
+    " `unsupported_media_type`), at most `GROVE_MAX_FILE_BYTES` (10 MiB by default; one"
+    " byte more: 413). Every stored version counts against the account's file quota"
+    " (`GROVE_QUOTA_FILE_BYTES`) until purged; past it: 403 `quota_exceeded`, nothing"
+    " stored. Owner session or a key with write on the scope. `operationId` (or an"
+    " `Idempotency-Key` header) makes a retry return the first result without storing"
+    " anything again."
 )
 ORIGINAL: dict[str, Any] = {"description": "The bytes of the file's current version, as uploaded"}
+ORIGINAL_HEADERS = (
+    "Answered with the file's `mediaType` as `Content-Type` (HTML, or any type not"
+    " accepted, as `application/octet-stream`), `Content-Disposition: attachment` and"
+    " `X-Content-Type-Options: nosniff`."
+)
 PROPOSAL_FLOW = (
     "A completed turn may carry `proposals` (see `Turn`). `apply` writes the change in one"
     " transaction, only if every note is still at the version and every notebook subtree"
@@ -535,7 +543,7 @@ ROUTES: tuple[Route, ...] = (
             Operation(
                 "DELETE",
                 "/v1/files/{file_id:uuid}",
-                "Delete (hide) a file and its passages; its bytes are retained",
+                "Delete (hide) a file and its passages; its bytes are purged after 60 days",
                 DeletedFile,
             ),
         ),
@@ -550,8 +558,7 @@ ROUTES: tuple[Route, ...] = (
                 ORIGINAL,
                 media_type="*/*",
                 envelope=False,
-                description="Answered with the `Content-Type` it was uploaded with,"
-                " `Content-Disposition: attachment` and `X-Content-Type-Options: nosniff`.",
+                description=ORIGINAL_HEADERS,
             ),
         ),
     ),

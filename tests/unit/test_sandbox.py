@@ -130,7 +130,7 @@ def test_the_worker_states_its_cap_at_start_or_exits_with_one_line(
     assert started.fields == {  # type: ignore[attr-defined]
         "cap_mib": 256,
         "container_limit_mib": 512,
-        "source": "derived",
+        "source": "derived from the container's limit",
     }
     configured = WorkerSettings(database_url="postgresql://unused", extract_memory_mb=2048)
     with pytest.raises(SystemExit) as stopped:

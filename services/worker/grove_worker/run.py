@@ -378,11 +378,16 @@ def extraction_memory(settings: WorkerSettings, container: int | None) -> int:
         cap = sandbox.memory_cap(_configured_memory(settings), container)
     except ValueError as ex:
         sys.exit(f"grove-worker: {ex}")
+    source = "derived from the container's limit"
+    if settings.extract_memory_mb is not None:
+        source = "configured"
+    elif container is None:
+        source = "default"
     log(
         "extraction_memory",
         cap_mib=cap >> 20,
         container_limit_mib=None if container is None else container >> 20,
-        source="configured" if settings.extract_memory_mb else "derived",
+        source=source,
     )
     return cap
 

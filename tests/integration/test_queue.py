@@ -314,7 +314,7 @@ def test_removing_the_account_during_embedding_makes_the_completion_write_nothin
 
     wait_until(lambda: the_job(stack, note)["status"] == "done", timeout=WAIT)
     job = the_job(stack, note)
-    assert (job["attempts"], job["last_error"]) == (1, None)
+    assert (job["attempts"], job["last_error"]) == (1, queue.ACCOUNT_DELETED)
     assert embeddings_of(stack, note) == []
     assert memory_row(stack, note)["indexing"] == "pending"
 

@@ -1,9 +1,14 @@
 """Deleting an account, from its owner's session.
 
-One transaction, needing nothing from the identity provider: every connection and key
-is revoked (effective on the next request), every notebook and note is hidden (soft
-deleted, retained), the account is marked deleted, and each owner identity is
-tombstoned so it can never be provisioned again.
+One transaction, needing nothing from the identity provider: every connection, key and
+share link is revoked (effective on the next request), every kind of content is hidden
+(soft deleted, retained): notebooks, notes and passages, files (their versions' bytes
+with them), conversations (their turns and proposals with them), and the jobs that
+would write more are ended; the account is marked deleted, and each owner identity is
+tombstoned so it can never be provisioned again. Rows without a mark of their own
+(revisions, vectors, file bytes, turns, suggestions, briefs) belong to a marked row and
+are hidden with it; ``tests/integration/test_account_deletion.py`` walks every table
+holding an account's rows and fails on one this leaves out.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from psycopg_pool import ConnectionPool
 from grove_auth.connections import require_owner
 from grove_auth.errors import InvalidGrant
 from grove_auth.principal import Principal
+from grove_db import queue
 from grove_db.pool import transaction
 
 CONFIRMATION = "delete my Grove account"
@@ -28,13 +34,18 @@ DELETE_STEPS = (
     "UPDATE connections SET revoked_at = coalesce(revoked_at, now()),"
     " request_id = NULL, request_expires_at = NULL",
     "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())",
+    "UPDATE shares SET revoked_at = coalesce(revoked_at, now())",
     "UPDATE memories SET deleted_at = coalesce(deleted_at, now())",
     "UPDATE projects SET deleted_at = coalesce(deleted_at, now())",
+    "UPDATE files SET deleted_at = coalesce(deleted_at, now())",
+    "UPDATE conversations SET deleted_at = coalesce(deleted_at, now())",
     # Its memberships of orgs and their projects end (its project keys stop with them).
     "DELETE FROM project_members WHERE account_id = grove_current_account()",
     "DELETE FROM org_members WHERE account_id = grove_current_account()",
     "INSERT INTO identity_tombstones (issuer, subject)"
     " SELECT issuer, subject FROM account_owners ON CONFLICT DO NOTHING",
+    # After every write above (hiding notes queues briefs): no job writes for it again.
+    queue.END_ACCOUNT_JOBS,
     # The provider-side deletion runs later, in the worker, with retries.
     "INSERT INTO jobs (account_id, kind, payload)"
     " SELECT account_id, 'delete_identity', jsonb_build_object('issuer', issuer,"

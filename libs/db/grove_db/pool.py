@@ -111,6 +111,22 @@ def transaction(
         raise
 
 
+#: The account's row, held shared to the end of the transaction, if it is not deleted.
+HOLD_LIVE_ACCOUNT = "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE"
+
+
+def hold_live_account(conn: psycopg.Connection[Any], account_id: UUID) -> bool:
+    """Hold the account (shared) for the rest of the transaction; False if it is deleted.
+
+    Every write of an account's content passes here before it writes: a request's
+    (``grove_memory.idempotency.hold_account``) and a job's completion
+    (``grove_db.queue.finish``). An account deletion takes the row first, so it waits for
+    the writes in flight and marks what they committed, and every write after it finds
+    the account deleted and writes nothing.
+    """
+    return conn.execute(HOLD_LIVE_ACCOUNT, (account_id,)).fetchone() is not None
+
+
 def set_locally(conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
     """``SET LOCAL`` each of ``settings`` (they end with the transaction), in one statement:
     one round trip however many there are."""

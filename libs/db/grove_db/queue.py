@@ -17,7 +17,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from grove_db.pool import Conn, set_locally, transaction
+from grove_db.pool import Conn, hold_live_account, set_locally, transaction
 
 CHANNEL = "grove_jobs"
 EMBED_REVISION = "embed_revision"
@@ -46,6 +46,20 @@ SWEEPS = [
 ]
 #: How long an expired note can be restored, and a deleted file's bytes are kept.
 RESTORATION_WINDOW_DAYS = 60
+#: Jobs that still run for a deleted account: the deletion's own request to the identity
+#: provider, and purges, which only remove. An account deletion ends every other job of
+#: the account (``grove_auth.accounts``), and no other job's completion writes for it.
+AFTER_DELETION = [PURGE_NOTE, DELETE_IDENTITY]
+#: The error of a job ended because its account was deleted.
+ACCOUNT_DELETED = "account_deleted"
+#: Ends every unfinished job of the transaction's account but ``AFTER_DELETION``'s: a
+#: step of the account's deletion. Ended ``done``, not ``failed``: nothing went wrong.
+END_ACCOUNT_JOBS = f"""
+    UPDATE jobs SET status = 'done', finished_at = now(), last_error = '{ACCOUNT_DELETED}',
+        lease_owner = NULL, lease_expires_at = NULL
+    WHERE status IN ('queued', 'running')
+      AND kind NOT IN ({", ".join(f"'{kind}'" for kind in AFTER_DELETION)})
+"""
 
 #: The instant a claim is measured against: the caller's ``now``, else the database's.
 NOW = "coalesce(%(now)s::timestamptz, now())"
@@ -342,32 +356,49 @@ def stats(pool: ConnectionPool) -> QueueStats:
 
 
 def finish(conn: Conn, job: Job, owner: str, *, failed_reason: str | None = None) -> bool:
-    """Mark a leased job done (or failed); False if this owner no longer holds it.
+    """Mark a leased job done (or failed); False if this owner no longer holds it or its
+    account was deleted (the job then ends done, with the error ``ACCOUNT_DELETED``):
+    either way the caller writes nothing.
 
     Runs in the caller's transaction under the job's account, so the result commits
-    together with whatever the job wrote.
+    together with whatever the job wrote. The live account is held from here to the
+    commit (``hold_live_account``): an account deletion waits for the job's writes and
+    marks them, or the job finds the account deleted.
     """
+    live = _account_live(conn, job)
     row = conn.execute(
         FINISH,
         {
             "account": job.account_id,
             "id": job.id,
             "owner": owner,
-            "status": "failed" if failed_reason else "done",
-            "error": failed_reason,
+            "status": "failed" if failed_reason and live else "done",
+            "error": failed_reason if live else ACCOUNT_DELETED,
         },
     ).fetchone()
-    return row is not None
+    return row is not None and live
 
 
 def finish_many(conn: Conn, jobs: list[Job], owner: str) -> set[int]:
-    """Mark leased jobs done in the caller's transaction; the IDs this owner still held."""
+    """Mark leased jobs of one account done in the caller's transaction; the IDs this
+    owner still held (none if the account was deleted: they end as in ``finish``)."""
+    live = not jobs or _account_live(conn, jobs[0])
     rows = conn.execute(
-        "UPDATE jobs SET status = 'done', finished_at = now(), last_error = NULL,"
+        "UPDATE jobs SET status = 'done', finished_at = now(), last_error = %(error)s,"
         f" lease_owner = NULL, lease_expires_at = NULL WHERE {HELD} RETURNING id",
-        {**_keys([job.key for job in jobs]), "owner": owner},
+        {
+            **_keys([job.key for job in jobs]),
+            "owner": owner,
+            "error": None if live else ACCOUNT_DELETED,
+        },
     ).fetchall()
-    return {row["id"] for row in rows}
+    return {row["id"] for row in rows} if live else set()
+
+
+def _account_live(conn: Conn, job: Job) -> bool:
+    """Hold the job's account for the transaction; False if it was deleted (always True
+    for the jobs that run after a deletion, ``AFTER_DELETION``)."""
+    return job.kind in AFTER_DELETION or hold_live_account(conn, job.account_id)
 
 
 def retry(

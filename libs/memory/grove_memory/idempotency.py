@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
-from grove_db.pool import Conn, transaction
+from grove_db.pool import Conn, hold_live_account, transaction
 from grove_memory.errors import AccountDeleted, Gone, IdempotencyConflict
 from grove_memory.store import Store
 
@@ -121,16 +121,13 @@ def request_hash(name: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-HOLD_ACCOUNT = "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE"
-
-
 def hold_account(conn: Conn, principal: Principal) -> None:
     """Hold the live account (shared) for the transaction, or raise ``AccountDeleted``.
 
     Every write passes here first, so an account deletion waits for the writes in
     flight and the writes after it see it.
     """
-    if conn.execute(HOLD_ACCOUNT, (principal.account_id,)).fetchone() is None:
+    if not hold_live_account(conn, principal.account_id):
         raise AccountDeleted()
 
 

@@ -4,7 +4,8 @@ An upload (or a new version) queues an ``extract_file`` job for that version; a 
 reads the version's bytes, extracts and splits its text (``grove_memory.extraction``)
 outside any transaction, then, in one transaction with the job's completion, locks the
 file and stores the passages only if the file is still at that version and live: a job
-for a version since replaced, or a file since deleted, completes as a no-op (fenced).
+for a version since replaced, a file or an account since deleted (``queue.finish``),
+completes as a no-op (fenced).
 Passages are notes (migration 0033): embedded, indexed and found like any other, in the
 file's scope, archived with it; only this module writes them. A file that cannot be read
 ends ``indexing: failed`` with the reason, and its job completes: no retry loop.

@@ -58,11 +58,10 @@ from grove_contracts.notebooks import CreateNotebookRequest, Notebook
 from grove_contracts.notes import Memory, RememberRequest, Revision
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
-from grove_db.pool import set_locally, set_tenant
+from grove_db.pool import hold_live_account, set_locally, set_tenant
 from grove_memory.blobs import CHUNK_BYTES, BlobKey, PostgresBlobs
 from grove_memory.errors import ServiceError
 from grove_memory.export import FORMAT_VERSION
-from grove_memory.idempotency import HOLD_ACCOUNT
 
 PROGRESS_SECONDS = 2.0
 #: Characters of the progress bar.
@@ -528,7 +527,7 @@ class Restorer:
             self.conn = conn
             try:
                 set_tenant(conn, self.account_id)
-                if conn.execute(HOLD_ACCOUNT, (self.account_id,)).fetchone() is None:
+                if not hold_live_account(conn, self.account_id):
                     raise RestoreError(f"no live account {self.account_id}")
                 yield
             finally:

@@ -1,8 +1,9 @@
 """The ``embed_revision`` job: embed a note's revision and store it, if still current.
 
 Completion runs in one transaction under the job's account and rechecks the lease
-owner, that the account is live, and that the revision is still the note's current
-one and the note is not deleted. A stale job (corrected, forgotten or account
+owner and that the account is live (both in ``queue.finish_many``, as every job's
+completion does), then that the revision is still the note's current one and the note
+is not deleted. A stale job (corrected, forgotten or account
 removed meanwhile) writes nothing, so a late completion can never bring back
 deleted or superseded content.
 """
@@ -33,16 +34,14 @@ READ_REVISIONS = """
     FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
     JOIN memory_revisions r ON r.memory_id = t.memory_id AND r.version = t.version
     JOIN memories m ON m.account_id = r.account_id AND m.id = r.memory_id
-    JOIN accounts a ON a.id = m.account_id
-    WHERE m.version = r.version AND m.deleted_at IS NULL AND a.deleted_at IS NULL
+    WHERE m.version = r.version AND m.deleted_at IS NULL
 """
 
 LOCK_CURRENT = """
     SELECT m.id, m.version
     FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
     JOIN memories m ON m.id = t.memory_id AND m.version = t.version
-    JOIN accounts a ON a.id = m.account_id
-    WHERE m.deleted_at IS NULL AND a.deleted_at IS NULL
+    WHERE m.deleted_at IS NULL
     FOR UPDATE OF m
 """
 
@@ -158,7 +157,7 @@ def _record(outcome: Outcome, held: bool, result: str) -> None:
     if held:
         setattr(outcome, result, getattr(outcome, result) + 1)
     else:
-        outcome.lost += 1  # another worker holds it now: this one wrote nothing
+        outcome.lost += 1  # another worker holds it, or the account is gone: wrote nothing
 
 
 def _current_contents(conn: Conn, jobs: list[queue.Job]) -> dict[int, str]:
@@ -181,7 +180,8 @@ def _complete(
 ) -> None:
     """Finish one account's jobs; store vectors only for those still held and current."""
     held = queue.finish_many(conn, jobs, owner)
-    outcome.lost += len(jobs) - len(held)  # another worker holds those now: write nothing
+    # Another worker holds those now, or the account was deleted: write nothing.
+    outcome.lost += len(jobs) - len(held)
     keys = {(j.memory_id, j.version): j for j in jobs if j.id in held}
     current = conn.execute(
         LOCK_CURRENT,

@@ -11,6 +11,7 @@ from uuid import UUID, uuid4
 import psycopg
 from psycopg.rows import dict_row
 
+from grove_auth import accounts
 from grove_auth.keys import IssuedKey, derive_secret, issue_key, revoke_key
 from grove_db.pool import set_tenant
 
@@ -51,6 +52,16 @@ def create_key(
             can_write=not read_only,
             can_delete=not read_only,
         )
+
+
+def delete_account(migration_url: str, account_id: UUID) -> None:
+    """Delete an account exactly as its owner's ``DELETE /v1/account`` does (to replay a
+    deletion after a backup is restored); ``LookupError`` if there is no such account."""
+    with psycopg.connect(migration_url) as conn, conn.transaction():
+        set_tenant(conn, account_id)
+        if conn.execute("SELECT 1 FROM accounts WHERE id = %s", (account_id,)).fetchone() is None:
+            raise LookupError(f"no account {account_id}")
+        accounts.mark_deleted(conn)
 
 
 def revoke(migration_url: str, account_id: UUID, key_id: UUID) -> bool:

@@ -84,6 +84,14 @@ def cmd_accounts_owner(args: argparse.Namespace) -> None:
     print(f"{args.subject} ({issuer}) now owns {args.account}")
 
 
+def cmd_accounts_delete(args: argparse.Namespace) -> None:
+    try:
+        admin.delete_account(_env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account))
+    except LookupError:
+        sys.exit("grove: no such account")
+    print(f"deleted {args.account}")
+
+
 def cmd_accounts_quota(args: argparse.Namespace) -> None:
     url, account = _env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account)
     limits = {
@@ -256,6 +264,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--account", required=True)
     p.add_argument("--subject", required=True, help="the `sub` claim of the owner's tokens")
     p.set_defaults(func=cmd_accounts_owner)
+
+    p = accounts.add_parser(
+        "delete",
+        help="delete an account as its owner's DELETE /v1/account does (replay a deletion"
+        " after a restore)",
+    )
+    p.add_argument("--account", required=True)
+    p.set_defaults(func=cmd_accounts_delete)
 
     p = accounts.add_parser(
         "quota",

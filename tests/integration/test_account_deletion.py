@@ -9,6 +9,7 @@ worker watches (``quiet``), so a job can be held while the account is deleted.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from grove_contracts.notes import RememberRequest
 from grove_contracts.project_memory import CreateOrgRequest, CreateProjectRequest
 from grove_contracts.shares import CreateShareRequest, ShareTarget
 from grove_db import embedded, queue
+from grove_db.pool import transaction
 from grove_memory import (
     conversations,
     enrichment,
@@ -50,6 +52,7 @@ from tests.integration.test_shares import Stack, new_owner, read, stack
 from tests.integration.test_worker_lanes import running
 from tests.support.fakes import FakeEmbeddings, start_fake_ask
 from tests.support.keys import SECRET
+from tests.support.processes import run_script
 from tests.support.tenants import owner_of
 from tests.support.waiting import wait_until
 
@@ -78,7 +81,17 @@ class Account:
             return conn.execute(query, values).fetchall()  # type: ignore[arg-type]
 
     def delete(self) -> None:
+        """Delete the account as its owner does (``DELETE /v1/account``)."""
         accounts.delete_account(self.store.pool, self.owner, accounts.CONFIRMATION)
+
+    def delete_as_operator(self) -> None:
+        """Delete the account as an operator replaying a deletion after a restore does."""
+        done = run_script(
+            "grove",
+            *("accounts", "delete", "--account", str(self.id)),
+            env={"GROVE_MIGRATION_DATABASE_URL": self.migration_url},
+        )
+        assert (done.returncode, done.stdout) == (0, f"deleted {self.id}\n"), done.stderr
 
     def save(self, content: str, notebook: uuid.UUID | None = None) -> uuid.UUID:
         request = RememberRequest(
@@ -179,6 +192,40 @@ def test_no_job_completion_writes_for_an_account_marked_deleted_while_it_ran(
         queue.EMBED_REVISION,
     )
     assert ended == [{"status": "done", "last_error": queue.ACCOUNT_DELETED}]
+
+
+def test_a_deletion_waits_for_a_job_completing_and_marks_what_it_wrote(
+    quiet: tuple[str, Any],
+) -> None:
+    account = new_account(quiet)
+    pool = account.store.pool
+    account.upload(GATEWAY)
+    (job,) = claim([queue.EXTRACT_FILE])(pool)
+    deletion = threading.Thread(target=account.delete)
+    with transaction(pool, account.id) as conn:
+        assert queue.finish(conn, job, "test")  # the completion holds the live account ...
+        deletion.start()
+        wait_until(lambda: waiting_on_a_lock(account))  # ... so the deletion waits for it
+        conn.execute(
+            "INSERT INTO memories (account_id, id, kind, content, indexing)"
+            " VALUES (%s, %s, 'fact', 'written by the completion', 'disabled')",
+            (account.id, uuid.uuid4()),
+        )
+    deletion.join(timeout=30)
+    assert not deletion.is_alive()
+    assert account.rows(
+        "SELECT count(*) AS n FROM memories WHERE account_id = %s AND deleted_at IS NULL",
+        account.id,
+    ) == [{"n": 0}]
+
+
+def waiting_on_a_lock(account: Account) -> bool:
+    """Whether a session of the test database waits for a lock (the deletion's)."""
+    rows = account.rows(
+        "SELECT count(*) AS n FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    return bool(rows[0]["n"])
 
 
 # --- every table holding an account's rows is covered ------------------------------------
@@ -312,8 +359,9 @@ def pending(account: Account) -> list[dict[str, Any]]:
     return jobs + empty
 
 
+@pytest.mark.parametrize("by", ["owner", "operator"])
 def test_deleting_an_account_marks_its_rows_in_every_table_in_one_transaction(
-    full: Account,
+    full: Account, by: str
 ) -> None:
     tables = [row["name"] for row in full.rows(ACCOUNT_TABLES)]
     unknown = sorted(set(tables) - set(COVERED) - set(NO_MARK))
@@ -326,7 +374,10 @@ def test_deleting_an_account_marks_its_rows_in_every_table_in_one_transaction(
     empty = [t for t in tables if full.rows(count.format(t), full.id) == [{"n": 0}]]
     assert empty == [], "the account must hold rows in every table before it is deleted"
 
-    full.delete()
+    if by == "owner":
+        full.delete()
+    else:
+        full.delete_as_operator()
 
     unmarked = {
         table: full.rows(f"{count.format(table)} AND NOT ({condition})", full.id)[0]["n"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from psycopg_pool import ConnectionPool
 
 from grove_auth.connections import require_owner
@@ -60,6 +61,12 @@ def delete_account(pool: ConnectionPool, principal: Principal, confirmation: str
     if confirmation != CONFIRMATION:
         raise InvalidGrant(f'confirmation: type exactly "{CONFIRMATION}"')
     with transaction(pool, principal.account_id) as conn:
-        for statement in DELETE_STEPS:
-            conn.execute(statement)
+        mark_deleted(conn)
     return {"deleted": True, "accountId": str(principal.account_id)}
+
+
+def mark_deleted(conn: psycopg.Connection[Any]) -> None:
+    """Delete the account the caller's transaction is scoped to, in that transaction: the
+    owner's request, or ``grove accounts delete`` replaying a deletion after a restore."""
+    for statement in DELETE_STEPS:
+        conn.execute(statement)

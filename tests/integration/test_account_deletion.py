@@ -111,15 +111,15 @@ def new_account(quiet: tuple[str, Any], profile: str | None = None) -> Account:
     url, pool = quiet
     migration = embedded.role_url(url, embedded.MIGRATION_ROLE)
     account = admin.create_account(migration, "to be deleted")
-    store = Store(pool=pool, cursor_secret=b"x" * 32, profile=profile, key_secret=b"k" * 32)
+    secrets = {"cursor_secret": b"c" * 32, "key_secret": b"k" * 32, "share_secret": b"s" * 32}
+    store = Store(pool=pool, profile=profile, **secrets)
     return Account(account, owner_of(account), store, url, migration)
 
 
-def claim(kinds: list[str]) -> Any:
+def claim(pool: Any, kinds: list[str]) -> list[queue.Job]:
     """A claim of ``kinds`` a minute ahead (enrichment jobs wait two seconds to start)."""
-    return lambda pool: queue.claim(
-        pool, "test", None, 10, 60, kinds, now=datetime.now(UTC) + timedelta(minutes=1)
-    )
+    ahead = datetime.now(UTC) + timedelta(minutes=1)
+    return queue.claim(pool, "test", None, 10, 60, kinds, now=ahead)
 
 
 # --- no job writes for a deleted account ------------------------------------------------
@@ -131,10 +131,10 @@ def test_a_file_extraction_finishing_after_the_account_is_deleted_writes_no_pass
     account = new_account(quiet)
     pool = account.store.pool
     account.upload(GATEWAY, "held.md")
-    (held,) = claim([queue.EXTRACT_FILE])(pool)  # a worker is reading this file ...
+    (held,) = claim(pool, [queue.EXTRACT_FILE])  # a worker is reading this file ...
     account.upload(GATEWAY, "queued.md")  # ... and this one waits its turn
     account.delete()
-    assert claim([queue.EXTRACT_FILE])(pool) == []  # the queued job ended with the account
+    assert claim(pool, [queue.EXTRACT_FILE]) == []  # the queued job ended with the account
     done = passages.run(pool, PostgresBlobs(), "test", held, None)
     assert done.result == "lost"
     assert account.rows(
@@ -164,7 +164,7 @@ def test_no_job_completion_writes_for_an_account_marked_deleted_while_it_ran(
         account.save(text, notebook.id)
         account.save(text)
     account.upload(GATEWAY)
-    jobs = claim([queue.EXTRACT_FILE, queue.CLASSIFY_NOTES, queue.BRIEF_NOTEBOOK])(pool)
+    jobs = claim(pool, [queue.EXTRACT_FILE, queue.CLASSIFY_NOTES, queue.BRIEF_NOTEBOOK])
     assert sorted(job.kind for job in jobs) == sorted(
         [queue.BRIEF_NOTEBOOK, queue.CLASSIFY_NOTES, queue.EXTRACT_FILE]
     )
@@ -200,7 +200,7 @@ def test_a_deletion_waits_for_a_job_completing_and_marks_what_it_wrote(
     account = new_account(quiet)
     pool = account.store.pool
     account.upload(GATEWAY)
-    (job,) = claim([queue.EXTRACT_FILE])(pool)
+    (job,) = claim(pool, [queue.EXTRACT_FILE])
     deletion = threading.Thread(target=account.delete)
     with transaction(pool, account.id) as conn:
         assert queue.finish(conn, job, "test")  # the completion holds the live account ...
@@ -318,11 +318,7 @@ def fill(account: Account, ask: str) -> None:
     note = account.save("The office plant needs water on Fridays.")
     account.upload(GATEWAY)
     for target in (ShareTarget(type="note", id=note), ShareTarget(type="notebook", id=notebook.id)):
-        shares.create_share(
-            Store(pool=store.pool, cursor_secret=b"x" * 32, share_secret=b"s" * 32),
-            owner,
-            CreateShareRequest(target=target),
-        )
+        shares.create_share(store, owner, CreateShareRequest(target=target))
     org = orgs.create_org(store, owner, CreateOrgRequest(name="team"))
     orgs.create_project(store, owner, org.id, CreateProjectRequest(name="pool"))
     settings = WorkerSettings(

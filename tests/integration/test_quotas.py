@@ -21,13 +21,14 @@ import psycopg
 import pytest
 import requests
 
+from grove_auth import accounts
 from grove_auth.principal import Principal
 from grove_cli import admin
 from grove_contracts.files import StorageCounter
 from grove_contracts.project_memory import WriteRecordRequest
 from grove_db import embedded, queue
 from grove_db.errors import QuotaExceeded
-from grove_db.pool import open_pool
+from grove_db.pool import open_pool, transaction
 from grove_memory import files
 from grove_memory import project_memory as pm
 from grove_memory.blobs import PostgresBlobs
@@ -423,3 +424,28 @@ def test_a_deleted_files_bytes_are_purged_after_the_restoration_window(
     assert quiet_files.upload(b"c" * 4000).sizeBytes == 4000
     original = files.original(quiet_files.store, PostgresBlobs(), quiet_files.owner, kept.id)
     assert b"".join(original.chunks) == b"k" * 1000
+
+
+def test_a_deleted_accounts_file_bytes_are_purged_after_the_restoration_window(
+    quiet_files: QuietFiles,
+) -> None:
+    first = quiet_files.upload(b"a" * 3000)
+    quiet_files.upload(b"b" * 1000, first.id)
+    with transaction(quiet_files.store.pool, quiet_files.owner.account_id) as conn:
+        accounts.mark_deleted(conn)
+
+    # The account's deletion ends its other jobs, not the purges: the replaced version's
+    # bytes go after their retention, the rest when the restoration window ends.
+    version = quiet_files.sweep(queue.PURGE_FILE_VERSION, days=7.1)
+    assert version is not None and (version.purged, version.purged_bytes) == (1, 3000)
+    assert quiet_files.sweep(queue.PURGE_FILE, days=59) is None
+    with psycopg.connect(quiet_files.url) as conn:
+        conn.execute(
+            "UPDATE files SET deleted_at = deleted_at - interval '61 days' WHERE id = %s",
+            (first.id,),
+        )
+    purged = quiet_files.sweep(queue.PURGE_FILE, days=61)
+    assert purged is not None and (purged.purged, purged.purged_bytes) == (1, 1000)
+    with psycopg.connect(quiet_files.url) as conn:
+        left = conn.execute("SELECT count(*) FROM file_chunks WHERE file_id = %s", (first.id,))
+        assert left.fetchone() == (0,)

@@ -39,6 +39,12 @@ DELETE_STEPS = (
     "UPDATE memories SET deleted_at = coalesce(deleted_at, now())",
     "UPDATE projects SET deleted_at = coalesce(deleted_at, now())",
     "UPDATE files SET deleted_at = coalesce(deleted_at, now())",
+    # The bytes of the files it deletes go once their restoration window ends, as a
+    # deleted file's do (files deleted before have their purge queued already).
+    "INSERT INTO jobs (account_id, kind, payload, run_after)"
+    f" SELECT account_id, '{queue.PURGE_FILE}', jsonb_build_object('fileId', id),"
+    f" now() + make_interval(days => {queue.RESTORATION_WINDOW_DAYS})"
+    " FROM files WHERE deleted_at = now()",
     "UPDATE conversations SET deleted_at = coalesce(deleted_at, now())",
     # Its memberships of orgs and their projects end (its project keys stop with them).
     "DELETE FROM project_members WHERE account_id = grove_current_account()",

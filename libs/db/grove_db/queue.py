@@ -49,7 +49,7 @@ RESTORATION_WINDOW_DAYS = 60
 #: Jobs that still run for a deleted account: the deletion's own request to the identity
 #: provider, and purges, which only remove. An account deletion ends every other job of
 #: the account (``grove_auth.accounts``), and no other job's completion writes for it.
-AFTER_DELETION = [PURGE_NOTE, DELETE_IDENTITY]
+AFTER_DELETION = [PURGE_NOTE, PURGE_FILE, PURGE_FILE_VERSION, DELETE_IDENTITY]
 #: The error of a job ended because its account was deleted.
 ACCOUNT_DELETED = "account_deleted"
 #: Ends every unfinished job of the transaction's account but ``AFTER_DELETION``'s: a

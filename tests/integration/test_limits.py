@@ -23,6 +23,7 @@ import psycopg
 import pytest
 import requests
 from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
@@ -31,6 +32,8 @@ from grove_db.ratelimit import RateLimit, hit_all
 from tests.integration.test_mcp import INITIALIZE, mcp_post
 from tests.support.clients import Client, data_of, error_of
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
+from tests.support.inprocess import InProcessApi
+from tests.support.keys import SECRET
 from tests.support.processes import Running, start_api, start_mcp, start_worker
 from tests.support.scraping import metrics_url, scrape
 from tests.support.tenants import new_tenant
@@ -488,51 +491,83 @@ def exports_waiting_on_clients(database: embedded.EmbeddedDatabase) -> int:
     return int(row[0]) if row else 0
 
 
-def test_exports_that_stop_being_read_cost_a_bounded_time(
+def status_of(reader: socket.socket) -> int:
+    """The status code of the response arriving on ``reader`` (its first line only)."""
+    reader.settimeout(30)
+    head = b""
+    while b"\r\n" not in head:
+        piece = reader.recv(64)
+        assert piece, head
+        head += piece
+    return int(head.split(b" ", 2)[1])
+
+
+def test_exports_of_every_account_together_leave_the_pool_to_other_requests(
     database: embedded.EmbeddedDatabase,
 ) -> None:
+    # A pool of 4: by default at most 2 exports stream at once in the process. Before
+    # that limit, four accounts' exports stalled by their readers held every connection
+    # for up to 15 minutes: every other request waited for one and got 503.
     api = start_api(
         {
             "GROVE_DATABASE_URL": database.runtime_url,
             "GROVE_EMBEDDING_PROFILE": "disabled",
             "GROVE_API_WORKERS": "1",
             "GROVE_API_THREADS": "4",
+            "GROVE_DB_POOL_SIZE": "4",
             "GROVE_EXPORT_SEND_TIMEOUT_SECONDS": "3",
         }
     )
     readers: list[socket.socket] = []
     try:
-        tenants = [new_tenant(database, api.url) for _ in range(3)]
+        tenants = [new_tenant(database, api.url) for _ in range(4)]
+        other = new_tenant(database, api.url)
+        other.client.save(unique("another tenant's note"))
         with psycopg.connect(database.migration_url) as conn:
             for tenant in tenants:  # about 10 MB of export each: more than any socket buffers
                 with conn.transaction():
                     set_tenant(conn, tenant.account_id)
                     conn.execute(BIG_NOTES, {"account": tenant.account_id, "count": 1400})
         readers = [stalled_export(api, str(t.client.key)) for t in tenants]
-        wait_until(lambda: exports_waiting_on_clients(database) == 3, timeout=15)
+        # Exactly the limit's number stream (and wait on their readers); the others are
+        # refused at once.
+        statuses = [status_of(reader) for reader in readers]
+        assert sorted(statuses) == [200, 200, 503, 503], statuses
+        wait_until(lambda: exports_waiting_on_clients(database) == 2, timeout=15)
+        streaming = [t for t, status in zip(tenants, statuses, strict=True) if status == 200]
+        refused = [t for t, status in zip(tenants, statuses, strict=True) if status == 503]
 
-        # The same account may not start a second export meanwhile; others are served.
-        again = tenants[0].client.get("/v1/export")
+        # The next export is refused in the envelope with Retry-After, whoever asks; an
+        # account already streaming one hears of its own limit (429).
+        busy = refused[0].client.get("/v1/export")
+        assert busy.status_code == 503 and busy.headers["Retry-After"] == "30"
+        assert error_of(busy)["code"] == "unavailable"
+        again = streaming[0].client.get("/v1/export")
         assert again.status_code == 429 and again.headers["Retry-After"] == "30"
         assert error_of(again)["code"] == "rate_limited"
+
         started = time.monotonic()
         assert requests.get(f"{api.url}/healthz", timeout=5).status_code == 200
+        ready = requests.get(f"{api.url}/readyz", timeout=5)
+        assert ready.status_code == 200, ready.text
         # A light request of another account (a search ranking every one of these 1,400
         # long notes took 0.4 s idle and over 2 s in a loaded CI run): served at once.
-        listed = tenants[1].client.get("/v1/memories", params={"limit": 1})
+        listed = other.client.get("/v1/memories", params={"limit": 1})
         assert listed.status_code == 200 and len(data_of(listed)["items"]) == 1
         assert time.monotonic() - started < 2
+        assert exports_waiting_on_clients(database) == 2
 
         # Each stalled export is cut off once a piece waits past the send timeout: its
-        # transaction ends and its slot is free again.
+        # transaction ends and its slots are free again.
         wait_until(lambda: exports_waiting_on_clients(database) == 0, timeout=20)
         # On a new connection: the session's kept-alive one has idled past the server's
         # keep-alive meanwhile, and reusing it races the server closing it.
-        whole = requests.get(
-            f"{api.url}/v1/export", headers=tenants[0].client.headers(), timeout=60
-        )
-        assert whole.status_code == 200
-        assert sum(1 for line in whole.text.splitlines() if '"memory"' in line) == 1400
+        for tenant in (streaming[0], refused[0]):
+            whole = requests.get(
+                f"{api.url}/v1/export", headers=tenant.client.headers(), timeout=60
+            )
+            assert whole.status_code == 200
+            assert sum(1 for line in whole.text.splitlines() if '"memory"' in line) == 1400
     finally:
         for reader in readers:
             reader.close()
@@ -563,3 +598,79 @@ def test_the_worker_deletes_rate_limit_windows_long_over(
         wait_until(lambda: left() == {recent}, timeout=30)
     finally:
         worker.stop()
+
+
+def test_an_export_starting_on_an_exhausted_pool_answers_503_in_the_envelope(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    # In this process, to hand the pool's connections out in a known order: the export
+    # authenticates with the last free connection, then finds none for its snapshot.
+    from pydantic import SecretStr
+
+    from grove_api.app import create_app, deps_from
+    from grove_api.settings import ApiSettings
+
+    settings = ApiSettings(
+        database_url=database.runtime_url,
+        secret_key=SecretStr(SECRET),
+        embedding_profile="disabled",
+        db_pool_size=2,
+        api_rate_limit_per_minute=0,
+        account_rate_limit_per_minute=0,
+    )
+    deps = deps_from(settings)
+    try:
+        exhausted_pool_export(database, InProcessApi(create_app(settings, deps)), deps.pool)
+    finally:
+        deps.pool.close()
+        if deps.answerer is not None:
+            deps.answerer.close()
+
+
+def exhausted_pool_export(
+    database: embedded.EmbeddedDatabase, app: InProcessApi, pool: ConnectionPool
+) -> None:
+    tenant = new_tenant(database, app.url, app)
+    tenant.client.save(unique("exported once the pool has room"))
+    held = [pool.getconn(), pool.getconn()]
+    answers: list[Any] = []
+    threads: list[threading.Thread] = []
+
+    def waiting() -> int:
+        return int(pool.get_stats().get("requests_waiting", 0))
+
+    def export() -> None:
+        try:
+            answers.append(tenant.client.get("/v1/export"))
+        except BaseException as ex:  # reported in the test's thread
+            answers.append(ex)
+
+    def take_one() -> None:
+        held.append(pool.getconn(timeout=30))
+
+    try:
+        threads.append(threading.Thread(target=export))
+        threads[-1].start()
+        wait_until(lambda: waiting() == 1, timeout=10)  # the export's sign-in waits
+        threads.append(threading.Thread(target=take_one))
+        threads[-1].start()
+        wait_until(lambda: waiting() == 2, timeout=10)
+        # The sign-in gets this connection and gives it back, straight to take_one.
+        pool.putconn(held.pop(0))
+        threads[0].join(timeout=60)
+        threads[1].join(timeout=10)
+        assert len(answers) == 1 and len(held) == 2
+        answer = answers[0]
+        assert not isinstance(answer, BaseException), repr(answer)
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["Retry-After"] == "1"
+        assert error_of(answer)["code"] == "unavailable"
+    finally:
+        for conn in held:
+            pool.putconn(conn)
+        for thread in threads:
+            thread.join(timeout=60)
+    # Its slot was given back: with the pool free again the export streams.
+    whole = tenant.client.get("/v1/export")
+    assert whole.status_code == 200
+    assert sum(1 for line in whole.text.splitlines() if '"memory"' in line) == 1

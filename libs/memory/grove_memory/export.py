@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
@@ -48,14 +48,20 @@ NOTES_WITH_REVISIONS = f"""
 """
 
 
-def export_lines(store: Store, blobs: Blobs, principal: Principal) -> Iterator[bytes]:
-    """The export as NDJSON lines; capability is checked before the first line."""
+def export_lines(store: Store, blobs: Blobs, principal: Principal) -> Generator[bytes, None, None]:
+    """The export as NDJSON lines; capability is checked, and the snapshot taken (a
+    pooled connection held until the generator is closed), before this returns: a busy
+    or unreachable database raises ``DatabaseError`` here, not in the middle of the
+    response."""
     require(principal, "read")
-    return _lines(store, blobs, principal)
+    lines = _lines(store, blobs, principal)
+    next(lines)  # enters the transaction: see _lines
+    return lines
 
 
-def _lines(store: Store, blobs: Blobs, principal: Principal) -> Iterator[bytes]:
+def _lines(store: Store, blobs: Blobs, principal: Principal) -> Generator[bytes, None, None]:
     with transaction(store.pool, principal.account_id, snapshot=True) as conn:
+        yield b""  # to export_lines only: the transaction is open
         yield _line(
             {
                 "type": "export",

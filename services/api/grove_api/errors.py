@@ -33,6 +33,7 @@ FALCON_CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     429: "rate_limited",
+    503: "unavailable",
     400: "validation_error",
 }
 
@@ -68,6 +69,9 @@ def _domain(req: falcon.Request, resp: falcon.Response, ex: Any, params: dict[st
         details = [FieldError(**d) for d in details]
     if isinstance(ex, InvalidRequest):
         details = [FieldError(field=ex.field, message=ex.detail)]
+    if isinstance(ex, DatabaseError) and ex.status == 503:
+        # A full pool or a restarting database: worth a retry soon (as grove-mcp says).
+        resp.set_header("Retry-After", "1")
     _respond(req, resp, ex.status, ex.code, ex.message, details)
 
 

@@ -1203,6 +1203,7 @@ SERVER_ERRORS = {414: "text/html"}
 RESPONSE_HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}}},
     429: {"Retry-After": {"schema": {"type": "string"}}},
+    503: {"Retry-After": {"schema": {"type": "string"}}},
 }
 CONVERTER = re.compile(r"{(\w+)(?::(\w+))?}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, cast
@@ -166,9 +167,11 @@ class Export(Resource):
 
     A client that stops reading costs one thread and one connection for a bounded time:
     each piece must be taken within ``export_send_timeout_seconds`` (the socket's send
-    timeout), the whole export within ``export_max_seconds``, and one account streams
-    at most ``export_max_concurrent_per_account`` exports at once per process (one more:
-    429). Either cut-off ends the stream without its final chunk, so the client sees an
+    timeout), the whole export within ``export_max_seconds``. One account streams at
+    most ``export_max_concurrent_per_account`` exports at once per process (one more:
+    429), and the process at most ``exports_at_once`` in all (one more: 503), which
+    leaves pooled connections for every other request however many accounts export.
+    Either cut-off ends the stream without its final chunk, so the client sees an
     incomplete response, and ends the export's transaction at once.
     """
 
@@ -176,6 +179,8 @@ class Export(Resource):
         super().__init__(wiring)
         settings = wiring.settings
         self.slots = AccountSlots(settings.export_max_concurrent_per_account)
+        self.at_once = settings.exports_at_once
+        self.running = threading.BoundedSemaphore(self.at_once)
         self.send_timeout = settings.export_send_timeout_seconds
         self.max_seconds = settings.export_max_seconds
         self.blobs = PostgresBlobs()
@@ -183,20 +188,41 @@ class Export(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         read_query(req, Strict)
         principal = req.context.principal
-        lines = export.export_lines(self.store, self.blobs, principal)
-        if not self.slots.take(principal.account_id):
+        release = self._take_slots(principal.account_id)
+        try:
+            # The snapshot is taken here, not when the server starts sending: a pool with
+            # no connection free answers 503 in the envelope, never a broken 200 or 500.
+            lines = export.export_lines(self.store, self.blobs, principal)
+        except BaseException:
+            release()
+            raise
+        socket_timeout(req, self.send_timeout)
+        resp.content_type = "application/x-ndjson"
+        resp.downloadable_as = "grove-export.ndjson"
+        resp.stream = BoundedStream(lines, self.max_seconds, release)
+
+    def _take_slots(self, account_id: UUID) -> Callable[[], None]:
+        """Take the account's slot and one of the process's; what gives both back."""
+        if not self.slots.take(account_id):
             metrics.RATE_LIMITED.labels(metrics.service()).inc()
             raise falcon.HTTPTooManyRequests(
                 title=f"at most {self.slots.limit} export(s) of this account at a time;"
                 " retry when the running one ends",
                 retry_after=EXPORT_RETRY_SECONDS,
             )
-        socket_timeout(req, self.send_timeout)
-        resp.content_type = "application/x-ndjson"
-        resp.downloadable_as = "grove-export.ndjson"
-        resp.stream = BoundedStream(
-            lines, self.max_seconds, lambda: self.slots.give_back(principal.account_id)
-        )
+        if not self.running.acquire(blocking=False):
+            self.slots.give_back(account_id)
+            raise falcon.HTTPServiceUnavailable(
+                title=f"this server is streaming as many exports as it may ({self.at_once});"
+                " retry later",
+                retry_after=EXPORT_RETRY_SECONDS,
+            )
+
+        def release() -> None:
+            self.running.release()
+            self.slots.give_back(account_id)
+
+        return release
 
 
 #: How long a refused export is told to wait before trying again.

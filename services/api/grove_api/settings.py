@@ -49,7 +49,8 @@ class ApiSettings(IdentitySettings, QuotaSettings, ProxySettings):
     api_workers: Annotated[int, Field(ge=1, le=64)] = DEFAULT_WORKERS
     api_threads: Annotated[int, Field(ge=1, le=64)] = DEFAULT_THREADS
     api_timeout_seconds: Annotated[int, Field(ge=1, le=600)] = DEFAULT_REQUEST_TIMEOUT_SECONDS
-    db_pool_size: Annotated[int, Field(ge=1, le=100)] = DEFAULT_POOL_SIZE
+    #: At least two: exports may hold at most all but one (``exports_at_once``).
+    db_pool_size: Annotated[int, Field(ge=2, le=100)] = DEFAULT_POOL_SIZE
     #: Every statement is cancelled after this long: the database part of a request\'s deadline.
     db_statement_timeout_ms: Annotated[int, Field(ge=10, le=600_000)] = 10_000
     #: A session whose transaction waits this long on its client is ended by PostgreSQL.
@@ -60,6 +61,9 @@ class ApiSettings(IdentitySettings, QuotaSettings, ProxySettings):
     export_max_seconds: Annotated[int, Field(ge=1, le=86_400)] = 900
     #: Exports of one account streaming at once, per api process (0: no limit).
     export_max_concurrent_per_account: Annotated[int, Field(ge=0, le=100)] = 1
+    #: Exports streaming at once in one api process, whatever their accounts; one more:
+    #: 503 ``unavailable`` with ``Retry-After`` (unset: ``exports_at_once``).
+    export_max_concurrent: Annotated[int, Field(ge=1, le=99)] | None = None
     api_metrics_port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     metrics_host: str = DEFAULT_HOST
     #: Requests per minute per credential, across all replicas (0: no limit).
@@ -120,6 +124,25 @@ class ApiSettings(IdentitySettings, QuotaSettings, ProxySettings):
         if value is not None and (not value or any(c.isspace() for c in value)):
             raise ValueError("must be one token without whitespace")
         return value
+
+    @property
+    def exports_at_once(self) -> int:
+        """The exports one process streams at once: ``export_max_concurrent``, or half
+        the pool (rounded down). Each holds a pooled connection while its client reads,
+        for up to ``export_max_seconds``, so they never hold the whole pool: the other
+        requests, ``/readyz`` among them, always have a connection."""
+        return self.export_max_concurrent or self.db_pool_size // 2
+
+    @model_validator(mode="after")
+    def _exports_leave_connections(self) -> ApiSettings:
+        if self.export_max_concurrent is not None and self.export_max_concurrent >= (
+            self.db_pool_size
+        ):
+            raise ValueError(
+                "GROVE_EXPORT_MAX_CONCURRENT must be below GROVE_DB_POOL_SIZE: each export"
+                " holds a pooled connection, and other requests need at least one"
+            )
+        return self
 
     @model_validator(mode="after")
     def _owner_audience(self) -> ApiSettings:

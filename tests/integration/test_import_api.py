@@ -17,7 +17,7 @@ import pytest
 import requests
 from psycopg.rows import dict_row
 
-from grove_contracts.imports import MAX_IMPORT_LINE_BYTES
+from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, MAX_IMPORTED_VERSION
 from grove_memory import restore
 from tests.integration.test_conversations import Owner, Stack, new_owner, stack
 from tests.integration.test_restore import body, export, populate, remapped
@@ -282,3 +282,81 @@ def test_a_file_comes_back_through_the_api_and_a_larger_one_is_refused(
             restorer.run([ndjson([line]) for line in lines], 10)
     assert refused.value.line == number and "is larger than the" in str(refused.value)
     assert progress.counts.files == 0
+
+
+# --- hostile lines --------------------------------------------------------------------
+
+
+def note_count(owner: Owner) -> int:
+    return len([line for line in export(owner.tenant) if line["type"] == "memory"])
+
+
+def refused_at(owner: Owner, data: bytes, line: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Send ``data`` as a new import, refused at ``line``: the error and the import's
+    recorded state."""
+    import_id = str(uuid.uuid4())
+    refused = send(owner.session, import_id, data)
+    assert refused.status_code == 400, refused.text[:500]
+    error = error_of(refused)
+    assert error["code"] == "import_refused"
+    assert error["details"][0]["field"] == f"line {line}"
+    failed = status(owner.session, import_id)
+    assert (failed["state"], failed["line"], failed["error"]) == ("failed", line, error["message"])
+    return error, failed
+
+
+def test_a_deeply_nested_line_fails_the_import_at_its_line_and_the_next_runs_at_once(
+    stack: Stack,
+) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    populate(source.tenant)
+    original = export(source.tenant)
+    target.key.save("kept whatever the import does")
+    notes = [i for i, line in enumerate(original) if line["type"] == "memory"]
+    nested = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    inside = b'{"type": "memory", "memory": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n"
+    for bad in (nested, inside):
+        data = ndjson(original[: notes[1]]) + bad + ndjson(original[notes[1] :])
+        error, _ = refused_at(target, data, notes[1] + 1)
+        assert "nested too deeply" in error["message"]
+        assert note_count(target) == 1 + 1  # the one kept, and the one before the line
+    header = ndjson(original[:1])
+    error, _ = refused_at(target, nested + header, 1)
+    assert "not a Grove export" in error["message"]
+    # Nothing holds the account's imports back: the next one runs at once.
+    done = send(target.session, str(uuid.uuid4()), ndjson(original))
+    assert done.status_code == 200, done.text
+    assert data_of(done)["state"] == "done"
+    assert note_count(target) == 1 + 5
+
+
+def with_version(line: dict[str, Any], version: int) -> dict[str, Any]:
+    changed = json.loads(json.dumps(line))
+    changed["memory"]["version"] = changed["revisions"][-1]["version"] = version
+    return changed
+
+
+def test_an_imported_version_is_bounded_so_the_note_stays_editable(stack: Stack) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    source.key.save("a note whose version is pushed to the edge")
+    header, line = export(source.tenant)
+    error, _ = refused_at(target, ndjson([header, with_version(line, 2**31 - 1)]), 2)
+    assert error["message"] == f"line 2: memory: version: must be 1 to {MAX_IMPORTED_VERSION}"
+    error, _ = refused_at(target, ndjson([header, with_version(line, MAX_IMPORTED_VERSION + 1)]), 2)
+    assert "version: must be 1 to" in error["message"]
+    assert note_count(target) == 0
+
+    done = send(
+        target.session,
+        str(uuid.uuid4()),
+        ndjson([header, with_version(line, MAX_IMPORTED_VERSION)]),
+    )
+    assert data_of(done)["state"] == "done", done.text
+    (note,) = [x["memory"] for x in export(target.tenant) if x["type"] == "memory"]
+    assert note["version"] == MAX_IMPORTED_VERSION
+    edited = target.key.patch(
+        f"/v1/memories/{note['id']}",
+        {"content": "edited at the bound", "expectedVersion": MAX_IMPORTED_VERSION},
+    )
+    assert edited.status_code == 200, edited.text
+    assert data_of(edited)["version"] == MAX_IMPORTED_VERSION + 1

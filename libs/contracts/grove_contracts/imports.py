@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 from uuid import UUID
 
@@ -15,6 +15,15 @@ from grove_contracts.notes import Strict
 MAX_IMPORT_LINE_BYTES = 1024 * 1024
 #: Warnings an import keeps (the first ones).
 MAX_IMPORT_WARNINGS = 50
+#: The highest version an imported note or conversation may carry (and the most
+#: attempts a turn may have had): far below the database's ceiling (2^31 - 1), so whatever
+#: is restored can still be edited, answered and retried.
+MAX_IMPORTED_VERSION = 1_000_000_000
+#: The earliest time an imported item may name (creation, change, expiry, answer).
+EARLIEST_IMPORTED_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+#: How far past the import's own clock an item's creation or change may be (clocks
+#: differ a little); a later one would hide a note from searches begun before it.
+IMPORT_CLOCK_SKEW = timedelta(minutes=5)
 
 ImportState = Literal["running", "done", "failed"]
 

@@ -33,6 +33,7 @@ MAX_RECALL_CHARS = 20000
 MIN_RECALL_CHARS = 200
 MAX_SEARCH_LIMIT = 50
 DEFAULT_SEARCH_LIMIT = 10
+MAX_RETENTION_DAYS = 365
 
 Kind = Literal["preference", "fact", "decision", "solution", "handoff"]
 #: A stored note's kind: one a caller saves, or ``passage``, a part of an uploaded file's
@@ -55,7 +56,7 @@ def _trimmed_content(value: str) -> str:
 NOT_BLANK: JsonDict = {"pattern": r"\S"}
 Content = Annotated[str, AfterValidator(_trimmed_content), Field(json_schema_extra=NOT_BLANK)]
 TaskId = Annotated[str, Field(min_length=1, max_length=200)]
-RetentionDays = Annotated[int, Field(ge=1, le=365)]
+RetentionDays = Annotated[int, Field(ge=1, le=MAX_RETENTION_DAYS)]
 Version = Annotated[int, Field(ge=1)]
 
 

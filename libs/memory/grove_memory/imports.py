@@ -19,7 +19,7 @@ process died is taken over after ``ABANDONED``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from datetime import timedelta
 from typing import Any, cast
 from uuid import UUID
@@ -29,6 +29,7 @@ from psycopg.types.json import Jsonb
 from grove_auth.connections import require_owner
 from grove_auth.principal import Principal
 from grove_contracts.imports import MAX_IMPORT_WARNINGS, ImportStatus
+from grove_db.errors import DatabaseError
 from grove_db.pool import Conn, transaction
 from grove_memory import restore
 from grove_memory.errors import NotFound, ServiceError
@@ -129,8 +130,23 @@ def run_import(
     except restore.RestoreError as ex:
         record(progress.counts, "failed", error=ex.message, line=ex.line)
         raise
+    except Exception as ex:
+        # Anything else that stops it (the database unavailable, a fault of ours) ends
+        # it too: left `running`, it would hold the account's next import back for
+        # ``ABANDONED``. The request still fails with its own error.
+        with suppress(Exception):  # the database may be what failed: that error wins
+            record(progress.counts, "failed", error=_stopped_by(ex))
+        raise
     record(progress.counts, "done")
     return get_import(store, principal, import_id)
+
+
+def _stopped_by(ex: Exception) -> str:
+    """What an import stopped by ``ex`` records: its message if it is one of ours to
+    tell (the database's), else nothing that could quote the export."""
+    if isinstance(ex, DatabaseError | ServiceError):
+        return ex.message
+    return "an internal error stopped the import; send the export again to resume it"
 
 
 def _claim(store: Store, principal: Principal, import_id: UUID) -> None:

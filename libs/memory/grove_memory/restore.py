@@ -12,7 +12,9 @@ operation IDs, times, archive state), conversations with their turns, and files 
 held until its last chunk line, checked against its size and SHA-256, then written in
 one transaction with its extraction queued). Connection lines are skipped: they are
 credentials, and a restore never grants access. Items are checked with the API's own
-request models, so a limit breaks with the API's message.
+request models, so a limit breaks with the API's message; what the API never takes from
+a caller is bounded too (versions, times: ``grove_contracts.imports``), and a line nested
+too deeply for the JSON reader is refused like any other bad line.
 
 IDs (``grove import``): an item keeps its ID unless another account holds it; then it
 becomes ``uuid5(target account, original ID)``. ``POST /v1/import`` (``keep_ids`` false)
@@ -43,6 +45,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any, LiteralString
 from uuid import UUID, uuid5
 
@@ -51,11 +54,23 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
-from grove_contracts.conversations import ConversationDetail
+from grove_contracts.conversations import (
+    MAX_TURNS,
+    ConversationDetail,
+    CreateConversationRequest,
+    Turn,
+    TurnContext,
+    TurnRequest,
+)
 from grove_contracts.errors import validation_details
-from grove_contracts.files import StoredFile, media_type_of
+from grove_contracts.files import FileUpdate, StoredFile, media_type_of
+from grove_contracts.imports import (
+    EARLIEST_IMPORTED_TIME,
+    IMPORT_CLOCK_SKEW,
+    MAX_IMPORTED_VERSION,
+)
 from grove_contracts.notebooks import CreateNotebookRequest, Notebook
-from grove_contracts.notes import Memory, RememberRequest, Revision
+from grove_contracts.notes import MAX_RETENTION_DAYS, Memory, RememberRequest, Revision
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
 from grove_db.pool import hold_live_account, set_locally, set_tenant
@@ -296,6 +311,8 @@ def _check(number: int, raw: bytes) -> _Line:
             return _Line(number, kind, _chunk(number, data))
     except RestoreError as ex:
         return _Line(number, kind, error=ex)
+    except RecursionError:  # a value nested past what the models' checks can follow
+        return _Line(number, kind, error=RestoreError(NESTED_TOO_DEEPLY, number))
     return _Line(number, kind)
 
 
@@ -344,7 +361,7 @@ def _check_header(first: tuple[int, bytes]) -> None:
     number, raw = first
     try:
         header = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("type") != "export":
         raise RestoreError("not a Grove export: the first line must be its header", number)
@@ -586,7 +603,7 @@ class Restorer:
         assert self.notebooks is not None
         books = {str(k): str(v) for k, v in self.notebooks.items()}
         context = turn["context"]
-        if context is not None:
+        if context is not None:  # as the API stores it (_check_turn): IDs in lower case
             context = {
                 **context,
                 "notes": [notes[n] for n in context.get("notes", [])],
@@ -596,16 +613,16 @@ class Restorer:
         citations = [
             {
                 **c,
-                "noteId": notes[c["noteId"]],
-                "revisionId": f"{notes[c['noteId']]}:{c['version']}",
+                "noteId": notes[_id(c["noteId"])],
+                "revisionId": f"{notes[_id(c['noteId'])]}:{c['version']}",
             }
             for c in answer.get("citations", [])
         ]
         sources = [
             {
                 **s,
-                "noteId": notes[s["noteId"]],
-                "projectId": None if s["projectId"] is None else books.get(s["projectId"]),
+                "noteId": notes[_id(s["noteId"])],
+                "projectId": None if s["projectId"] is None else books.get(_id(s["projectId"])),
             }
             for s in turn["sources"]
         ]
@@ -830,8 +847,10 @@ class _Chunk:
 def _file(number: int, data: dict[str, Any]) -> _File:
     try:
         file = StoredFile.model_validate(data.get("file"))
+        FileUpdate(name=file.name, projectId=file.projectId)  # the API's rules for a name
     except ValidationError as ex:
         raise _invalid(number, "file", ex) from None
+    _check_times(number, "file", createdAt=file.createdAt, updatedAt=file.updatedAt)
     chunks = data.get("chunks")
     if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 0:
         raise RestoreError("a file line's chunks must be a count", number)
@@ -863,16 +882,52 @@ class _Conversation:
 
 
 def _conversation(number: int, data: dict[str, Any]) -> _Conversation:
-    """A conversation line, checked as the API reads conversations and turns."""
+    """A conversation line, checked as the API reads conversations and turns, and as it
+    takes them: title, questions and selections by the API's own request models."""
     try:
-        ConversationDetail.model_validate(
+        detail = ConversationDetail.model_validate(
             {**data.get("conversation", {}), "turns": data.get("turns")}
         )
+        if detail.title is not None:
+            CreateConversationRequest(id=detail.id, title=detail.title)
     except (ValidationError, TypeError) as ex:
         if isinstance(ex, ValidationError):
             raise _invalid(number, "conversation", ex) from ex
         raise RestoreError("conversation: not an object", number) from ex
+    _check_version(number, "conversation", detail.version)
+    _check_times(number, "conversation", createdAt=detail.createdAt, updatedAt=detail.updatedAt)
+    if len(detail.turns) > MAX_TURNS:
+        raise RestoreError(f"conversation: at most {MAX_TURNS} turns", number)
+    turns = data["turns"]
+    for index, turn in enumerate(detail.turns):
+        turns[index]["context"] = _check_turn(number, f"turns.{index}", turn)
     return _Conversation(number, data)
+
+
+def _check_turn(number: int, where: str, turn: Turn) -> dict[str, Any] | None:
+    """A turn's bounds, its question and selection as ``TurnRequest`` takes them; the
+    selection as the API stores it."""
+    try:
+        request = TurnRequest(
+            id=turn.id,
+            query=turn.query,
+            format=turn.format,
+            expectedVersion=1,
+            context=None if turn.context is None else TurnContext.model_validate(turn.context),
+        )
+    except ValidationError as ex:
+        raise _invalid(number, where, ex) from ex
+    if not 1 <= turn.ordinal <= MAX_TURNS:
+        raise RestoreError(f"{where}: ordinal: must be 1 to {MAX_TURNS}", number)
+    if not 0 <= turn.attempts <= MAX_IMPORTED_VERSION:
+        raise RestoreError(f"{where}: attempts: must be 0 to {MAX_IMPORTED_VERSION}", number)
+    _check_times(number, where, createdAt=turn.createdAt, completedAt=turn.completedAt)
+    return None if request.context is None else request.context.model_dump(mode="json")
+
+
+def _id(text: str) -> str:
+    """An ID checked as a UUID, in the form the maps above are keyed by."""
+    return str(UUID(text))
 
 
 def _note_references(turns: list[dict[str, Any]]) -> list[UUID]:
@@ -894,11 +949,17 @@ class _Taken:
     elsewhere: set[UUID] = field(default_factory=set)
 
 
+#: A line whose JSON nests deeper than Python's reader follows (no export does).
+NESTED_TOO_DEEPLY = "nested too deeply: not a line of a Grove export"
+
+
 def _parse(number: int, raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except ValueError as ex:
         raise RestoreError(f"not valid JSON ({ex})", number) from ex
+    except RecursionError:
+        raise RestoreError(NESTED_TOO_DEEPLY, number) from None
     if not isinstance(data, dict):
         raise RestoreError("not a JSON object", number)
     return data
@@ -915,6 +976,7 @@ def _notebook(number: int, data: dict[str, Any]) -> Notebook:
         CreateNotebookRequest(name=notebook.name, parentId=notebook.parentId)
     except ValidationError as ex:
         raise _invalid(number, "notebook", ex) from ex
+    _check_times(number, "notebook", createdAt=notebook.createdAt, updatedAt=notebook.updatedAt)
     return notebook
 
 
@@ -925,6 +987,8 @@ def _memory(number: int, data: dict[str, Any]) -> tuple[Memory, list[Revision]]:
         _check_save(memory)
     except ValidationError as ex:
         raise _invalid(number, "memory", ex) from ex
+    _check_state(number, "memory", memory)
+    _check_times(number, "memory", updatedAt=memory.updatedAt)
     raw = data.get("revisions")
     if not isinstance(raw, list) or not raw:
         raise RestoreError("revisions: a note needs its revisions", number)
@@ -937,6 +1001,7 @@ def _memory(number: int, data: dict[str, Any]) -> tuple[Memory, list[Revision]]:
             raise _invalid(number, f"revisions.{index}", ex) from ex
         if revision.memoryId != memory.id:
             raise RestoreError(f"revisions.{index}: memoryId is not the note's id", number)
+        _check_state(number, f"revisions.{index}", revision)
         revisions.append(revision)
     versions = [r.version for r in revisions]
     if versions != sorted(set(versions)) or versions[-1] != memory.version:
@@ -959,6 +1024,42 @@ def _check_save(state: Memory | Revision) -> None:
         provenance=state.provenance,
         retentionDays=state.retentionDays,
     )
+
+
+def _check_state(number: int, where: str, state: Memory | Revision) -> None:
+    """What a save never takes from its caller but a restore keeps: the version, within
+    ``MAX_IMPORTED_VERSION``, and the times."""
+    _check_version(number, where, state.version)
+    _check_times(number, where, createdAt=state.createdAt)
+    _check_times(number, where, EXPIRY_AHEAD, expiresAt=state.expiresAt)
+
+
+#: How far ahead an expiry may be: the longest retention from a change made now.
+EXPIRY_AHEAD = timedelta(days=MAX_RETENTION_DAYS)
+
+
+def _check_version(number: int, where: str, version: int) -> None:
+    if not 1 <= version <= MAX_IMPORTED_VERSION:
+        raise RestoreError(f"{where}: version: must be 1 to {MAX_IMPORTED_VERSION}", number)
+
+
+def _check_times(
+    number: int, where: str, ahead: timedelta = IMPORT_CLOCK_SKEW, **times: datetime | None
+) -> None:
+    """Each of ``times`` (unset ones aside) from ``EARLIEST_IMPORTED_TIME`` to ``ahead``
+    of now; a time without a zone is UTC, as the database takes it."""
+    latest = datetime.now(UTC) + ahead
+    for name, value in times.items():
+        if value is None:
+            continue
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        if not EARLIEST_IMPORTED_TIME <= value <= latest:
+            limit = "now" if ahead <= IMPORT_CLOCK_SKEW else f"{ahead.days} days from now"
+            raise RestoreError(
+                f"{where}: {name}: must be from {EARLIEST_IMPORTED_TIME:%Y-%m-%d} to {limit}",
+                number,
+            )
 
 
 def _note_values(state: Memory | Revision) -> dict[str, Any]:
@@ -1017,6 +1118,10 @@ def _refusals(number: int) -> Iterator[None]:
             raise RestoreError(
                 ex.diag.message_primary or "over the account's quota", number
             ) from ex
+        if isinstance(ex, psycopg.DataError | psycopg.IntegrityError):
+            # A value the checks let through but the schema refuses: still this line's
+            # error (a 400 naming it), never the whole request's.
+            raise RestoreError("a value of this line is outside what Grove stores", number) from ex
         raise
 
 

@@ -8,7 +8,7 @@ import io
 import json
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from typing import Any
 
@@ -360,3 +360,71 @@ def test_an_imported_version_is_bounded_so_the_note_stays_editable(stack: Stack)
     )
     assert edited.status_code == 200, edited.text
     assert data_of(edited)["version"] == MAX_IMPORTED_VERSION + 1
+
+
+#: A field of each kind of line out of bounds: (line type, change, part of the message).
+OUT_OF_BOUNDS: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
+    ("notebook", lambda x: x["notebook"].update(name="n" * 201), "notebook: name:"),
+    ("notebook", lambda x: x["notebook"].update(createdAt="3000-01-01T00:00:00Z"), "createdAt"),
+    ("conversation", lambda x: x["conversation"].update(title="t" * 201), "title"),
+    ("conversation", lambda x: x["conversation"].update(version=2**31 - 1), "version: must be"),
+    ("conversation", lambda x: x["turns"][0].update(ordinal=101), "ordinal: must be 1 to 100"),
+    ("conversation", lambda x: x["turns"][0].update(query="q" * 6001), "turns.0: query"),
+    ("conversation", lambda x: x["turns"][0].update(context={"notes": ["x"]}), "turns.0: notes"),
+    ("conversation", lambda x: x["turns"][0].update(attempts=2**31), "attempts: must be"),
+    ("conversation", lambda x: x["turns"][0].update(createdAt="1969-12-31T23:59:59Z"), "from 1970"),
+    (
+        "conversation",
+        lambda x: x["turns"][0]["answer"]["citations"][0].update(quote="\u0000"),
+        "outside what Grove stores",
+    ),
+    ("memory", lambda x: x["memory"].update(id="not-a-uuid"), "memory: id:"),
+    ("memory", lambda x: x["memory"].update(taskId="t" * 201), "memory: taskId:"),
+    ("memory", lambda x: x["memory"]["provenance"].update(sourceAgent="a" * 101), "sourceAgent"),
+    ("memory", lambda x: x["memory"].update(retentionDays=366), "memory: retentionDays:"),
+    ("memory", lambda x: x["memory"].update(kind="passage"), "memory: kind:"),
+    ("memory", lambda x: x["memory"].update(version=0), "memory: version: must be 1 to"),
+    (
+        "memory",
+        lambda x: x["memory"].update(createdAt="0001-01-01T00:00:00+14:00"),
+        "memory: createdAt: must be from 1970-01-01 to now",
+    ),
+    ("memory", lambda x: x["memory"].update(updatedAt="9999-12-31T00:00:00Z"), "updatedAt"),
+    (
+        "memory",
+        lambda x: x["memory"].update(expiresAt="9999-12-31T23:59:59-14:00"),
+        "memory: expiresAt: must be from 1970-01-01 to 365 days from now",
+    ),
+    ("memory", lambda x: x["revisions"][0].update(content="a \u0000 b"), "revisions.0: content"),
+    ("memory", lambda x: x["revisions"][0].update(operationId="x"), "operationId"),
+    ("file", lambda x: x["file"].update(name="two\nlines.txt"), "file: name:"),
+    ("file", lambda x: x["file"].update(name="n" * 256), "file: name:"),
+]
+
+
+def test_each_field_out_of_bounds_is_refused_at_its_line_and_nothing_stored_is_lost(
+    stack: Stack,
+) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    plans = source.tenant.notebook("plans")
+    source.key.save("We deploy the billing service every Tuesday.", projectId=plans)
+    conversation = source.create(title="Deploys")["id"]
+    source.answered(conversation, "When do we deploy the billing service?", 1)
+    uploaded(source.key, b"The gateway restarts at two.", name="gateway.txt")
+    original = owner_export(source)
+    kept = target.key.save("kept whatever the import does")
+    kinds = [line["type"] for line in original]
+
+    refusals = []
+    for kind, change, expected in OUT_OF_BOUNDS:
+        index = kinds.index(kind)
+        lines = json.loads(json.dumps(original))
+        change(lines[index])
+        error, _ = refused_at(target, ndjson(lines), index + 1)
+        refusals.append((expected, error["message"]))
+    assert [expected for expected, message in refusals if expected not in message] == [], refusals
+
+    assert data_of(target.key.get(f"/v1/memories/{kept['id']}"))["content"] == kept["content"]
+    done = send(target.session, str(uuid.uuid4()), ndjson(original))
+    assert data_of(done)["state"] == "done", done.text
+    assert note_count(target) == 2

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from grove_contracts.imports import MAX_IMPORTED_VERSION
 from grove_db import embedded
 from grove_db.pool import set_tenant
 from grove_memory import restore
@@ -357,3 +358,37 @@ def test_a_note_whose_notebook_is_not_in_the_export_stops_at_its_line(
     assert failed.stderr.strip() == f"grove: line 3: notebook {stray} is not in the export"
     restored_notes = [line for line in export(target) if line["type"] == "memory"]
     assert [n["memory"]["content"] for n in restored_notes] == ["first"]
+
+
+def test_grove_import_refuses_hostile_lines_as_the_api_does(
+    database: embedded.EmbeddedDatabase, make_tenant: Callable[[], Tenant], tmp_path: Path
+) -> None:
+    source, target = make_tenant(), make_tenant()
+    source.client.save("first", "fact")
+    source.client.save("second", "fact")
+    header, first, second = export(source)
+    kept = target.client.save("kept whatever the import does")
+    nested = tmp_path / "nested.ndjson"
+    nested.write_bytes(
+        (json.dumps(header) + "\n" + json.dumps(first) + "\n").encode()
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"\n"
+    )
+    failed = grove_import(database, nested, target.account_id)
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == "grove: line 3: nested too deeply: not a line of a Grove export"
+    edge = json.loads(json.dumps(second))
+    edge["memory"]["version"] = edge["revisions"][0]["version"] = 2**31 - 1
+    failed = grove_import(
+        database, write(tmp_path / "edge.ndjson", [header, first, edge]), target.account_id
+    )
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == (
+        f"grove: line 3: memory: version: must be 1 to {MAX_IMPORTED_VERSION}"
+    )
+    notes = {
+        line["memory"]["id"]: line["memory"] for line in export(target) if line["type"] == "memory"
+    }
+    assert sorted(n["content"] for n in notes.values()) == ["first", kept["content"]]
+    assert notes[kept["id"]] == kept

@@ -18,6 +18,7 @@ import requests
 from psycopg.rows import dict_row
 
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, MAX_IMPORTED_VERSION
+from grove_db.pool import set_tenant
 from grove_memory import restore
 from tests.integration.test_conversations import Owner, Stack, new_owner, stack
 from tests.integration.test_restore import body, export, populate, remapped
@@ -428,3 +429,49 @@ def test_each_field_out_of_bounds_is_refused_at_its_line_and_nothing_stored_is_l
     done = send(target.session, str(uuid.uuid4()), ndjson(original))
     assert data_of(done)["state"] == "done", done.text
     assert note_count(target) == 2
+
+
+def test_an_import_the_database_stops_is_recorded_failed_and_the_next_runs_at_once(
+    stack: Stack,
+) -> None:
+    source, target = new_owner(stack), new_owner(stack)
+    populate(source.tenant)
+    original = export(source.tenant)
+    first_note = next(i for i, line in enumerate(original) if line["type"] == "memory")
+    release = threading.Event()
+
+    def held() -> Iterator[bytes]:
+        yield ndjson(original[:first_note])
+        release.wait(timeout=60)
+        yield ndjson(original[first_note:])
+
+    import_id = str(uuid.uuid4())
+    result: list[requests.Response] = []
+    sender = threading.Thread(target=lambda: result.append(send(target.session, import_id, held())))
+    sender.start()
+    # The account held against every write until the statement deadline (10 s) cuts the
+    # import's next transaction off.
+    with psycopg.connect(stack.database.migration_url) as lock, lock.transaction():
+        try:
+            wait_until(lambda: status_or_none(target.session, import_id) == "running")
+            set_tenant(lock, target.tenant.account_id)
+            lock.execute(
+                "SELECT 1 FROM accounts WHERE id = %s FOR UPDATE", (target.tenant.account_id,)
+            )
+        finally:
+            release.set()
+            sender.join(timeout=60)
+    assert result, "the import did not answer"
+    stopped = result[0]
+    assert stopped.status_code == 503, stopped.text
+    assert error_of(stopped)["code"] == "database_timeout"
+    assert stopped.headers["Retry-After"] == "1"
+    failed = status(target.session, import_id)
+    assert (failed["state"], failed["error"]) == ("failed", error_of(stopped)["message"])
+
+    # Nothing holds the account's imports back: another runs at once, and this one resumes.
+    other = send(target.session, str(uuid.uuid4()), ndjson(original[:first_note]))
+    assert other.status_code == 200, other.text
+    resumed = send(target.session, import_id, ndjson(original))
+    assert data_of(resumed)["state"] == "done", resumed.text
+    assert note_count(target) == 5

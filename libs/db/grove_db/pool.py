@@ -99,12 +99,8 @@ def transaction(
             if account_id is not None:
                 set_tenant(conn, account_id)
             yield conn  # type: ignore[misc]  # the pool hands out dict_row connections
-    except PoolTimeout as ex:
-        raise DatabaseError("the database is busy; try again") from ex
-    except psycopg.errors.QueryCanceled as ex:
-        raise QueryTimeout("the database took too long to answer; try again") from ex
     except psycopg.OperationalError as ex:
-        raise DatabaseError("the database is unreachable") from ex
+        raise unavailable(ex) from ex
     except psycopg.Error as ex:
         if ex.sqlstate == QUOTA_SQLSTATE:
             raise QuotaExceeded(ex.diag.message_primary or "") from ex
@@ -125,6 +121,17 @@ def hold_live_account(conn: psycopg.Connection[Any], account_id: UUID) -> bool:
     the account deleted and writes nothing.
     """
     return conn.execute(HOLD_LIVE_ACCOUNT, (account_id,)).fetchone() is not None
+
+
+def unavailable(ex: psycopg.OperationalError) -> DatabaseError:
+    """What a caller is told when the database could not answer (503): the pool had no
+    connection free in time, a statement ran past its deadline, or the server is gone.
+    For code that borrows pooled connections itself rather than through ``transaction``."""
+    if isinstance(ex, PoolTimeout):
+        return DatabaseError("the database is busy; try again")
+    if isinstance(ex, psycopg.errors.QueryCanceled):
+        return QueryTimeout("the database took too long to answer; try again")
+    return DatabaseError("the database is unreachable")
 
 
 def set_locally(conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:

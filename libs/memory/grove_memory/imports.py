@@ -24,13 +24,14 @@ from datetime import timedelta
 from typing import Any, cast
 from uuid import UUID
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from grove_auth.connections import require_owner
 from grove_auth.principal import Principal
 from grove_contracts.imports import MAX_IMPORT_WARNINGS, ImportStatus
 from grove_db.errors import DatabaseError
-from grove_db.pool import Conn, transaction
+from grove_db.pool import Conn, transaction, unavailable
 from grove_memory import restore
 from grove_memory.errors import NotFound, ServiceError
 from grove_memory.idempotency import hold_account
@@ -127,6 +128,8 @@ def run_import(
             restorer.run(lines, IMPORT_READ_AHEAD)
         except OSError as ex:  # the client stopped sending (the socket's timeout) or left
             raise restore.RestoreError(f"the body stopped arriving ({ex})") from ex
+        except psycopg.OperationalError as ex:  # on a lent connection: as transaction() says
+            raise unavailable(ex) from ex
     except restore.RestoreError as ex:
         record(progress.counts, "failed", error=ex.message, line=ex.line)
         raise

@@ -20,7 +20,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from grove_contracts.tools import TOOLS
+from grove_contracts.tools import INSTRUCTIONS, TOOLS
 from tests.integration.test_mcp import DESCRIBED, assert_is_registry, connect, error_of, ok
 from tests.support import loopback
 from tests.support.clients import data_of
@@ -40,11 +40,14 @@ async def bridge(api_url: str, key: str, mode: str = "legacy") -> AsyncIterator[
 
 
 def test_bridge_lists_the_registry(api_url: str, tenant: Tenant) -> None:
-    async def scenario() -> list[types.Tool]:
+    async def scenario() -> tuple[list[types.Tool], str | None]:
         async with bridge(api_url, tenant.client.key or "") as client:
-            return (await client.list_tools()).tools
+            return (await client.list_tools()).tools, client.instructions
 
-    assert_is_registry(asyncio.run(scenario()))
+    tools, instructions = asyncio.run(scenario())
+    assert_is_registry(tools)
+    # The same instructions as grove-mcp, note-writing guidance included.
+    assert instructions == INSTRUCTIONS
 
 
 def test_round_trip_through_the_bridge(api_url: str, tenant: Tenant) -> None:

@@ -25,10 +25,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from grove_cli import admin
-from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
+from grove_contracts.tools import INSTRUCTIONS, TOOLS, TOOLS_BY_NAME
 from grove_db import embedded
 from tests.support.keys import SECRET
 from tests.support.processes import start_mcp
+from tests.support.schemas import undescribed
 from tests.support.tenants import Tenant
 from tests.support.tools import require_tool
 from tests.support.waiting import wait_until
@@ -121,10 +122,12 @@ def published(tool: types.Tool) -> dict[str, Any]:
 
 
 def assert_is_registry(tools: list[types.Tool]) -> None:
-    """The listed tools are exactly the registry's, field for field."""
+    """The listed tools are exactly the registry's, field for field, and every argument
+    has its description."""
     assert [tool.name for tool in tools] == [tool.name for tool in TOOLS]
     for listed, tool in zip(tools, TOOLS, strict=True):
         assert published(listed) == tool.describe(), tool.name
+        assert undescribed(listed.input_schema) == [], tool.name
         assert listed.title and listed.description
         annotations = listed.annotations
         assert annotations is not None
@@ -161,7 +164,7 @@ def test_initialize_and_tools_list_publish_the_registry(mcp_url: str, tenant: Te
     listed, version, name, instructions = asyncio.run(scenario())
     assert version in HANDSHAKE_VERSIONS
     assert name == "grove"
-    assert instructions
+    assert instructions == INSTRUCTIONS
     assert listed.next_cursor is None
     assert_is_registry(listed.tools)
 

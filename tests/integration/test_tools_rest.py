@@ -11,6 +11,7 @@ import requests
 
 from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
 from tests.support.clients import Client, data_of, error_of
+from tests.support.schemas import undescribed
 from tests.support.tenants import Tenant
 
 
@@ -34,6 +35,8 @@ def test_get_tools_lists_the_registry(tenant: Tenant) -> None:
     # JSON round trip: what a client sees equals what the registry describes.
     assert listed == json.loads(json.dumps([t.describe() for t in TOOLS]))
     assert len({t["name"] for t in listed}) == len(TOOLS)
+    for described in listed:
+        assert undescribed(described["inputSchema"]) == [], described["name"]
 
 
 def test_tool_endpoints_need_a_key(api_url: str) -> None:

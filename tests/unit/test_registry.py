@@ -9,8 +9,9 @@ import mcp_types as types
 import pytest
 from pydantic import ValidationError
 
-from grove_contracts.tools import TOOLS, TOOLS_BY_NAME, Tool
+from grove_contracts.tools import INSTRUCTIONS, NOTE_WRITING, TOOLS, TOOLS_BY_NAME, Tool
 from grove_mcp.results import failure, success, tool_list
+from tests.support.schemas import undescribed
 
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
@@ -53,6 +54,37 @@ def test_every_tool_is_complete(tool: Tool) -> None:
         "annotations",
     ]
     assert described["inputSchema"] == schema
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+def test_every_input_property_is_described(tool: Tool) -> None:
+    """A model fills in an argument from its description: every property has one, in
+    nested models (``$defs``) and list items too."""
+    schema = tool.input_schema()
+    assert schema["properties"]
+    assert undescribed(schema) == [], tool.name
+
+
+def test_the_schema_check_finds_a_property_without_a_description() -> None:
+    nested = {
+        "properties": {"a": {"description": "said", "type": "string"}},
+        "$defs": {"Item": {"properties": {"b": {"type": "string"}, "c": {"description": " "}}}},
+        "anyOf": [{"items": {"properties": {"d": {"type": "integer"}}}}],
+    }
+    assert undescribed(nested) == [
+        "/$defs/Item/properties/b",
+        "/$defs/Item/properties/c",
+        "/anyOf/0/items/properties/d",
+    ]
+
+
+def test_note_writing_guidance_is_in_the_instructions_and_remember() -> None:
+    """Clients that read only the server's instructions, and those that read only the
+    tool that writes notes, get the same advice on writing one."""
+    for advice in ("one fact a note", "name its subject", "dates absolutely", "kind"):
+        assert advice in NOTE_WRITING
+    assert NOTE_WRITING in INSTRUCTIONS
+    assert NOTE_WRITING in TOOLS_BY_NAME["remember"].description
 
 
 @pytest.mark.parametrize("tool", [t for t in TOOLS if not t.read_only], ids=lambda t: t.name)

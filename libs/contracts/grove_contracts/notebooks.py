@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from grove_contracts.notes import NOT_BLANK, Strict
+from grove_contracts.notes import CURSOR, NOT_BLANK, OPERATION_ID, Strict
 
 
 def _trimmed_name(value: str) -> str:
@@ -20,14 +20,21 @@ def _trimmed_name(value: str) -> str:
 
 MAX_NAME_CHARS = 200
 Name = Annotated[str, AfterValidator(_trimmed_name), Field(json_schema_extra=NOT_BLANK)]
+NAME = (
+    "1-200 characters after trimming, unique among the notebook's siblings ignoring case"
+    " (`notebook_name_taken` otherwise)."
+)
 
 
 class CreateNotebookRequest(Strict):
     """Create a notebook, optionally inside another; names are unique among siblings."""
 
-    name: Name
-    parentId: UUID | None = None
-    operationId: UUID | None = None
+    name: Annotated[Name, Field(description="The notebook's name: " + NAME)]
+    parentId: Annotated[
+        UUID | None,
+        Field(description="Create it inside this notebook; null or omitted: at the top level."),
+    ] = None
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
 
 class Notebook(BaseModel):
@@ -48,10 +55,26 @@ class NotebookListQuery(Strict):
     top-level for that credential: hidden parents stay hidden.
     """
 
-    parentId: UUID | None = None
-    root: bool = False
-    cursor: Annotated[str, Field(max_length=2000)] | None = None
-    limit: Annotated[int, Field(ge=1, le=100)] = 100
+    parentId: Annotated[
+        UUID | None,
+        Field(
+            description="List only the children of this notebook; omit it and `root` to list"
+            " every notebook you may use."
+        ),
+    ] = None
+    root: Annotated[
+        bool,
+        Field(
+            description="true lists only top-level notebooks (and those whose parent you may"
+            " not see); ignored with `parentId`. Default false."
+        ),
+    ] = False
+    cursor: Annotated[Annotated[str, Field(max_length=2000)] | None, Field(description=CURSOR)] = (
+        None
+    )
+    limit: Annotated[
+        int, Field(ge=1, le=100, description="Notebooks per page, 1-100 (default 100).")
+    ] = 100
 
 
 class NotebookList(BaseModel):
@@ -64,10 +87,18 @@ class NotebookList(BaseModel):
 class UpdateNotebookRequest(Strict):
     """Rename a notebook, or move it under ``parentId`` (``null``: to the top level)."""
 
-    id: UUID
-    name: Name | None = None
-    parentId: UUID | None = None
-    operationId: UUID | None = None
+    id: Annotated[UUID, Field(description="The notebook to change.")]
+    name: Annotated[
+        Name | None, Field(description="Its new name, " + NAME + " Omit it to keep the name.")
+    ] = None
+    parentId: Annotated[
+        UUID | None,
+        Field(
+            description="Move it under this notebook, or to the top level with null (never"
+            " under itself or its descendants: `notebook_cycle`); omit it to leave it in place."
+        ),
+    ] = None
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
 
 class SubtreeConfirmation(Strict):

@@ -59,6 +59,29 @@ TaskId = Annotated[str, Field(min_length=1, max_length=200)]
 RetentionDays = Annotated[int, Field(ge=1, le=MAX_RETENTION_DAYS)]
 Version = Annotated[int, Field(ge=1)]
 
+# What each argument means, in the JSON Schemas agents and REST clients read (the tools'
+# inputSchema, /v1/openapi.json). A test holds every tool argument to having one.
+OPERATION_ID = (
+    "A UUID naming this one change, new for each change: retrying with the same"
+    " operationId and arguments returns the first answer instead of doing it twice (other"
+    " arguments: `idempotency_conflict`). Optional."
+)
+EXPECTED_VERSION = (
+    "The note's `version` as you last read it: if the note has changed since, this fails"
+    " with `version_conflict` and changes nothing. Omit it to overwrite whatever is there."
+)
+CURSOR = (
+    "`nextCursor` from the previous page, to continue the same listing (with other"
+    " arguments it is `invalid_cursor`); omit it for the first page."
+)
+KIND = (
+    "What the note is: `preference` (how the user likes things done), `fact` (something"
+    " true about the user, their work or their world), `decision` (a choice made, with its"
+    " reason), `solution` (how a problem was solved) or `handoff` (where an unfinished task"
+    " stands, for whoever continues it; needs `taskId`)."
+)
+NOTE_ID = "The note's ID."
+
 
 class Strict(BaseModel):
     """A request body: unknown fields are errors, never silently dropped.
@@ -97,23 +120,88 @@ def _check_storable(value: Any) -> None:
 class Provenance(Strict):
     """Where a note came from."""
 
-    sourceAgent: Annotated[str, Field(max_length=100)] | None = None
-    sourceRef: Annotated[str, Field(max_length=500)] | None = None
+    sourceAgent: Annotated[
+        Annotated[str, Field(max_length=100)] | None,
+        Field(
+            description="Which agent or session saved the note, at most 100 characters: notes"
+            " can be listed by it, and search and recall read a note in the context of those"
+            " its source saved just before and after it, so name one source per session."
+        ),
+    ] = None
+    sourceRef: Annotated[
+        Annotated[str, Field(max_length=500)] | None,
+        Field(
+            description="What the note came from, such as a URL, a file path, an issue or a"
+            " message ID; at most 500 characters."
+        ),
+    ] = None
 
 
 class RememberRequest(Strict):
     """Save a note; with ``id``, replace an existing note wholesale (legacy correction)."""
 
-    id: UUID | None = None
-    content: Content
-    kind: Kind
-    projectId: UUID | None = None
-    taskId: TaskId | None = None
-    capture: Capture = "explicit"
-    provenance: Provenance | None = None
-    retentionDays: RetentionDays | None = None
-    expectedVersion: Version | None = None
-    operationId: UUID | None = None
+    id: Annotated[
+        UUID | None,
+        Field(
+            description="An existing note to replace wholesale: every field is set from this"
+            " request, so an omitted `projectId` moves it to personal notes (an omitted"
+            " `retentionDays` keeps its lifetime). Omit it to save a new note; to change part"
+            " of a note, update it instead."
+        ),
+    ] = None
+    content: Annotated[
+        Content,
+        Field(
+            description="The note in CommonMark/GitHub-flavoured Markdown, 1-6,000 characters"
+            " after trimming. Make it stand alone: one fact, its subject named, dates absolute."
+        ),
+    ]
+    kind: Annotated[Kind, Field(description=KIND)]
+    projectId: Annotated[
+        UUID | None,
+        Field(
+            description="The notebook to save the note in; null or omitted: the user's"
+            " personal notes. A notebook you may not use is `not_found`."
+        ),
+    ] = None
+    taskId: Annotated[
+        TaskId | None,
+        Field(
+            description="A stable ID of the task the note belongs to, 1-200 characters;"
+            " required for a handoff. A handoff saved with the taskId of a live handoff in the"
+            " same scope updates that one, and recall with this taskId returns it."
+        ),
+    ] = None
+    capture: Annotated[
+        Capture,
+        Field(
+            description="`explicit` (the default) when the user asked for this to be"
+            " remembered, `automatic` when you save it on your own initiative. The note keeps"
+            " it; automatic saves are refused with `automatic_capture_paused` while the user or"
+            " the server has paused automatic capture."
+        ),
+    ] = "explicit"
+    provenance: Annotated[
+        Provenance | None, Field(description="Where the note came from; optional.")
+    ] = None
+    retentionDays: Annotated[
+        RetentionDays | None,
+        Field(
+            description="Days until the note expires, 1-365, counted from this save; null:"
+            " never. Omitted: never for a new note, 30 days for a new handoff, and a"
+            " correction keeps the note's lifetime. An expired note is hidden at once; the"
+            " owner can restore it for 60 days."
+        ),
+    ] = None
+    expectedVersion: Annotated[
+        Version | None,
+        Field(
+            description="When the save corrects a note (by `id`, or the live handoff of"
+            " `taskId`), its `version` as you last read it: if the note has changed since, the"
+            " save fails with `version_conflict` and changes nothing."
+        ),
+    ] = None
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
     @model_validator(mode="after")
     def _handoff_has_task(self) -> RememberRequest:
@@ -128,15 +216,54 @@ class UpdateRequest(Strict):
     ``content``, ``kind`` and ``capture`` may be omitted but not null (their schema says so).
     """
 
-    content: Content | SkipJsonSchema[None] = None
-    kind: Kind | SkipJsonSchema[None] = None
-    projectId: UUID | None = None
-    taskId: TaskId | None = None
-    capture: Capture | SkipJsonSchema[None] = None
-    provenance: Provenance | None = None
-    retentionDays: RetentionDays | None = None
-    expectedVersion: Version | None = None
-    operationId: UUID | None = None
+    content: Annotated[
+        Content | SkipJsonSchema[None],
+        Field(
+            description="The note's new text, replacing the whole body: Markdown, 1-6,000"
+            " characters after trimming. Omit it to keep the text."
+        ),
+    ] = None
+    kind: Annotated[
+        Kind | SkipJsonSchema[None], Field(description=KIND + " Omit it to keep the kind.")
+    ] = None
+    projectId: Annotated[
+        UUID | None,
+        Field(
+            description="Move the note to this notebook, or to personal notes with null;"
+            " omit it to leave the note where it is."
+        ),
+    ] = None
+    taskId: Annotated[
+        TaskId | None,
+        Field(
+            description="The task the note belongs to, 1-200 characters; null clears it (a"
+            " handoff must keep one); omit it to keep it."
+        ),
+    ] = None
+    capture: Annotated[
+        Capture | SkipJsonSchema[None],
+        Field(
+            description="`explicit` (the user asked for it) or `automatic` (saved on your own"
+            " initiative; refused with `automatic_capture_paused` while automatic capture is"
+            " paused); omit it to keep it."
+        ),
+    ] = None
+    provenance: Annotated[
+        Provenance | None,
+        Field(
+            description="Replaces where the note came from (both fields; null clears it);"
+            " omit it to keep it."
+        ),
+    ] = None
+    retentionDays: Annotated[
+        RetentionDays | None,
+        Field(
+            description="Days until the note expires, 1-365, counted from now (its lifetime"
+            " starts again); null: never; omit it to keep the note's lifetime."
+        ),
+    ] = None
+    expectedVersion: Annotated[Version | None, Field(description=EXPECTED_VERSION)] = None
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
     @model_validator(mode="after")
     def _no_null_for_required(self) -> UpdateRequest:
@@ -155,40 +282,131 @@ class SearchRequest(Strict):
     meaning only (``semantic``; empty, with the reason, when embeddings are unavailable).
     """
 
-    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-    projectId: UUID | None = None
-    kind: StoredKind | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = DEFAULT_SEARCH_LIMIT
-    sort: Literal["relevance", "updated_desc"] = "relevance"
-    cursor: Annotated[str, Field(max_length=2000)] | None = None
-    matches: bool = False
-    mode: Literal["hybrid", "lexical", "semantic"] = "hybrid"
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_QUERY_CHARS,
+            description="What to find, 1-1,000 characters, by its words and meaning; `-word`"
+            ' or `-"a phrase"` leaves out the notes that contain it.',
+        ),
+    ]
+    projectId: Annotated[
+        UUID | None,
+        Field(
+            description="Search only this notebook, or only personal notes with null; omit it"
+            " to search every scope you may read."
+        ),
+    ] = None
+    kind: Annotated[
+        StoredKind | None,
+        Field(description="Only results of this kind (`passage`: parts of uploaded files)."),
+    ] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=MAX_SEARCH_LIMIT, description="Results per page, 1-50 (default 10)."),
+    ] = DEFAULT_SEARCH_LIMIT
+    sort: Annotated[
+        Literal["relevance", "updated_desc"],
+        Field(
+            description="`relevance` (the default: best match first) or `updated_desc` (the"
+            " same matches, most recently updated first)."
+        ),
+    ] = "relevance"
+    cursor: Annotated[Annotated[str, Field(max_length=2000)] | None, Field(description=CURSOR)] = (
+        None
+    )
+    matches: Annotated[
+        bool,
+        Field(
+            description="true adds to each result why it matched (`lexical`, `semantic`, the"
+            " matched `terms`, the vector `distance`); default false."
+        ),
+    ] = False
+    mode: Annotated[
+        Literal["hybrid", "lexical", "semantic"],
+        Field(
+            description="`hybrid` (the default: words and meaning fused), `lexical` (words"
+            " only) or `semantic` (meaning only; empty, with the reason, when embeddings are"
+            " unavailable)."
+        ),
+    ] = "hybrid"
 
 
 class RecallRequest(Strict):
     """Bounded, relevance-floored context for an agent; query-free gives a profile."""
 
-    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
-    projectId: UUID | None = None
-    includePersonal: bool = True
-    taskId: TaskId | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_ITEMS)] = DEFAULT_RECALL_ITEMS
-    maxChars: Annotated[int, Field(ge=MIN_RECALL_CHARS, le=MAX_RECALL_CHARS)] = DEFAULT_RECALL_CHARS
+    query: Annotated[
+        Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None,
+        Field(
+            description="What the task is about, at most 1,000 characters. Omitted or blank:"
+            " the user's profile instead (their latest preferences, facts and decisions)."
+        ),
+    ] = None
+    projectId: Annotated[
+        UUID | None,
+        Field(
+            description="The notebook to recall from; null or omitted: personal notes. Other"
+            " notebooks are never searched."
+        ),
+    ] = None
+    includePersonal: Annotated[
+        bool,
+        Field(
+            description="With a notebook as `projectId`, search personal notes too (default true)."
+        ),
+    ] = True
+    taskId: Annotated[
+        TaskId | None,
+        Field(
+            description="Also return the live handoff saved for this task in the same scope"
+            " (`handoff`), first within the budget."
+        ),
+    ] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=MAX_RECALL_ITEMS, description="At most this many notes, 1-20 (default 8)."),
+    ] = DEFAULT_RECALL_ITEMS
+    maxChars: Annotated[
+        int,
+        Field(
+            ge=MIN_RECALL_CHARS,
+            le=MAX_RECALL_CHARS,
+            description="The answer's budget in characters, 200-20,000 (default 6,000): each"
+            " note's content, kind, taskId and provenance count. A handoff or best note too"
+            " long alone comes back cut short.",
+        ),
+    ] = DEFAULT_RECALL_CHARS
 
 
 class ForgetItem(Strict):
     """One note to forget, optionally only at a known version."""
 
-    id: UUID
-    expectedVersion: Version | None = None
+    id: Annotated[UUID, Field(description="The note to forget.")]
+    expectedVersion: Annotated[
+        Version | None,
+        Field(
+            description="Forget the note only at this `version`; at another it is left alone"
+            " and reported `version_conflict`."
+        ),
+    ] = None
 
 
 class ForgetRequest(Strict):
     """Soft-delete up to 100 notes, by ``ids`` or by ``items`` with versions."""
 
-    ids: list[UUID] | None = None
-    items: list[ForgetItem] | None = None
-    operationId: UUID | None = None
+    ids: Annotated[
+        list[UUID] | None,
+        Field(description="The notes to forget, 1-100; give `ids` or `items`, not both."),
+    ] = None
+    items: Annotated[
+        list[ForgetItem] | None,
+        Field(
+            description="The notes to forget, 1-100, each with an optional `expectedVersion`;"
+            " instead of `ids`."
+        ),
+    ] = None
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
     @model_validator(mode="after")
     def _one_list(self) -> ForgetRequest:
@@ -289,40 +507,79 @@ ListSort = Literal["updated_desc", "updated_asc", "created_desc"]
 class ListQuery(Strict):
     """Filters and paging for listing notes (query-string parameters)."""
 
-    kind: Kind | None = None
-    projectId: UUID | Literal["personal"] | None = None
-    sourceAgent: Annotated[str, Field(max_length=100)] | None = None
-    updatedAfter: datetime | None = None
-    lifetime: Literal["permanent", "ephemeral"] | None = None
-    archived: bool = False
-    sort: ListSort = "updated_desc"
-    cursor: Annotated[str, Field(max_length=2000)] | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT
+    kind: Annotated[Kind | None, Field(description="Only notes of this kind.")] = None
+    projectId: Annotated[
+        UUID | Literal["personal"] | None,
+        Field(
+            description="Only the notes of this notebook, or `personal` for personal notes;"
+            " omit it for every scope you may read."
+        ),
+    ] = None
+    sourceAgent: Annotated[
+        Annotated[str, Field(max_length=100)] | None,
+        Field(description="Only notes whose `provenance.sourceAgent` is exactly this."),
+    ] = None
+    updatedAfter: Annotated[
+        datetime | None,
+        Field(description="Only notes updated after this time (an ISO 8601 date-time)."),
+    ] = None
+    lifetime: Annotated[
+        Literal["permanent", "ephemeral"] | None,
+        Field(
+            description="Only `permanent` notes (no `retentionDays`) or only `ephemeral` ones"
+            " (set to expire); omit it for both."
+        ),
+    ] = None
+    archived: Annotated[
+        bool,
+        Field(description="true lists only archived notes; false (the default) the others."),
+    ] = False
+    sort: Annotated[
+        ListSort,
+        Field(description="`updated_desc` (the default), `updated_asc` or `created_desc`."),
+    ] = "updated_desc"
+    cursor: Annotated[Annotated[str, Field(max_length=2000)] | None, Field(description=CURSOR)] = (
+        None
+    )
+    limit: Annotated[
+        int,
+        Field(ge=1, le=MAX_LIST_LIMIT, description="Notes per page, 1-100 (default 20)."),
+    ] = DEFAULT_LIST_LIMIT
 
 
 class RevisionsQuery(Strict):
     """Paging for a note's revisions (query-string parameters)."""
 
-    afterVersion: Annotated[int, Field(ge=0)] = 0
-    limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = MAX_LIST_LIMIT
+    afterVersion: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="Only revisions after this version (default 0: from the first); pass"
+            " the previous page's `nextAfterVersion`.",
+        ),
+    ] = 0
+    limit: Annotated[
+        int,
+        Field(ge=1, le=MAX_LIST_LIMIT, description="Revisions per page, 1-100 (default 100)."),
+    ] = MAX_LIST_LIMIT
 
 
 class MemoryRef(Strict):
     """One note, by ID."""
 
-    id: UUID
+    id: Annotated[UUID, Field(description=NOTE_ID)]
 
 
 class UpdateMemoryInput(UpdateRequest):
     """``update_memory``: the note's ID plus the fields to correct."""
 
-    id: UUID
+    id: Annotated[UUID, Field(description="The note to correct.")]
 
 
 class MemoryHistoryInput(RevisionsQuery):
     """``memory_history``: a note's revisions, oldest first."""
 
-    id: UUID
+    id: Annotated[UUID, Field(description=NOTE_ID)]
 
 
 def _is_none(value: object) -> bool:
@@ -409,8 +666,14 @@ BatchIds = Annotated[list[UUID], Field(min_length=1, max_length=MAX_FORGET_IDS)]
 class ArchiveRequest(Strict):
     """Archive up to 100 notes: hidden from recall and search, kept, restorable."""
 
-    ids: BatchIds
-    operationId: UUID | None = None
+    ids: Annotated[
+        BatchIds,
+        Field(
+            description="The notes to archive, 1-100; each is reported `archived` (also if it"
+            " already was) or `not_found`."
+        ),
+    ]
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
 
 class ArchiveResult(BaseModel):
@@ -429,9 +692,15 @@ class ArchiveResponse(BaseModel):
 class MoveRequest(Strict):
     """Move up to 100 notes to a notebook (or ``null``: personal), all or nothing."""
 
-    ids: BatchIds
-    projectId: UUID | None
-    operationId: UUID | None = None
+    ids: Annotated[BatchIds, Field(description="The notes to move, 1-100.")]
+    projectId: Annotated[
+        UUID | None,
+        Field(
+            description="Where to: a notebook, or null for personal notes (required). A"
+            " notebook you may not use is `not_found`."
+        ),
+    ]
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
 
 class MoveResponse(BaseModel):
@@ -443,10 +712,23 @@ class MoveResponse(BaseModel):
 class RestoreRequest(Strict):
     """Restore a note: un-archive it, bring back an earlier revision, or make a handoff durable."""
 
-    id: UUID
-    version: Version | None = None
-    durable: bool = False
-    operationId: UUID | None = None
+    id: Annotated[UUID, Field(description="The note to restore; it is un-archived in any case.")]
+    version: Annotated[
+        Version | None,
+        Field(
+            description="An earlier revision to bring back (from the note's history): its"
+            " content, kind, taskId, capture and provenance are saved as a new revision and the"
+            " note's lifetime starts again; nothing is lost."
+        ),
+    ] = None
+    durable: Annotated[
+        bool,
+        Field(
+            description="true turns a handoff into a permanent `fact` (it no longer expires);"
+            " refused for other kinds. Default false."
+        ),
+    ] = False
+    operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
 
 
 MAX_BATCH_ITEMS = 100

@@ -2,7 +2,9 @@
 
 A tool has a name, a title, a description written for models, annotations, and
 pydantic input and output models; the JSON Schemas clients see come from those
-models, so bounds and defaults are visible. ``grove_memory.tools`` executes them.
+models, so bounds, defaults and every argument's description are visible.
+``grove_memory.tools`` executes them. ``INSTRUCTIONS`` is what an MCP server (grove-mcp
+and the stdio bridge alike) tells clients when they connect.
 """
 
 from __future__ import annotations
@@ -60,6 +62,19 @@ CONTENT = (
 CAPTURE = (
     " Set `capture` to `explicit` when the user asked you to remember something and to"
     " `automatic` when you save on your own initiative."
+)
+#: How to write a note that still makes sense when recalled alone, months later.
+NOTE_WRITING = (
+    " Write each note to stand alone: one fact a note (two things are two notes); name its"
+    ' subject instead of writing "he", "it" or "the project"; write dates absolutely ("on'
+    ' 2026-03-14", not "yesterday" or "last week"); and pick the kind that fits: lasting'
+    " knowledge is a `preference`, `fact`, `decision` or `solution`, and a `handoff` is only"
+    " where an unfinished task stands (by default it expires after 30 days)."
+)
+#: The MCP server's instructions, sent to clients at initialization.
+INSTRUCTIONS = (
+    "Grove is the user's long-term memory: recall before you start, remember what should"
+    " outlast this conversation." + NOTE_WRITING
 )
 
 
@@ -140,6 +155,7 @@ TOOLS: tuple[Tool, ...] = (
         "Save a durable note about the user or the work: a preference, fact, decision,"
         " solution, or a handoff (the state of a task for whoever continues it; needs a"
         " stable `taskId`, and saving another handoff for that task updates it)."
+        + NOTE_WRITING
         + CONTENT
         + SCOPE
         + CAPTURE

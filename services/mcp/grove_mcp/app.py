@@ -41,6 +41,7 @@ from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
 from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS, PROJECT_MEMORY_TOOLS_BY_NAME
+from grove_contracts.tools import INSTRUCTIONS
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.ratelimit import RateLimit, hit_all, request_buckets
@@ -433,8 +434,7 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
     server: Server[Any] = Server(
         "grove",
         version="0.1.0",
-        instructions="Grove is the user's long-term memory: recall before you start, "
-        "remember what should outlast this conversation.",
+        instructions=INSTRUCTIONS,
         on_list_tools=runner.list_tools,
         on_call_tool=runner.call_tool,
     )

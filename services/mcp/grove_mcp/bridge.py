@@ -22,7 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
-from grove_contracts.tools import TOOLS_BY_NAME
+from grove_contracts.tools import INSTRUCTIONS, TOOLS_BY_NAME
 from grove_mcp.results import failure, list_tools, success
 
 TIMEOUT_SECONDS = 60
@@ -84,6 +84,7 @@ def main() -> None:
     server: Server[Any] = Server(
         "grove",
         version="0.1.0",
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=forwarder.call_tool,
     )

@@ -38,6 +38,7 @@ from tests.integration.test_owner import (
 from tests.support.clients import Client, data_of, error_of, race
 from tests.support.keys import assert_stored_as_keyed_hash
 from tests.support.processes import Running, start_api, start_mcp
+from tests.support.schemas import undescribed
 
 OBSERVED = "2026-11-30T10:00:00+00:00"
 NOTICE_WORDS = "grants no authority"
@@ -1005,9 +1006,14 @@ def mcp_env(stack: Stack, **extra: str) -> dict[str, str]:
 
 
 def tool_names(url: str, key: str) -> set[str]:
+    """The tools MCP lists for ``key``, each argument of each described."""
+
     async def listed() -> set[str]:
         async with connect(url, key) as client:
-            return {tool.name for tool in (await client.list_tools()).tools}
+            tools = (await client.list_tools()).tools
+        for tool in tools:
+            assert undescribed(tool.input_schema) == [], tool.name
+        return {tool.name for tool in tools}
 
     return asyncio.run(listed())
 

@@ -9,6 +9,7 @@ import mcp_types as types
 import pytest
 from pydantic import ValidationError
 
+from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS
 from grove_contracts.tools import INSTRUCTIONS, NOTE_WRITING, TOOLS, TOOLS_BY_NAME, Tool
 from grove_mcp.results import failure, success, tool_list
 from tests.support.schemas import undescribed
@@ -56,10 +57,11 @@ def test_every_tool_is_complete(tool: Tool) -> None:
     assert described["inputSchema"] == schema
 
 
-@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+@pytest.mark.parametrize("tool", TOOLS + PROJECT_MEMORY_TOOLS, ids=lambda tool: tool.name)
 def test_every_input_property_is_described(tool: Tool) -> None:
-    """A model fills in an argument from its description: every property has one, in
-    nested models (``$defs``) and list items too."""
+    """A model fills in an argument from its description: every property of every tool
+    (the project key's ``project_memory_*`` tools too) has one, in nested models
+    (``$defs``) and list items too."""
     schema = tool.input_schema()
     assert schema["properties"]
     assert undescribed(schema) == [], tool.name

@@ -221,17 +221,53 @@ class RevokedProjectKey(BaseModel):
 class MemoryProvenance(Strict):
     """A recorded claim about where the record came from (never checked by Grove)."""
 
-    source: Annotated[str, Field(min_length=1, max_length=200)]
-    ref: Annotated[str, Field(min_length=1, max_length=2000)]
-    verification: Verification
-    observedAt: AwareDatetime
+    source: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="Who or what said it: a person, a system, a document; 1-200 characters.",
+        ),
+    ]
+    ref: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=2000,
+            description="Where to find that source (a URL, a path, a ticket); 1-2,000 characters.",
+        ),
+    ]
+    verification: Annotated[
+        Verification,
+        Field(
+            description="How far the claim was checked: `unverified`, `source_verified` or"
+            " `owner_confirmed` (which a project key may not claim)."
+        ),
+    ]
+    observedAt: Annotated[
+        AwareDatetime,
+        Field(description="When the source said it: a date-time with its UTC offset."),
+    ]
 
 
 class ClientEmbedding(Strict):
     """A vector the client computed in a space it names; Grove computes none."""
 
-    space: Annotated[str, Field(min_length=1, max_length=200)]
-    values: list[StrictFloat] = Field(min_length=1, max_length=MAX_EMBEDDING_DIMENSIONS)
+    space: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="The name of your embedding space (model and version), 1-200"
+            " characters: only vectors of the same space and dimensions are compared.",
+        ),
+    ]
+    values: list[StrictFloat] = Field(
+        min_length=1,
+        max_length=MAX_EMBEDDING_DIMENSIONS,
+        description="The vector: 1-3,072 finite numbers, not all zero (stored in single"
+        " precision).",
+    )
 
     @model_validator(mode="after")
     def _usable(self) -> ClientEmbedding:
@@ -247,14 +283,51 @@ class ClientEmbedding(Strict):
 class WriteRecordRequest(Strict):
     """``PUT .../memory/entry``: write a record, or replace the one with the same key."""
 
-    key: MemoryKey
-    title: Name
-    body: Body
-    kind: Kind
-    authority: Authority = "observed"
-    provenance: MemoryProvenance
-    expiresAt: AwareDatetime | None = None
-    embedding: ClientEmbedding | None = None
+    key: Annotated[
+        MemoryKey,
+        Field(
+            description="The record's key, 1-256 characters without control characters, kept"
+            " exactly as sent: writing a live record's key replaces it (`version` + 1)."
+        ),
+    ]
+    title: Annotated[Name, Field(description="A short title, 1-200 characters.")]
+    body: Annotated[
+        Body,
+        Field(description="The record's text, at most 8,000 UTF-8 bytes, stored exactly as sent."),
+    ]
+    kind: Annotated[
+        Kind,
+        Field(
+            description="`fact`, `decision`, `preference`, `state` (how things stand now;"
+            " needs a future `expiresAt`), `rule` or `authority`."
+        ),
+    ]
+    authority: Annotated[
+        Authority,
+        Field(
+            description="`observed` (the default, and all a project key may write),"
+            " `verified` (needs `provenance.verification: source_verified`) or `pinned` (needs"
+            " `owner_confirmed`); keys cannot replace or delete verified or pinned records."
+        ),
+    ] = "observed"
+    provenance: Annotated[
+        MemoryProvenance,
+        Field(description="Where the content came from: a recorded claim Grove never checks."),
+    ]
+    expiresAt: Annotated[
+        AwareDatetime | None,
+        Field(
+            description="When the record stops being returned: a future date-time with its"
+            " UTC offset; required for `state`; omit it to keep the record until deleted."
+        ),
+    ] = None
+    embedding: Annotated[
+        ClientEmbedding | None,
+        Field(
+            description="Your own vector of the record, for retrieval with a vector in the"
+            " same space; Grove computes none. A replacement without it drops the old vector."
+        ),
+    ] = None
 
     @model_validator(mode="after")
     def _consistent(self) -> WriteRecordRequest:
@@ -270,24 +343,57 @@ class WriteRecordRequest(Strict):
 class KeyQuery(Strict):
     """``?key=`` of ``GET``/``DELETE .../memory/entry``: the exact key, URL-encoded."""
 
-    key: MemoryKey
+    key: Annotated[
+        MemoryKey,
+        Field(description="The record's exact key (1-256 characters, no control characters)."),
+    ]
 
 
 class ListRecordsQuery(Strict):
     """``GET .../memory``: keys ascending after ``after`` (exclusive)."""
 
-    limit: int = Field(DEFAULT_LIST_LIMIT, ge=1, le=MAX_LIST_LIMIT)
-    kind: Kind | None = None
-    after: MemoryKey | None = None
+    limit: int = Field(
+        DEFAULT_LIST_LIMIT,
+        ge=1,
+        le=MAX_LIST_LIMIT,
+        description="Records per page, 1-100 (default 20).",
+    )
+    kind: Annotated[Kind | None, Field(description="Only records of this kind.")] = None
+    after: Annotated[
+        MemoryKey | None,
+        Field(
+            description="List the keys after this one (byte order): the previous page's"
+            " `nextCursor`; omit it for the first page."
+        ),
+    ] = None
 
 
 class RetrieveRequest(Strict):
     """``POST .../memory/retrieve``: full-text candidates, plus cosine candidates when an
     embedding is sent, fused by reciprocal rank."""
 
-    query: Annotated[str, Field(min_length=1, max_length=2000)]
-    limit: int = Field(DEFAULT_RETRIEVE_LIMIT, ge=1, le=MAX_RETRIEVE_LIMIT)
-    embedding: ClientEmbedding | None = None
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=2000,
+            description="What to find, 1-2,000 characters: records with any of its words rank"
+            " by full-text relevance.",
+        ),
+    ]
+    limit: int = Field(
+        DEFAULT_RETRIEVE_LIMIT,
+        ge=1,
+        le=MAX_RETRIEVE_LIMIT,
+        description="At most this many records, 1-50 (default 10).",
+    )
+    embedding: Annotated[
+        ClientEmbedding | None,
+        Field(
+            description="Also rank by cosine similarity to the records stored with a vector of"
+            " the same space and dimensions, fused with the full-text ranking."
+        ),
+    ] = None
 
 
 class EmbeddingInfo(BaseModel):
@@ -371,8 +477,10 @@ class DeletedReply(Trusted):
 class ProjectArguments(Strict):
     """Every project-memory tool names its org and project."""
 
-    orgId: UUID
-    projectId: UUID
+    orgId: Annotated[UUID, Field(description="The org the project belongs to.")]
+    projectId: Annotated[
+        UUID, Field(description="The org project whose shared pool to use (not a notebook).")
+    ]
 
 
 class ListRecordsArguments(ProjectArguments, ListRecordsQuery):

@@ -33,6 +33,7 @@ from grove_api.openapi import (
 )
 from grove_api.settings import ApiSettings
 from grove_api.wiring import Wiring
+from grove_contracts.notes import ListQuery
 
 SECRET = "unit-test-secret-unit-test-secret-0123"
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -191,6 +192,9 @@ def test_query_models_become_query_parameters() -> None:
     assert {"kind", "projectId", "cursor", "limit", "sort"} <= set(query)
     assert query["limit"]["schema"]["maximum"] == 100
     assert not any(p["required"] for p in query.values())
+    # The model's field descriptions document the parameters.
+    assert query["limit"]["description"] == ListQuery.model_fields["limit"].description
+    assert all(p["description"] for p in query.values())
 
 
 def test_the_document_is_served_without_credentials(app: falcon.App) -> None:

@@ -1351,19 +1351,19 @@ def _path_parameters(op: Operation) -> list[dict[str, Any]]:
 
 
 def _query_parameters(op: Operation) -> list[dict[str, Any]]:
+    """The query model's fields as parameters; a field's description is the parameter's."""
     if op.query is None:
         return []
     schema = op.query.model_json_schema(ref_template=REF_TEMPLATE)
     required = set(schema.get("required", ()))
-    return [
-        {
-            "name": name,
-            "in": "query",
-            "required": name in required,
-            "schema": {k: v for k, v in prop.items() if k != "title"},
-        }
-        for name, prop in schema.get("properties", {}).items()
-    ]
+    parameters = []
+    for name, prop in schema.get("properties", {}).items():
+        parameter: dict[str, Any] = {"name": name, "in": "query", "required": name in required}
+        if "description" in prop:
+            parameter["description"] = prop["description"]
+        parameter["schema"] = {k: v for k, v in prop.items() if k not in ("title", "description")}
+        parameters.append(parameter)
+    return parameters
 
 
 def _responses(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:

@@ -202,6 +202,38 @@ def test_a_turn_answers_with_verified_citations_and_is_stored(owner: Owner) -> N
     assert len(listed) == 2
 
 
+NOTE_ROWS = """
+    SELECT (SELECT count(*) FROM memories WHERE account_id = %(a)s) AS notes,
+           (SELECT count(*) FROM memory_revisions WHERE account_id = %(a)s) AS revisions,
+           (SELECT count(*) FROM memory_revisions WHERE account_id = %(a)s
+              AND (content LIKE %(q)s OR content LIKE %(answer)s)) AS asked
+"""
+
+
+def test_asking_and_conversation_turns_store_no_question_or_answer_as_a_note(
+    stack: Stack, owner: Owner
+) -> None:
+    owner.key.save(DEPLOY)
+    question = f"When do we deploy the billing service {uuid.uuid4().hex[:6]}?"
+
+    def rows() -> dict[str, int]:
+        keys = {"a": owner.tenant.account_id, "q": f"%{question}%", "answer": f"%{DEPLOY}%"}
+        with superuser(stack) as conn:
+            found = conn.execute(NOTE_ROWS, keys).fetchone()
+        assert found is not None
+        return {"notes": found[0], "revisions": found[1], "asked": found[2]}
+
+    before = rows()
+    assert before == {"notes": 1, "revisions": 1, "asked": 1}  # the note's own revision
+    for client in (owner.key, owner.session):
+        asked = client.post("/v1/ask", {"query": question})
+        assert asked.status_code == 200 and data_of(asked)["status"] == "answered", asked.text
+    conversation = owner.create()
+    turn = owner.answered(conversation["id"], question, 1)["turn"]
+    assert turn["outcome"] == "answered" and DEPLOY in turn["answer"]["text"]
+    assert rows() == before
+
+
 def test_a_retried_turn_returns_the_same_turn_and_another_body_conflicts(owner: Owner) -> None:
     owner.key.save(DEPLOY)
     conversation = owner.create()["id"]

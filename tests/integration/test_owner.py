@@ -243,6 +243,31 @@ def test_invalid_owner_tokens_are_401(setup: Setup, claims: dict[str, Any]) -> N
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
+def test_the_api_takes_no_session_from_a_cookie_and_sets_none(setup: Setup) -> None:
+    """The api's only credential is the Authorization header: a browser's cookie, even one
+    holding a valid owner token, is no session (so no other site can ride on it)."""
+    token = setup.provider.token(setup.subject)
+    jar = {"grove_session": token, "access_token": token, "Authorization": f"Bearer {token}"}
+    for path in ("/v1/connections", "/v1/memories"):
+        response = requests.get(f"{setup.api.url}{path}", cookies=jar, timeout=30)
+        assert response.status_code == 401, response.text
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+        assert "Set-Cookie" not in response.headers
+    saved = requests.post(
+        f"{setup.api.url}/v1/memories", json={"content": "From a cookie."}, cookies=jar, timeout=30
+    )
+    assert saved.status_code == 401, saved.text
+    assert data_of(setup.tenant.client.get("/v1/memories"))["items"] == []
+    # The control: the same token as a bearer works, and still no cookie is set.
+    signed_in = setup.owner().get("/v1/connections")
+    assert signed_in.status_code == 200 and "Set-Cookie" not in signed_in.headers
+    for response in (
+        setup.tenant.client.get("/v1/memories"),
+        requests.get(setup.api.url + "/healthz", timeout=30),
+    ):
+        assert "Set-Cookie" not in response.headers
+
+
 def test_a_keys_last_contact_is_written_at_most_once_a_minute(
     setup: Setup, database: embedded.EmbeddedDatabase
 ) -> None:

@@ -55,11 +55,18 @@ ORG_TABLES = {
 }
 
 
-#: Tables that hold no account's data: the migration ledger, and identity tombstones
-#: (issuer and subject of deleted owners, nothing else).
+#: Tables that hold no account's data: the migration ledger, identity tombstones
+#: (issuer and subject of deleted owners, nothing else) and operation tombstones (the
+#: operationIds deleted accounts used, nothing else).
 #: Tables of no account. console_sessions is keyed by a cookie's hash and reached only
 #: through grove-console's SECURITY DEFINER functions (test_console checks it is sealed).
-NON_TENANT_TABLES = {"schema_migrations", "identity_tombstones", "rate_limits", "console_sessions"}
+NON_TENANT_TABLES = {
+    "schema_migrations",
+    "identity_tombstones",
+    "operation_tombstones",
+    "rate_limits",
+    "console_sessions",
+}
 
 
 def test_migrations_are_recorded_and_rerunning_applies_nothing(

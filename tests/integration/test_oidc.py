@@ -21,6 +21,7 @@ from typing import Any
 import httpx2
 import jwt
 import mcp_types as types
+import psycopg
 import pytest
 import requests
 from mcp import Client as McpClient
@@ -254,6 +255,56 @@ def test_an_agent_waits_for_approval_and_sees_only_its_grant(stack: Stack) -> No
     fresh = stack.agent(person, client_id)
     _, last = asyncio.run(tools_and_recall(fresh))
     assert [n["memory"]["content"] for n in text_json(last)["items"]] == ["lunar deploy notes"]
+
+
+def test_a_deleted_accounts_identity_and_operations_are_never_provisioned_again(
+    database: embedded.EmbeddedDatabase, stack: Stack
+) -> None:
+    """The subject tombstone refuses provisioning the identity again, and the operation
+    tombstone refuses its operations in any account, even after the account's rows were
+    erased by hand (operations.md), which leaves only the tombstones."""
+    person = login()
+    owner = stack.owner(person)
+    operation = str(uuid.uuid4())
+    body = {"content": "my diary, to be deleted", "kind": "fact", "operationId": operation}
+    saved = owner.post("/v1/memories", body)
+    assert saved.status_code == 201, saved.text
+    gone = owner.delete("/v1/account", json={"confirmation": "delete my Grove account"})
+    assert gone.status_code == 200, gone.text
+    account = gone.json()["data"]["accountId"]
+
+    def signed_in_again() -> requests.Response:
+        return stack.owner(person).get("/v1/memories")
+
+    refused = signed_in_again()
+    assert refused.status_code == 403 and error_of(refused)["code"] == "identity_not_provisioned"
+    assert "was deleted" in error_of(refused)["message"]
+    # The operator erases the account's rows: its owners and operation records go too, so
+    # provisioning and the replay below meet nothing but the tombstones.
+    with psycopg.connect(database.migration_url) as conn:
+        conn.execute("SELECT set_config('grove.account_id', %s, false)", (account,))
+        conn.execute("DELETE FROM account_owners WHERE account_id = %s", (account,))
+        conn.execute("DELETE FROM operations WHERE account_id = %s", (account,))
+    refused = signed_in_again()
+    assert refused.status_code == 403, refused.text
+    assert error_of(refused)["code"] == "identity_not_provisioned"
+    assert "belonged to a deleted Grove account" in error_of(refused)["message"]
+    with psycopg.connect(database.migration_url) as conn:
+        owned = conn.execute(
+            "SELECT count(*) FROM account_owners WHERE issuer = %s AND subject = %s",
+            (stack.provider.issuer, person),
+        ).fetchone()
+    assert owned == (0,)  # no new account was provisioned for the identity
+    # The same save, retried by a client now signed in to another account: refused.
+    other = stack.owner(login())
+    replayed = other.post("/v1/memories", body)
+    assert replayed.status_code == 410, replayed.text
+    assert error_of(replayed)["code"] == "gone"
+    assert "deleted account" in error_of(replayed)["message"]
+    assert other.get("/v1/memories").json()["data"]["items"] == []
+    # Another operation under the same ID (another client's, as derived IDs can be) runs.
+    unrelated = other.post("/v1/memories", {**body, "content": "someone else's note"})
+    assert unrelated.status_code == 201, unrelated.text
 
 
 def test_an_agent_of_another_person_cannot_use_this_approval(stack: Stack) -> None:

@@ -4,8 +4,10 @@ One transaction, needing nothing from the identity provider: every connection, k
 share link is revoked (effective on the next request), every kind of content is hidden
 (soft deleted, retained): notebooks, notes and passages, files (their versions' bytes
 with them), conversations (their turns and proposals with them), and the jobs that
-would write more are ended; the account is marked deleted, and each owner identity is
-tombstoned so it can never be provisioned again. Rows without a mark of their own
+would write more are ended; the account is marked deleted, each owner identity is
+tombstoned so it can never be provisioned again (the subject tombstone), and each
+operation it ran (ID and arguments) so that no retried or replayed save recreates its
+content in any account (the operation tombstone). Rows without a mark of their own
 (revisions, vectors, file bytes, turns, suggestions, briefs) belong to a marked row and
 are hidden with it; ``tests/integration/test_account_deletion.py`` walks every table
 holding an account's rows and fails on one this leaves out.
@@ -51,6 +53,10 @@ DELETE_STEPS = (
     "DELETE FROM org_members WHERE account_id = grove_current_account()",
     "INSERT INTO identity_tombstones (issuer, subject)"
     " SELECT issuer, subject FROM account_owners ON CONFLICT DO NOTHING",
+    # Beside the subjects, its operations: refused in any account, so a client retrying
+    # a save after the deletion recreates nothing (grove_memory.idempotency).
+    "INSERT INTO operation_tombstones (id, arguments_hash) SELECT id, arguments_hash"
+    " FROM operations WHERE arguments_hash IS NOT NULL ON CONFLICT DO NOTHING",
     # After every write above (hiding notes queues briefs): no job writes for it again.
     queue.END_ACCOUNT_JOBS,
     # The provider-side deletion runs later, in the worker, with retries.

@@ -15,6 +15,8 @@ GRANT SELECT ON account_owners TO {role};
 GRANT DELETE ON connection_projects TO {role};
 GRANT UPDATE (deleted_at) ON accounts TO {role};
 GRANT SELECT, INSERT ON identity_tombstones TO {role};
+-- operation_tombstones: the operationIds of deleted accounts (no account data).
+GRANT SELECT, INSERT ON operation_tombstones TO {role};
 -- rate_limits: counters, not tenant data; the worker deletes windows long over.
 GRANT SELECT, INSERT, UPDATE, DELETE ON rate_limits TO {role};
 GRANT SELECT, INSERT ON shares TO {role};

@@ -1127,6 +1127,17 @@ ALTER TABLE ONLY public.notebook_briefs FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: operation_tombstones; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.operation_tombstones (
+    id uuid NOT NULL,
+    arguments_hash text NOT NULL,
+    deleted_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
 -- Name: operations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1138,7 +1149,8 @@ CREATE TABLE public.operations (
     memory_id uuid,
     status integer,
     response jsonb,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    arguments_hash text
 );
 
 ALTER TABLE ONLY public.operations FORCE ROW LEVEL SECURITY;
@@ -1595,6 +1607,14 @@ ALTER TABLE ONLY public.note_words
 
 ALTER TABLE ONLY public.notebook_briefs
     ADD CONSTRAINT notebook_briefs_pkey PRIMARY KEY (account_id, project_id);
+
+
+--
+-- Name: operation_tombstones operation_tombstones_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.operation_tombstones
+    ADD CONSTRAINT operation_tombstones_pkey PRIMARY KEY (id, arguments_hash);
 
 
 --
@@ -3423,6 +3443,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.note_words TO grove_app;
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.notebook_briefs TO grove_app;
+
+
+--
+-- Name: TABLE operation_tombstones; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.operation_tombstones TO grove_app;
 
 
 --

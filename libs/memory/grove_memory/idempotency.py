@@ -3,7 +3,9 @@
 Every mutation runs inside ``mutation``: one tenant transaction that first holds the
 live account, then inserts the operation's record. A concurrent request with the same
 ID blocks on the primary key until the first commits (then it replays) or rolls back
-(then it runs). A failed operation leaves no record.
+(then it runs). A failed operation leaves no record. An operation a deleted account ran
+(its ID with the same arguments: ``operation_tombstones``, written by the deletion) is
+refused in every account, 410.
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ def mutation(
     (with ``supplied_only``, only those the caller set) plus ``path`` (IDs from the
     URL). Raises ``AccountDeleted``, ``IdempotencyConflict`` when the operationId was
     used with other arguments, and ``Gone`` when the note an earlier save produced has
-    been deleted since. The transaction commits when the block ends without an error.
+    been deleted since or the operation is one a deleted account ran. The
+    transaction commits when the block ends without an error.
 
     ``before`` reads in the transaction before it holds the account (``hold_account``):
     work that would otherwise lengthen every writer's hold, its result ``Mutation.before``.
@@ -162,12 +165,15 @@ def _begin(
         return None
     # Bound to the credential, so another one can never replay this result.
     digest = request_hash(name, {"connection": str(principal.connection_id), **arguments})
+    # Not bound to it: what a deleted account's operation is tombstoned as.
+    operation = request_hash(name, arguments)
     claimed = conn.execute(
-        "INSERT INTO operations (account_id, id, name, request_hash) VALUES (%s, %s, %s, %s)"
-        " ON CONFLICT DO NOTHING RETURNING id",
-        (account_id, operation_id, name, digest),
+        "INSERT INTO operations (account_id, id, name, request_hash, arguments_hash)"
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+        (account_id, operation_id, name, digest, operation),
     ).fetchone()
     if claimed is not None:
+        _check_not_tombstoned(conn, operation_id, operation)
         return None
     prior = conn.execute(
         "SELECT o.request_hash, o.response, o.memory_id, m.deleted_at FROM operations o"
@@ -181,3 +187,14 @@ def _begin(
     if prior["memory_id"] is not None and prior["deleted_at"] is not None:
         raise Gone()
     return Replay(response=prior["response"])
+
+
+TOMBSTONED = "SELECT 1 FROM operation_tombstones WHERE id = %s AND arguments_hash = %s"
+
+
+def _check_not_tombstoned(conn: Conn, operation_id: UUID, operation: str) -> None:
+    """A deleted account's operation (its ID, the same arguments) is refused (the claim
+    rolls back): a client retrying a save after that deletion, with whatever credential
+    in whatever account, must not recreate what was deleted."""
+    if conn.execute(TOMBSTONED, (operation_id, operation)).fetchone() is not None:
+        raise Gone("this operation belonged to a deleted account and cannot run again")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,9 +22,10 @@ from grove_contracts.conversations import TurnRequest
 from grove_db import embedded
 from grove_db.pool import open_pool
 from grove_memory.ask import InferenceUnavailable
+from grove_memory.errors import NotFound
 from grove_memory.inference import EvidenceText, Generated, InferenceClient, InferenceError
 from grove_memory.store import Store
-from grove_memory.turns import TurnInProgress, add_turn
+from grove_memory.turns import ContextUnavailable, TurnInProgress, add_turn
 from tests.integration.test_owner import ISSUER, OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of, race
 from tests.support.processes import Running, start_api, start_ask
@@ -739,3 +740,74 @@ def test_a_turn_with_answering_switched_off_is_disabled_and_stored(
         None,
     )
     assert turn["sources"]  # the evidence was found; only the answer is switched off
+
+
+@dataclass
+class Meanwhile:
+    """The real ``Answer``, with ``change`` made while it is being written."""
+
+    inner: InferenceClient
+    change: Callable[[], requests.Response]
+
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[EvidenceText],
+        *,
+        markdown: bool,
+        timeout: float,
+        notebooks: Sequence[tuple[str, str]] = (),
+    ) -> Generated:
+        changed = self.change()
+        assert changed.status_code == 200, changed.text
+        return self.inner.answer(
+            question, previous, evidence, markdown=markdown, timeout=timeout, notebooks=notebooks
+        )
+
+
+def stored_turns(stack: Stack, conversation: str) -> list[tuple[str, str | None, str | None]]:
+    """Each turn's status, error and answer as the database holds them (deleted or not)."""
+    with superuser(stack) as conn:
+        rows = conn.execute(
+            "SELECT status, error, answer_text FROM conversation_turns"
+            " WHERE conversation_id = %s ORDER BY ordinal",
+            (conversation,),
+        ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def test_a_turn_stores_no_answer_once_its_conversation_or_notebook_is_gone(
+    stack: Stack, owner: Owner, store: Store, answerer: InferenceClient
+) -> None:
+    owner.key.save(DEPLOY)
+    principal = owner.principal()
+    # The conversation is deleted while the answer is written.
+    conversation = owner.create()["id"]
+    request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+    deleting = Meanwhile(answerer, lambda: owner.delete(f"/v1/conversations/{conversation}"))
+    with pytest.raises(NotFound, match="deleted while the answer was written"):
+        add_turn(store, deleting, principal, uuid.UUID(conversation), request, 5)
+    assert stored_turns(stack, conversation) == [("failed", "not_found", None)]
+    # The conversation's notebook is deleted while the answer is written.
+    notebook = data_of(owner.key.post("/v1/notebooks", {"name": "deploys"}))["id"]
+    owner.key.save(DEPLOY, projectId=notebook)
+    scoped = owner.create(projectId=notebook)["id"]
+
+    def delete_notebook() -> requests.Response:
+        subtree = data_of(owner.session.get(f"/v1/notebooks/{notebook}/subtree"))
+        body = {"fingerprint": subtree["fingerprint"]}
+        return owner.session.post(f"/v1/notebooks/{notebook}/delete", body)
+
+    request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+    with pytest.raises(ContextUnavailable, match="notebook is no longer available"):
+        add_turn(
+            store, Meanwhile(answerer, delete_notebook), principal, uuid.UUID(scoped), request, 5
+        )
+    assert stored_turns(stack, scoped) == [("failed", "context_unavailable", None)]
+    # The control: a conversation left alone stores its answer.
+    kept = owner.create()["id"]
+    request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+    unchanged = Meanwhile(answerer, lambda: owner.get(kept))
+    reply, _ = add_turn(store, unchanged, principal, uuid.UUID(kept), request, 5)
+    assert reply.turn.status == "completed" and reply.turn.answer is not None

@@ -10,8 +10,10 @@ while an answer is generated:
 2. *Generate* (no transaction): strict context alone, or the context plus scoped evidence
    retrieved afresh by ``grove_memory.ask`` with the latest questions for references;
    then the ask service's ``Answer``, and ``verify_citations``.
-3. *Complete* (one transaction): re-check the account and that the attempt still holds
-   the turn, drop citations (and sources) of notes deleted meanwhile, store the answer.
+3. *Complete* (one transaction): re-check the account, the owner session, the
+   conversation (still there, its notebook still available: what the claim checked)
+   and that the attempt still holds the turn, drop citations (and sources) of notes
+   deleted meanwhile, store the answer.
 
 An attempt that fails marks the turn ``failed``; one that crashes leaves its lease to
 expire, after which the same turn ID and body may be retried. ``now`` (the clock the
@@ -429,12 +431,13 @@ TOUCH_CONVERSATION = "UPDATE conversations SET updated_at = statement_timestamp(
 
 
 def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcome) -> TurnReply:
-    """Step 3: re-check the account and the session, drop citations of notes deleted
-    meanwhile, store the answer."""
+    """Step 3: re-check the account, the session and the conversation, drop citations of
+    notes deleted meanwhile, store the answer."""
     conversation_id = claim.conversation["id"]
     with transaction(store.pool, principal.account_id) as conn:
         hold_account(conn, principal)
         hold_session(conn, principal)
+        _recheck_conversation(conn, principal, conversation_id)
         turn = conn.execute(LOCK_TURN, (conversation_id, claim.turn_id)).fetchone()
         if turn is None or turn["status"] != "in_progress" or turn["attempts"] != claim.attempt:
             raise TurnInProgress("this attempt's lease expired and another attempt took the turn")
@@ -461,6 +464,15 @@ def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcom
         _propose(conn, store, principal, claim, generated, sources)
         conn.execute(TOUCH_CONVERSATION, (conversation_id,))
         return _turn_reply(conn, conversation_id, claim.turn_id)
+
+
+def _recheck_conversation(conn: Conn, principal: Principal, conversation_id: UUID) -> None:
+    """What the claim checked, again, now that the answer is written: a conversation
+    deleted meanwhile (or whose notebook was) stores nothing more."""
+    conversation = conn.execute(LOCK_CONVERSATION, (conversation_id,)).fetchone()
+    if conversation is None:
+        raise NotFound("the conversation was deleted while the answer was written")
+    _check_scope(conn, principal, conversation)
 
 
 def _propose(

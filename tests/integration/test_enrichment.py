@@ -9,6 +9,8 @@ nothing stored, and the daily quota stops a job and puts it off to the next day.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -390,3 +392,52 @@ def test_a_model_writes_the_brief_when_configured_and_extractive_stands_in(
     (job,) = claim(pool, queue.BRIEF_NOTEBOOK)
     assert enrichment.brief(pool, "test", job, 100, gone).fell_back
     assert enrichment.read_brief(store, owner, billing.id).status == "ready"
+
+
+def filing(body: dict[str, Any], notebook: str, kind: str | None) -> str:
+    """A model reply that files evidence 1 into the listed ``notebook`` (by its number)."""
+    found = re.search(
+        r"(\d+)\. " + re.escape(notebook) + "\n", body["messages"][1]["content"] + "\n"
+    )
+    assert found, "the notebook is not in the prompt"
+    change = {"action": "edit", "summary": f"File it under {notebook}", "note": 1}
+    change |= {"notebook": int(found.group(1))} | ({"kind": kind} if kind else {})
+    return json.dumps({"answer": "", "citations": [], "proposals": [change]})
+
+
+def test_a_model_classifies_when_configured_and_the_vote_stands_in(
+    quiet_owner: tuple[Store, Principal, Any], openai_chat: tuple[FakeChat, Running]
+) -> None:
+    store, owner, pool = quiet_owner
+    fake, ask = openai_chat
+    billing, deploys = filed(store, owner)
+    note = remember(store, owner, UNFILED)
+    classifier = enrichment.AnswerClassifier(InferenceClient(ask.url, "disabled"), timeout=10)
+    # The model files the note elsewhere than its neighbours vote: its choice is stored.
+    fake.reset(lambda body: filing(body, "deploys", "decision"))
+    (job,) = claim(pool, queue.CLASSIFY_NOTES)
+    done = enrichment.classify(pool, "test", job, 100, classifier)
+    assert (done.result, done.stored, done.fallbacks) == ("stored", 1, 0)
+    assert enrichment.CLASSIFY_QUESTION in fake.seen[0].prompt and UNFILED in fake.seen[0].prompt
+    (chosen,) = enrichment.list_suggestions(store, owner, SuggestionQuery()).items
+    assert (chosen.memoryId, chosen.projectId, chosen.kind) == (note.id, deploys.id, "decision")
+    assert chosen.evidence == []  # no neighbour is in that notebook
+    # The model proposes nothing usable: the neighbours' vote stands in.
+    notes.update_memory(
+        store, owner, note.id, UpdateRequest(content=UNFILED + " Today.", expectedVersion=1)
+    )
+    fake.reset(json.dumps({"answer": "", "citations": []}))
+    (job,) = claim(pool, queue.CLASSIFY_NOTES)
+    done = enrichment.classify(pool, "test", job, 100, classifier)
+    assert (done.stored, done.fallbacks) == (1, 1)
+    (voted,) = enrichment.list_suggestions(store, owner, SuggestionQuery()).items
+    assert (voted.version, voted.projectId) == (2, billing.id) and voted.confidence >= 0.5
+    # grove-ask cannot be reached at all: the same.
+    notes.update_memory(
+        store, owner, note.id, UpdateRequest(content=UNFILED + " Again.", expectedVersion=2)
+    )
+    gone = enrichment.AnswerClassifier(InferenceClient("127.0.0.1:1", "disabled"), timeout=2)
+    (job,) = claim(pool, queue.CLASSIFY_NOTES)
+    assert enrichment.classify(pool, "test", job, 100, gone).fallbacks == 1
+    (voted,) = enrichment.list_suggestions(store, owner, SuggestionQuery()).items
+    assert (voted.version, voted.projectId) == (3, billing.id)

@@ -17,11 +17,14 @@ Nothing is ever applied: suggestions are offered (``GET /v1/suggestions``), brie
 against the account's daily enrichment quota (``GROVE_ENRICH_DAILY_QUOTA``); over it, the
 job waits for the next UTC day.
 
-The classifier is lexical and deterministic: the note's nearest notes by shared words
-(the search postings, ``note_words``, then ``duplicates.word_similarity``) vote for a
-notebook and a kind, weighted by similarity. The brief is extractive: the opening
-sentence of the notebook's most representative notes (highest summed similarity to the
-others, near-repeats skipped), each quoted verbatim and cited.
+The classifier is lexical and deterministic by default: the note's nearest notes by
+shared words (the search postings, ``note_words``, then ``duplicates.word_similarity``)
+vote for a notebook and a kind, weighted by similarity. The brief is extractive: the
+opening sentence of the notebook's most representative notes (highest summed similarity
+to the others, near-repeats skipped), each quoted verbatim and cited. Either can be
+handed to grove-ask's ``Answer`` instead (``AnswerClassifier``, ``AnswerWriter``: the
+generator grove-ask runs, e.g. an OpenAI-compatible model), the deterministic result
+standing in whenever it fails.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from grove_contracts.enrichment import (
     SuggestionPage,
     SuggestionQuery,
 )
+from grove_contracts.proposals import MAX_PROPOSAL_NOTEBOOKS, EditChange
 from grove_db import queue
 from grove_db.pool import Conn, transaction
 from grove_memory import cursors, duplicates
@@ -109,6 +113,12 @@ NEIGHBOURS = f"""
     WHERE b.id = ANY(%(ids)s::uuid[]) AND m.kind <> 'passage' AND {LIVE}
       AND m.archived_at IS NULL
 """
+#: The notebooks a note may be filed into (live, not archived), by name: what a model
+#: classifier chooses from.
+FILING_NOTEBOOKS = """
+    SELECT id, name FROM projects WHERE deleted_at IS NULL AND archived_at IS NULL
+    ORDER BY name, id LIMIT %(limit)s
+"""
 #: Fenced: a row is written only for a note still live, unfiled and at that version.
 STORE_SUGGESTIONS = """
     INSERT INTO note_suggestions (account_id, memory_id, version, kind, project_id,
@@ -169,6 +179,8 @@ class Done:
     stale: int = 0
     #: A model was to write the brief but the extractive one was stored.
     fell_back: bool = False
+    #: Notes a model was to classify that got the lexical suggestion instead.
+    fallbacks: int = 0
 
 
 @dataclass(frozen=True)
@@ -185,16 +197,37 @@ class Proposed:
 
 def suggest(note: dict[str, Any], neighbours: Sequence[dict[str, Any]]) -> Proposed:
     """The notebook and kind ``note``'s neighbours vote for (None when no clear winner)."""
+    voters = _voters(note, neighbours)
+    total = sum(similarity for similarity, _ in voters)
+    notebook, notebook_share, support = _winner(voters, lambda other: other["project_id"], total)
+    kind, kind_share, _ = _winner(voters, lambda other: other["kind"], total)
+    return _proposed(note, notebook, notebook_share, support, kind, kind_share)
+
+
+def _voters(
+    note: dict[str, Any], neighbours: Sequence[dict[str, Any]]
+) -> list[tuple[float, dict[str, Any]]]:
+    """The neighbours close enough to vote, with their similarity to ``note``."""
     mine = duplicates.words(note["content"])
     voters = []
     for other in neighbours:
         similarity = duplicates.word_similarity(mine, duplicates.words(other["content"]))
         if similarity >= MIN_NEIGHBOUR_SIMILARITY:
             voters.append((similarity, other))
-    total = sum(similarity for similarity, _ in voters)
-    notebook, notebook_share, support = _winner(voters, lambda other: other["project_id"], total)
-    kind, kind_share, _ = _winner(voters, lambda other: other["kind"], total)
-    if kind in (note["kind"], "handoff"):  # a handoff is a role, not a classification
+    return voters
+
+
+def _proposed(
+    note: dict[str, Any],
+    notebook: UUID | None,
+    notebook_share: float,
+    support: list[tuple[float, dict[str, Any]]],
+    kind: str | None,
+    kind_share: float,
+) -> Proposed:
+    """The suggestion: a kind only if it differs from the note's own (never ``handoff``,
+    a role rather than a classification), the notebook with its supporting notes."""
+    if kind in (note["kind"], "handoff"):
         kind = None
     evidence = [
         {"id": str(other["id"]), "version": other["version"]}
@@ -209,6 +242,97 @@ def suggest(note: dict[str, Any], neighbours: Sequence[dict[str, Any]]) -> Propo
         round(max(chosen), 3) if chosen else 0.0,
         evidence if notebook else [],
     )
+
+
+@dataclass(frozen=True)
+class Classified:
+    """One note's suggestion, and whether a model was asked but the lexical vote stood in."""
+
+    proposed: Proposed
+    fell_back: bool = False
+
+
+#: How one note is classified: from the note, its neighbours and the notebooks (id,
+#: name) it may be filed into; ``fell_back`` when a model was asked but did not answer.
+Classifier = Callable[
+    [dict[str, Any], Sequence[dict[str, Any]], Sequence[tuple[str, str]]], Classified
+]
+
+
+def lexical(
+    note: dict[str, Any], neighbours: Sequence[dict[str, Any]], _: Sequence[tuple[str, str]]
+) -> Classified:
+    """The default classifier: the neighbours' vote (``suggest``)."""
+    return Classified(suggest(note, neighbours))
+
+
+#: What grove-ask's ``Answer`` is asked when it classifies a note
+#: (``GROVE_CLASSIFY_GENERATOR=answer``): the note is evidence 1, the notebooks numbered.
+CLASSIFY_QUESTION = (
+    "File this note: propose one edit of evidence 1 that moves it to the numbered notebook"
+    " it belongs in and, if it is not already that kind, gives it its kind. Leave out the"
+    " notebook or the kind you are unsure of; if no notebook fits, propose nothing."
+)
+
+
+class AnswerClassifier:
+    """Suggestions chosen by grove-ask's ``Answer`` from the account's notebooks: the
+    first edit it proposes of the note, its notebook (one of those offered) and kind.
+    No notebooks to offer, ask failing, or no usable edit: the lexical vote instead
+    (``fell_back``). The model's notebook carries the neighbours' share of the vote for
+    it as its confidence (0 when none voted for it), and those neighbours as evidence."""
+
+    def __init__(self, client: InferenceClient, timeout: float) -> None:
+        self.client = client
+        self.timeout = timeout
+
+    def __call__(
+        self,
+        note: dict[str, Any],
+        neighbours: Sequence[dict[str, Any]],
+        notebooks: Sequence[tuple[str, str]],
+    ) -> Classified:
+        if not notebooks:
+            return Classified(suggest(note, neighbours))
+        evidence = [EvidenceText(str(note["id"]), note["version"], note["content"])]
+        try:
+            generated = self.client.answer(
+                CLASSIFY_QUESTION,
+                [],
+                evidence,
+                markdown=False,
+                timeout=self.timeout,
+                notebooks=notebooks,
+            )
+        except InferenceError:
+            return Classified(suggest(note, neighbours), fell_back=True)
+        offered = {notebook_id for notebook_id, _ in notebooks}
+        for draft in generated.proposals:
+            change = draft.change
+            if not isinstance(change, EditChange) or change.noteId != note["id"]:
+                continue
+            moved = change.moveTo.projectId if change.moveTo else None
+            notebook = moved if moved is not None and str(moved) in offered else None
+            if notebook is not None or change.kind not in (None, note["kind"]):
+                return Classified(self._backed(note, neighbours, notebook, change.kind))
+        return Classified(suggest(note, neighbours), fell_back=True)
+
+    def _backed(
+        self,
+        note: dict[str, Any],
+        neighbours: Sequence[dict[str, Any]],
+        notebook: UUID | None,
+        kind: str | None,
+    ) -> Proposed:
+        """The model's choice, with the neighbours' share of the vote for it."""
+        voters = _voters(note, neighbours)
+        total = sum(similarity for similarity, _ in voters) or 1.0
+        support = [
+            (s, other) for s, other in voters if notebook and other["project_id"] == notebook
+        ]
+        kind_share = sum(s for s, other in voters if kind and other["kind"] == kind) / total
+        notebook_share = sum(s for s, _ in support) / total
+        return _proposed(note, notebook, notebook_share, support, kind, kind_share)
 
 
 def _winner(
@@ -348,8 +472,11 @@ def _reserve(conn: Conn, want: int, quota: int, now: datetime) -> int:
     return int(row["units"]) if row else 0
 
 
-def classify(pool: ConnectionPool, owner: str, job: queue.Job, quota: int) -> Done:
-    """Run one ``classify_notes`` job leased by ``owner``, within ``quota`` a day."""
+def classify(
+    pool: ConnectionPool, owner: str, job: queue.Job, quota: int, classifier: Classifier = lexical
+) -> Done:
+    """Run one ``classify_notes`` job leased by ``owner``, within ``quota`` a day, each
+    note classified by ``classifier`` (outside any transaction)."""
     now = datetime.now(UTC)
     with transaction(pool, job.account_id) as conn:
         batch = conn.execute(UNCLASSIFIED, {"limit": CLASSIFY_BATCH + 1}).fetchall()
@@ -370,20 +497,27 @@ def classify(pool: ConnectionPool, owner: str, job: queue.Job, quota: int) -> Do
             if batch
             else []
         )
+        notebooks = [
+            (str(row["id"]), row["name"])
+            for row in conn.execute(FILING_NOTEBOOKS, {"limit": MAX_PROPOSAL_NOTEBOOKS})
+        ]
     neighbours: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         neighbours[row["note"]].append(row)
-    proposed = [suggest(note, neighbours[note["id"]]) for note in batch]
+    classified = [classifier(note, neighbours[note["id"]], notebooks) for note in batch]
+    proposed = [c.proposed for c in classified]
+    fallbacks = sum(c.fell_back for c in classified)
     with transaction(pool, job.account_id) as conn:
         if not queue.finish(conn, job, owner):
             return Done("lost")
         stored = _store_suggestions(conn, proposed)
+        stale = len(proposed) - stored
         if granted < wanted:
             queue.enqueue_enrichment(conn, queue.CLASSIFY_NOTES, None, _next_day(now))
-            return Done("over_quota", stored, len(proposed) - stored)
+            return Done("over_quota", stored, stale, fallbacks=fallbacks)
         if more:
             queue.enqueue_enrichment(conn, queue.CLASSIFY_NOTES, None, now)
-        return Done("stored" if proposed else "empty", stored, len(proposed) - stored)
+        return Done("stored" if proposed else "empty", stored, stale, fallbacks=fallbacks)
 
 
 def _store_suggestions(conn: Conn, proposed: list[Proposed]) -> int:

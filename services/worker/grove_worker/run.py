@@ -86,13 +86,19 @@ class Worker:
             else None
         )
         self.blobs = PostgresBlobs()
+        # grove-ask writes briefs or classifies only where configured to.
+        asking = client
+        if asking is None and "answer" in (settings.brief_generator, settings.classify_generator):
+            asking = InferenceClient(settings.ask_address, settings.embedding_profile)
         self.brief_writer: enrichment.Writer = (
-            enrichment.AnswerWriter(
-                client or InferenceClient(settings.ask_address, settings.embedding_profile),
-                settings.brief_timeout_seconds,
-            )
-            if settings.brief_generator == "answer"
+            enrichment.AnswerWriter(asking, settings.brief_timeout_seconds)
+            if asking is not None and settings.brief_generator == "answer"
             else enrichment.brief_of
+        )
+        self.classifier: enrichment.Classifier = (
+            enrichment.AnswerClassifier(asking, settings.classify_timeout_seconds)
+            if asking is not None and settings.classify_generator == "answer"
+            else enrichment.lexical
         )
         self.limits = sandbox.Limits(
             settings.extract_timeout_seconds,
@@ -285,7 +291,7 @@ class Worker:
                 if job.kind == queue.BRIEF_NOTEBOOK:
                     done = enrichment.brief(self.pool, self.owner, job, quota, self.brief_writer)
                 else:
-                    done = enrichment.classify(self.pool, self.owner, job, quota)
+                    done = enrichment.classify(self.pool, self.owner, job, quota, self.classifier)
             telemetry.finished(
                 job.kind,
                 time.monotonic() - started,
@@ -293,7 +299,14 @@ class Worker:
                 int(done.result == "lost"),
             )
             telemetry.enriched(job.kind, done)
-            log("enrich", kind=job.kind, result=done.result, stored=done.stored, stale=done.stale)
+            log(
+                "enrich",
+                kind=job.kind,
+                result=done.result,
+                stored=done.stored,
+                stale=done.stale,
+                fallbacks=done.fallbacks,
+            )
 
     def _settle(self, batch: Batch) -> None:
         outcome = settle(self.pool, self.owner, batch, self.policy)

@@ -49,6 +49,11 @@ class WorkerSettings(QuotaSettings):
     #: model; extractive whenever it fails), within ``brief_timeout_seconds``.
     brief_generator: Literal["extractive", "answer"] = "extractive"
     brief_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
+    #: Who classifies unfiled notes: ``lexical`` (their neighbours' vote, in the worker)
+    #: or ``answer`` (grove-ask's ``Answer`` picks the notebook and kind, the lexical vote
+    #: whenever it fails), within ``classify_timeout_seconds`` a note.
+    classify_generator: Literal["lexical", "answer"] = "lexical"
+    classify_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 30.0
     account_deletion_webhook: str | None = None
     #: Signs every webhook request (``Grove-Signature``); required with the webhook.
     account_deletion_webhook_secret: SecretStr | None = None

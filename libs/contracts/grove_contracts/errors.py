@@ -46,6 +46,7 @@ ERROR_STATUS: dict[str, int] = {
     "proposal_out_of_scope": 403,
     "last_admin": 409,
     "gone": 410,
+    "request_timeout": 408,
     "payload_too_large": 413,
     "unsupported_media_type": 415,
     "unknown_tool": 404,

@@ -36,5 +36,14 @@ class QuotaExceeded(DatabaseError):
     status = 403
 
 
+class ClientTimeout(DatabaseError, TimeoutError):
+    """The client stopped sending the request before it was complete."""
+
+    # Raised by the serving layer (grove_db.slow_clients), which lives in this library;
+    # a TimeoutError still, as a socket's own timeout is, for code that catches those.
+    code = "request_timeout"
+    status = 408
+
+
 #: The SQLSTATE PostgreSQL raises when a statement grows a count past its quota (0021).
 QUOTA_SQLSTATE = "GQ001"

@@ -7,6 +7,7 @@ from typing import Any
 from grove_api.settings import ApiSettings
 from grove_auth.identity import require_identity
 from grove_db.serving import Gunicorn, checked_settings
+from grove_db.slow_clients import ThreadWorker
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
 
@@ -16,7 +17,7 @@ def gunicorn_options(settings: ApiSettings) -> dict[str, Any]:
     return {
         "bind": f"{settings.api_host}:{settings.api_port}",
         "workers": settings.api_workers,
-        "worker_class": "gthread",
+        "worker_class": ThreadWorker.configured(settings),
         "threads": settings.api_threads,
         "timeout": settings.api_timeout_seconds,
         "graceful_timeout": 10,

@@ -10,6 +10,7 @@ from pydantic_settings import SettingsConfigDict
 from grove_auth.addresses import ProxySettings
 from grove_auth.identity import IdentitySettings
 from grove_db.quotas import QuotaSettings
+from grove_db.slow_clients import ClientTimeoutSettings
 from grove_memory.store import (
     DEFAULT_FILE_VERSION_RETENTION_DAYS,
     DEFAULT_LEXICAL_WEIGHT,
@@ -37,7 +38,7 @@ DEFAULT_ASK_RATE_LIMIT_PER_MINUTE = 60
 DEFAULT_ASK_MAX_CONCURRENT_PER_ACCOUNT = 4
 
 
-class ApiSettings(IdentitySettings, QuotaSettings, ProxySettings):
+class ApiSettings(IdentitySettings, QuotaSettings, ProxySettings, ClientTimeoutSettings):
     """Configuration of ``grove-api``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")

@@ -27,6 +27,7 @@ from grove_console.page import Deps, Forbidden
 from grove_console.sessions import COOKIE, SessionStore
 from grove_console.settings import ConsoleSettings
 from grove_contracts.errors import error_envelope, success_envelope
+from grove_db.errors import ClientTimeout
 from grove_db.pool import open_pool
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging
@@ -123,6 +124,16 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
             session=None,
         )
 
+    def too_slow(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
+        resp.status = falcon.HTTP_408
+        resp.content_type = falcon.MEDIA_HTML
+        resp.text = deps.templates.get_template("message.html").render(
+            title="Too slow",
+            message="The form stopped arriving before it was complete: send it again.",
+            tone="warn",
+            session=None,
+        )
+
     def api_error(req: falcon.Request, resp: falcon.Response, ex: ApiError, params: Any) -> None:
         resp.status = falcon.code_to_http_status(ex.status)
         resp.content_type = falcon.MEDIA_HTML
@@ -145,6 +156,7 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
 
     app.add_error_handler(Forbidden, forbidden)
     app.add_error_handler(ApiError, api_error)
+    app.add_error_handler(ClientTimeout, too_slow)
     app.set_error_serializer(http_error)
     app.add_route("/", entry.Home(page))
     app.add_route("/auth/login", entry.Login(page))

@@ -11,6 +11,7 @@ from typing import Any
 from grove_console.settings import ConsoleSettings
 from grove_db.roles import check_console_role
 from grove_db.serving import Gunicorn, checked_settings
+from grove_db.slow_clients import ThreadWorker
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
 
@@ -20,7 +21,7 @@ def gunicorn_options(settings: ConsoleSettings) -> dict[str, Any]:
     return {
         "bind": f"{settings.console_host}:{settings.console_port}",
         "workers": settings.console_workers,
-        "worker_class": "gthread",
+        "worker_class": ThreadWorker.configured(settings),
         "threads": settings.console_threads,
         "timeout": settings.console_timeout_seconds,
         "graceful_timeout": 10,

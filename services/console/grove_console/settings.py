@@ -6,13 +6,15 @@ from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from grove_db.slow_clients import ClientTimeoutSettings
 
 DEFAULT_PORT = 8083
 DEFAULT_METRICS_PORT = 9083
 
 
-class ConsoleSettings(BaseSettings):
+class ConsoleSettings(ClientTimeoutSettings):
     """Configuration of ``grove-console``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")

@@ -8,6 +8,7 @@ from typing import Any
 from grove_auth.identity import require_identity
 from grove_db.serving import Gunicorn, checked_settings
 from grove_mcp.settings import McpSettings
+from grove_mcp.slow_clients import UvicornWorker
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
 
@@ -26,7 +27,7 @@ def main() -> None:
     options = {
         "bind": f"{settings.mcp_host}:{settings.mcp_port}",
         "workers": settings.mcp_workers,
-        "worker_class": "uvicorn_worker.UvicornWorker",
+        "worker_class": UvicornWorker.configured(settings),
         "proc_name": "grove-mcp",
         "control_socket_disable": True,
         "graceful_timeout": 10,

@@ -10,6 +10,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 from grove_auth.addresses import ProxySettings
 from grove_auth.identity import IdentitySettings
 from grove_db.quotas import QuotaSettings
+from grove_db.slow_clients import ClientTimeoutSettings
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE
 
 DEFAULT_PORT = 8081
@@ -18,7 +19,7 @@ DEFAULT_PER_CREDENTIAL_CONCURRENCY = 8
 MAX_BODY_BYTES = 64 * 1024
 
 
-class McpSettings(IdentitySettings, QuotaSettings, ProxySettings):
+class McpSettings(IdentitySettings, QuotaSettings, ProxySettings, ClientTimeoutSettings):
     """Configuration of ``grove-mcp``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")

@@ -10,6 +10,7 @@ from typing import Any
 
 from grove_db.roles import check_share_role
 from grove_db.serving import Gunicorn, checked_settings
+from grove_db.slow_clients import ThreadWorker
 from grove_share.settings import ShareSettings
 from grove_telemetry import multiproc
 from grove_telemetry.logs import gunicorn_logconfig
@@ -20,7 +21,7 @@ def gunicorn_options(settings: ShareSettings) -> dict[str, Any]:
     return {
         "bind": f"{settings.share_host}:{settings.share_port}",
         "workers": settings.share_workers,
-        "worker_class": "gthread",
+        "worker_class": ThreadWorker.configured(settings),
         "threads": settings.share_threads,
         "timeout": settings.share_timeout_seconds,
         "graceful_timeout": 10,

@@ -6,15 +6,16 @@ from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from grove_auth.keys import share_token_secret
+from grove_db.slow_clients import ClientTimeoutSettings
 
 DEFAULT_PORT = 8082
 DEFAULT_METRICS_PORT = 9082
 
 
-class ShareSettings(BaseSettings):
+class ShareSettings(ClientTimeoutSettings):
     """Configuration of ``grove-share``; a bad value stops the process at start-up."""
 
     model_config = SettingsConfigDict(env_prefix="GROVE_", frozen=True, extra="ignore")

@@ -140,6 +140,17 @@ def test_slow_clients_cannot_stop_healthz(service: Running) -> None:
         assert timed_healthz(service) < 1.0
 
 
+def test_clients_that_never_close_their_end_cannot_stop_healthz(service: Running) -> None:
+    # Each is answered and closed on the server's side; the server then waits a while
+    # for the client's end (to read what it may still send), which never comes.
+    request = b"GET /healthz HTTP/1.1\r\nHost: slow.example\r\nConnection: close\r\n\r\n"
+    with stalled(service, 20, request) as connections:
+        for connection in connections:
+            connection.settimeout(30)
+            assert connection.recv(65536).startswith(b"HTTP/1.1 200")
+        assert timed_healthz(service) < 1.0
+
+
 def test_a_connection_that_never_finishes_its_headers_is_closed_at_the_header_timeout(
     service: Running,
 ) -> None:

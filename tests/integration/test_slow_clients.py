@@ -140,6 +140,19 @@ def test_slow_clients_cannot_stop_healthz(service: Running) -> None:
         assert timed_healthz(service) < 1.0
 
 
+def test_pipelined_requests_are_served_and_the_next_head_is_timed_from_its_first_byte(
+    service: Running,
+) -> None:
+    request = b"GET /healthz HTTP/1.1\r\nHost: slow.example\r\n\r\n"
+    with stalled(service, 1, request * 2 + b"GET /healthz HTTP/1.1\r\n") as (connection,):
+        connection.settimeout(30)
+        answered = time.monotonic()
+        received = read_to_end(connection)
+        closed = time.monotonic()
+    assert received.count(b"HTTP/1.1 200") == 2, received
+    assert closed - answered >= HEADER_TIMEOUT_SECONDS
+
+
 def test_clients_that_never_close_their_end_cannot_stop_healthz(service: Running) -> None:
     # Each is answered and closed on the server's side; the server then waits a while
     # for the client's end (to read what it may still send), which never comes.

@@ -46,6 +46,17 @@ class H11Protocol(BaseH11Protocol):
         super().data_received(data)
         self.watch_reads()
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.transport.is_closing():
+            return
+        if self.conn.their_state is h11.IDLE:
+            if not self.conn.trailing_data[0]:
+                return  # idle until the next request: uvicorn's keep-alive timeout
+            # The next request has begun already (pipelined): time its head instead.
+            self._unset_keepalive_if_required()
+        self.watch_reads()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.stop_timer()
         super().connection_lost(exc)

@@ -8,8 +8,9 @@ each request's head (request line and headers) on the worker's poller instead, w
 thread: a connection goes to a thread once its head is complete, and is closed if that
 takes longer than the header timeout (counted from the connection, or from the first
 byte of a kept-alive connection's next request). Once a thread serves the request,
-every read of its body must return within the body timeout, or the app sees
-``ClientTimeout`` and the connection closes after its answer. A connection whose
+every read of its body must return within the body timeout, and the body must keep up
+a minimum rate (``TimedUnreader``), or the app sees ``ClientTimeout`` and the
+connection closes after its answer. A connection whose
 answer says "close" lingers on the poller too (gunicorn waited for the client's end of
 it on the worker's only poller thread, up to 2 s each).
 
@@ -40,6 +41,8 @@ from grove_db.errors import ClientTimeout
 DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 #: How long a client may leave a request's body without sending more of it.
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
+#: Below this rate a body is cut, once its first timeout's worth of waiting is used up.
+DEFAULT_BODY_MIN_BYTES_PER_SECOND = 500
 #: The most a request's line and headers may hold together (more: 431).
 MAX_HEAD_BYTES = 64 * 1024
 #: How much of a head is read from the socket at a time.
@@ -56,33 +59,63 @@ Linger = Callable[[socket.socket], None]
 
 
 class ClientTimeoutSettings(BaseSettings):
-    """``GROVE_HTTP_*_TIMEOUT_SECONDS``: how long an HTTP service waits on a client."""
+    """``GROVE_HTTP_*``: how long an HTTP service waits on a client."""
 
     http_header_timeout_seconds: Seconds = DEFAULT_HEADER_TIMEOUT_SECONDS
     http_body_timeout_seconds: Seconds = DEFAULT_BODY_TIMEOUT_SECONDS
+    #: The threaded services' minimum body rate (0: none); see ``TimedUnreader``.
+    http_body_min_bytes_per_second: Annotated[int, Field(ge=0, le=1_000_000_000)] = (
+        DEFAULT_BODY_MIN_BYTES_PER_SECOND
+    )
 
 
 class TimedUnreader(SocketUnreader):  # type: ignore[misc]
-    """gunicorn's socket reader with a time limit on each read (not on writes, which the
-    app bounds itself where it streams); ``timed_out`` once one ran out."""
+    """gunicorn's socket reader with time limits on reading (not on writes, which the
+    app bounds itself where it streams); ``timed_out`` once one ran out.
 
-    def __init__(self, sock: socket.socket, timeout: float) -> None:
+    Each read may wait ``timeout``; and all the time the connection has waited on the
+    client may pass ``timeout`` only by a second for each ``min_rate`` bytes received
+    (Apache's ``mod_reqtimeout`` MinRate), so a body trickled a byte at a time, each
+    within the timeout, is cut too. Time the app spends between reads does not count.
+    """
+
+    def __init__(self, sock: socket.socket, timeout: float, min_rate: int) -> None:
         super().__init__(sock)
         self.timeout = timeout
+        self.min_rate = min_rate
+        self.waited = 0.0
+        self.received = 0
         self.timed_out = False
 
+    def allowance(self) -> float:
+        """How long the next read may wait (0 or less: the client is too slow)."""
+        if not self.min_rate:
+            return self.timeout
+        earned = self.timeout + self.received / self.min_rate - self.waited
+        return min(self.timeout, earned)
+
     def chunk(self, size_hint: int | None = None) -> bytes:
+        allowance = self.allowance()
+        too_slow = (
+            f"the request arrived slower than {self.min_rate} bytes a second"
+            if allowance < self.timeout
+            else f"the request stopped arriving (nothing for {self.timeout:g} s)"
+        )
+        if allowance <= 0:
+            self.timed_out = True
+            raise ClientTimeout(too_slow)
         before = self.sock.gettimeout()  # the app may have set a shorter one
-        self.sock.settimeout(self.timeout if before is None else min(before, self.timeout))
+        self.sock.settimeout(allowance if before is None else min(before, allowance))
+        started = time.monotonic()
         try:
             data: bytes = super().chunk(size_hint)
+            self.received += len(data)
             return data
         except TimeoutError as ex:
             self.timed_out = True
-            raise ClientTimeout(
-                f"the request stopped arriving (nothing for {self.timeout:g} s)"
-            ) from ex
+            raise ClientTimeout(too_slow) from ex
         finally:
+            self.waited += time.monotonic() - started
             self.sock.settimeout(before)
 
 
@@ -128,16 +161,18 @@ class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
 
     header_timeout = DEFAULT_HEADER_TIMEOUT_SECONDS
     body_timeout = DEFAULT_BODY_TIMEOUT_SECONDS
+    body_min_rate = DEFAULT_BODY_MIN_BYTES_PER_SECOND
 
     @classmethod
     def configured(cls, settings: ClientTimeoutSettings) -> type[ThreadWorker]:
-        """This worker with the header and body timeouts of ``settings``."""
+        """This worker with the header and body limits of ``settings``."""
         return type(
             cls.__name__,
             (cls,),
             {
                 "header_timeout": settings.http_header_timeout_seconds,
                 "body_timeout": settings.http_body_timeout_seconds,
+                "body_min_rate": settings.http_body_min_bytes_per_second,
             },
         )
 
@@ -210,7 +245,7 @@ class ThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         conn.sock.setblocking(True)
         if not conn.initialized:
             conn.init()
-            conn.parser.unreader = TimedUnreader(conn.sock, self.body_timeout)
+            conn.parser.unreader = TimedUnreader(conn.sock, self.body_timeout, self.body_min_rate)
         if not conn.head_too_long():  # (kept for handle's answer)
             conn.parser.unreader.unread(bytes(conn.head))
             del conn.head[:]

@@ -58,6 +58,7 @@ def test_api_refuses_a_bypassrls_role(database: embedded.EmbeddedDatabase) -> No
         ({"GROVE_API_PORT": "99999"}, "GROVE_API_PORT"),
         ({"GROVE_HTTP_HEADER_TIMEOUT_SECONDS": "0"}, "GROVE_HTTP_HEADER_TIMEOUT_SECONDS"),
         ({"GROVE_HTTP_BODY_TIMEOUT_SECONDS": "601"}, "GROVE_HTTP_BODY_TIMEOUT_SECONDS"),
+        ({"GROVE_HTTP_BODY_MIN_BYTES_PER_SECOND": "-1"}, "GROVE_HTTP_BODY_MIN_BYTES_PER_SECOND"),
     ],
 )
 def test_api_refuses_bad_settings_with_one_line(

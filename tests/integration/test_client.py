@@ -1047,15 +1047,24 @@ def test_a_batch_whose_answer_is_lost_replays_its_items(
     assert len(list(grove.list_notes())) == 3
 
 
-def test_a_restore_is_not_resent_after_a_lost_answer(
+def test_a_restore_whose_answer_is_lost_is_resent_and_done_once(
     proxied: tuple[Grove, FaultyProxy],
 ) -> None:
     grove, proxy = proxied
+    note = grove.remember("first wording")
+    grove.update(note.id, content="second wording")
     faults(proxy, "drop")
-    with pytest.raises(Unavailable) as lost:
-        grove.restore(uuid.uuid4())
-    assert lost.value.code == "connection"
-    assert len(proxy.seen) == 1
+    restored = grove.restore(note.id, version=1)
+    assert (restored.content, restored.version) == ("first wording", 3)
+    keys = [s.headers["idempotency-key"] for s in proxy.seen[-2:]]
+    assert len(keys) == 2 and keys[0] == keys[1]
+    assert [r.version for r in grove.revisions(note.id).items] == [1, 2, 3]
+
+
+def test_a_handoff_is_made_durable_through_restore(account: Account) -> None:
+    handoff = account.key.remember("refunds next", kind="handoff", task_id="t-1")
+    durable = account.key.restore(handoff.id, durable=True)
+    assert (durable.kind, durable.retention_days, durable.expires_at) == ("fact", None, None)
 
 
 # Drift from the api's document

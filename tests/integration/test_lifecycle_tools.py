@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
+import psycopg
 import pytest
+import requests
 
+from grove_db import embedded
 from tests.support.clients import Client, data_of, error_of
 from tests.support.tenants import Tenant
 
@@ -180,3 +184,115 @@ def test_a_handoff_becomes_a_permanent_fact_with_update_memory(tenant: Tenant) -
         None,
         None,
     )
+
+
+def backdate_expiry(database: embedded.EmbeddedDatabase, note_id: str) -> str:
+    """Set a note's expiry one day from now (as the superuser): what it would be had it
+    been saved days ago; the expiry, as the API writes it."""
+    with psycopg.connect(database.grove_superuser_url, autocommit=True) as conn:
+        row = conn.execute(
+            "UPDATE memories SET expires_at = now() + interval '1 day' WHERE id = %s"
+            " RETURNING expires_at",
+            (note_id,),
+        ).fetchone()
+    assert row is not None
+    return str(row[0].isoformat())
+
+
+def expiry_sweeps(database: embedded.EmbeddedDatabase, note_id: str) -> list[datetime]:
+    """When the note's queued expiry sweeps run."""
+    with psycopg.connect(database.grove_superuser_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT run_after FROM jobs WHERE memory_id = %s AND kind = 'expire_note'"
+            " AND status = 'queued' ORDER BY run_after",
+            (note_id,),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_unarchiving_renews_the_lifetime_as_a_fresh_save_would(
+    tenant: Tenant, database: embedded.EmbeddedDatabase
+) -> None:
+    note = tenant.client.save("temporary", retentionDays=3)
+    backdate_expiry(database, note["id"])
+    tool(tenant.client, "archive_memories", ids=[note["id"]])
+    restored = tool(tenant.client, "restore_memory", id=note["id"])
+    assert (restored["archived"], restored["version"], restored["retentionDays"]) == (False, 1, 3)
+    expires = datetime.fromisoformat(restored["expiresAt"])
+    assert expires >= datetime.fromisoformat(note["expiresAt"])  # 3 days from the restore
+    assert expiry_sweeps(database, note["id"])[-1] == expires  # and swept then
+    # Restoring a note that is not archived changes nothing; a permanent note stays so.
+    again = tool(tenant.client, "restore_memory", id=note["id"])
+    assert again["expiresAt"] == restored["expiresAt"]
+    permanent = tenant.client.save("permanent")
+    tool(tenant.client, "archive_memories", ids=[permanent["id"]])
+    assert tool(tenant.client, "restore_memory", id=permanent["id"])["expiresAt"] is None
+
+
+def restore(client: Client, note_id: str, body: Any, **headers: str) -> requests.Response:
+    return client.post(f"/v1/memories/{note_id}/restore", body, headers=headers)
+
+
+def test_the_restore_route_brings_back_a_revision_like_the_tool(tenant: Tenant) -> None:
+    note = tenant.client.save("first wording", "decision", retentionDays=3)
+    tool(tenant.client, "update_memory", id=note["id"], content="second wording", kind="fact")
+    tool(tenant.client, "archive_memories", ids=[note["id"]])
+    key = str(uuid.uuid4())
+    response = restore(tenant.client, note["id"], {"version": 1}, **{"Idempotency-Key": key})
+    assert response.status_code == 200, response.text
+    restored = data_of(response)
+    assert (restored["content"], restored["kind"], restored["version"]) == (
+        "first wording",
+        "decision",
+        3,
+    )
+    assert (restored["archived"], restored["retentionDays"]) == (False, 3)
+    replayed = restore(tenant.client, note["id"], {"version": 1}, **{"Idempotency-Key": key})
+    assert data_of(replayed) == restored  # a retry answers the first result
+    history = tool(tenant.client, "memory_history", id=note["id"])["items"]
+    assert len(history) == 3
+    # The same operation ID with other arguments is a conflict, whichever way it came.
+    other = tenant.client.post(
+        "/v1/tools/restore_memory", {"id": note["id"], "version": 2, "operationId": key}
+    )
+    assert error_of(other)["code"] == "idempotency_conflict"
+    missing = restore(tenant.client, note["id"], {"version": 9})
+    assert missing.status_code == 404
+    assert error_of(missing)["code"] == "not_found"
+
+
+def test_the_restore_route_makes_a_handoff_durable(tenant: Tenant) -> None:
+    handoff = tenant.client.save("refunds next", "handoff", taskId="t-10")
+    durable = data_of(restore(tenant.client, handoff["id"], {"durable": True}))
+    assert (durable["kind"], durable["retentionDays"], durable["expiresAt"]) == ("fact", None, None)
+    plain = tenant.client.save("just a fact")
+    refused = restore(tenant.client, plain["id"], {"durable": True})
+    assert refused.status_code == 400
+    assert error_of(refused)["details"][0]["field"] == "durable"
+    assert tenant.client.get(f"/v1/memories/{plain['id']}").json()["data"]["version"] == 1
+
+
+@pytest.mark.parametrize(
+    "body", [{"version": 0}, {"durable": "yes"}, {"id": str(uuid.uuid4())}, {"kind": "fact"}]
+)
+def test_the_restore_route_refuses_bad_bodies(tenant: Tenant, body: dict[str, Any]) -> None:
+    note = tenant.client.save("kept as it is")
+    tool(tenant.client, "archive_memories", ids=[note["id"]])
+    refused = restore(tenant.client, note["id"], body)
+    assert refused.status_code == 400, refused.text
+    assert error_of(refused)["code"] == "validation_error"
+    listed = tool(tenant.client, "list_memories", archived=True)["items"]
+    assert [(n["id"], n["version"]) for n in listed] == [(note["id"], 1)]
+
+
+def test_the_restore_route_needs_write_and_the_notes_scope(make_tenant: Any) -> None:
+    owner = make_tenant()
+    note = owner.client.save("archived elsewhere")
+    tool(owner.client, "archive_memories", ids=[note["id"]])
+    stranger = make_tenant()
+    assert restore(stranger.client, note["id"], {}).status_code == 404
+    reader = owner.key("reader", read_only=True)
+    refused = restore(reader, note["id"], {})
+    assert refused.status_code == 403, refused.text
+    listed = tool(owner.client, "list_memories", archived=True)["items"]
+    assert [n["id"] for n in listed] == [note["id"]]

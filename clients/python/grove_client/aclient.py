@@ -83,8 +83,15 @@ class AsyncGrove:
     ) -> models.ForgetResponse:
         return await self._run(calls.forget(ids, expected_versions))
 
-    async def restore(self, memory_id: Id) -> models.Memory:
-        return await self._run(calls.restore(memory_id))
+    async def restore(
+        self,
+        memory_id: Id,
+        *,
+        version: int | None = None,
+        durable: bool = False,
+        operation_id: Id | None = None,
+    ) -> models.Memory:
+        return await self._run(calls.restore(memory_id, version, durable, operation_id))
 
     async def save_batch(self, notes: Sequence[models.NewNote]) -> models.BatchResult:
         return await self._run(calls.save_batch(notes))

@@ -427,9 +427,15 @@ def forget(ids: Iterable[Id], expected_versions: Mapping[str, int] | None) -> Ca
     return call(endpoints.FORGET, ForgetResponse, body=body)
 
 
-def restore(memory_id: Id) -> Call[Memory]:
-    """Bring back an expired note (owner session)."""
-    return call(endpoints.RESTORE, Memory, {"memory_id": memory_id}, body={})
+def restore(
+    memory_id: Id, version: int | None, durable: bool, operation_id: Id | None
+) -> Call[Memory]:
+    """Un-archive a note, bring back its revision ``version``, make a handoff ``durable``
+    (an expired note: owner session); the operation ID goes as the ``Idempotency-Key``."""
+    body: dict[str, Any] = {"durable": durable}
+    if version is not None:
+        body["version"] = version
+    return call(endpoints.RESTORE, Memory, {"memory_id": memory_id}, body=body, key=operation_id)
 
 
 def save_batch(notes: Sequence[NewNote]) -> Call[BatchResult]:

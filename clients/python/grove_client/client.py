@@ -98,9 +98,18 @@ class Grove:
         or ``version_conflict`` (with ``expected_versions``, by note ID)."""
         return self._run(calls.forget(ids, expected_versions))
 
-    def restore(self, memory_id: Id) -> models.Memory:
-        """Bring back a note that expired, within its restoration window (owner session)."""
-        return self._run(calls.restore(memory_id))
+    def restore(
+        self,
+        memory_id: Id,
+        *,
+        version: int | None = None,
+        durable: bool = False,
+        operation_id: Id | None = None,
+    ) -> models.Memory:
+        """Un-archive a note (its lifetime starts again), bring back its revision
+        ``version`` as a new one, and/or make a handoff ``durable`` (a permanent fact); a
+        note that expired comes back within its restoration window (owner session only)."""
+        return self._run(calls.restore(memory_id, version, durable, operation_id))
 
     def save_batch(self, notes: Sequence[models.NewNote]) -> models.BatchResult:
         """Save 1 to 100 notes in one request, each on its own (not atomically)."""

@@ -19,7 +19,7 @@ from grove_client import models
 #: each item of the body (a batch refuses the header), the ``id`` the body gives the
 #: resource (conversations and their turns), the ``id`` the query gives it (an import),
 #: the resource's own state (applying or undoing a proposal twice answers the first
-#: result), or not at all (reads; mutations the API does not record, such as restore).
+#: result), or not at all (reads; mutations the API does not record, such as a subtree action).
 Idempotency = Literal["header", "items", "body", "query", "state", "none"]
 
 
@@ -49,7 +49,7 @@ FORGET = Endpoint("POST", "/v1/memories/forget", models.ForgetResponse, "header"
 GET = Endpoint("GET", "/v1/memories/{memory_id}", models.Memory)
 UPDATE = Endpoint("PATCH", "/v1/memories/{memory_id}", models.Memory, "header")
 REVISIONS = Endpoint("GET", "/v1/memories/{memory_id}/revisions", models.RevisionPage)
-RESTORE = Endpoint("POST", "/v1/memories/{memory_id}/restore", models.Memory, resend=False)
+RESTORE = Endpoint("POST", "/v1/memories/{memory_id}/restore", models.Memory, "header")
 RECALL = Endpoint("POST", "/v1/recall", models.RecallResult)
 ASK = Endpoint("POST", "/v1/ask", models.AskResult)
 EXPORT = Endpoint("GET", "/v1/export", None)

@@ -709,10 +709,10 @@ class MoveResponse(BaseModel):
     items: list[Memory]
 
 
-class RestoreRequest(Strict):
-    """Restore a note: un-archive it, bring back an earlier revision, or make a handoff durable."""
+class RestoreBody(Strict):
+    """``POST /v1/memories/{id}/restore``: un-archive the note, bring back an earlier
+    revision, or make a handoff durable (the ``restore_memory`` tool without ``id``)."""
 
-    id: Annotated[UUID, Field(description="The note to restore; it is un-archived in any case.")]
     version: Annotated[
         Version | None,
         Field(
@@ -729,6 +729,18 @@ class RestoreRequest(Strict):
         ),
     ] = False
     operationId: Annotated[UUID | None, Field(description=OPERATION_ID)] = None
+
+
+class RestoreRequest(RestoreBody):
+    """Restore a note: un-archive it, bring back an earlier revision, or make a handoff durable."""
+
+    id: Annotated[
+        UUID,
+        Field(
+            description="The note to restore; it is un-archived in any case, and an archived"
+            " note's lifetime starts again."
+        ),
+    ]
 
 
 MAX_BATCH_ITEMS = 100

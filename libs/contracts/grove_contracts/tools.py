@@ -247,9 +247,10 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "restore_memory",
         "Restore a note",
-        "Undo changes to a note: un-archive it, bring back an earlier revision (`version`,"
-        " from `memory_history`; saved as a new revision, nothing is lost), and/or with"
-        " `durable: true` turn a handoff into a permanent fact." + RETRIES,
+        "Undo changes to a note: un-archive it (its lifetime, if it has one, starts again),"
+        " bring back an earlier revision (`version`, from `memory_history`; saved as a new"
+        " revision, nothing is lost), and/or with `durable: true` turn a handoff into a"
+        " permanent fact." + RETRIES,
         RestoreRequest,
         Memory,
         read_only=False,

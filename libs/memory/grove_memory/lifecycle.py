@@ -1,8 +1,9 @@
 """Archiving, restoring and moving notes.
 
 Archive is how a note is kept but set aside: it leaves recall and search and can be
-restored. Restore brings back an earlier revision as a new one, un-archives, or makes
-a handoff durable (a permanent fact). Moves are all or nothing and check the grants of
+restored. Restore brings back an earlier revision as a new one, un-archives (its
+lifetime renewed), makes a handoff durable (a permanent fact), or, for the owner,
+brings back a note that expired. Moves are all or nothing and check the grants of
 both the note's current scope and the destination.
 """
 
@@ -22,7 +23,7 @@ from grove_contracts.notes import (
     RestoreRequest,
 )
 from grove_db import queue
-from grove_db.pool import Conn, transaction
+from grove_db.pool import Conn
 from grove_memory import idempotency
 from grove_memory.errors import Conflict, InvalidRequest, MoveRefused, NotFound
 from grove_memory.notes import (
@@ -33,7 +34,7 @@ from grove_memory.notes import (
     write_correction,
 )
 from grove_memory.rows import MEMORY_COLUMNS, memory_of
-from grove_memory.scope import check_notebook, granted, params
+from grove_memory.scope import GRANTED, check_notebook, granted, params
 from grove_memory.store import Store, require
 
 RESTORED_FIELDS = ("content", "kind", "task_id", "capture", "source_agent", "source_ref")
@@ -64,19 +65,44 @@ def _archive_one(
     return "archived"
 
 
+#: Bring a note back: un-archive it and, if it was archived or had expired, start its
+#: lifetime again from now as a fresh save would (same ``retention_days``; a permanent
+#: note stays permanent). Restoring a live note that was not archived changes nothing.
+BRING_BACK = f"""
+    UPDATE memories AS m SET archived_at = NULL, swept_at = NULL,
+        expires_at = CASE
+            WHEN m.archived_at IS NOT NULL OR m.expires_at <= statement_timestamp()
+            THEN statement_timestamp() + make_interval(days => m.retention_days)
+            ELSE m.expires_at END
+    WHERE m.id = %(id)s RETURNING {MEMORY_COLUMNS}
+"""
+
+#: An expired note in its restoration window (hidden, not deleted) in the caller's grants.
+LOCK_EXPIRED = f"""
+    SELECT {MEMORY_COLUMNS} FROM memories m
+    WHERE m.id = %(id)s AND m.deleted_at IS NULL AND {GRANTED}
+      AND (m.swept_at IS NOT NULL OR m.expires_at <= statement_timestamp())
+    FOR UPDATE
+"""
+
+
 def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
-    """Un-archive a note, and/or bring back revision ``version``, and/or make it durable."""
+    """Bring a note back: un-archive it, and/or revision ``version``, and/or make it durable.
+
+    The one operation behind ``restore_memory`` and ``POST /v1/memories/{id}/restore``.
+    Un-archiving renews the lifetime as a fresh save would; so does bringing back a
+    revision (a durable handoff becomes permanent). An expired note in its restoration
+    window comes back the same way, for the owner's session only.
+    """
     require(principal, "write")
     with idempotency.mutation(store, principal, "restore_memory", req) as op:
         if op.replay is not None:
             return op.replay.answer(Memory)
         conn = op.conn
-        current = lock_note(conn, principal, req.id, None)
-        row = conn.execute(
-            "UPDATE memories AS m SET archived_at = NULL"
-            f" WHERE m.id = %s RETURNING {MEMORY_COLUMNS}",
-            (req.id,),
-        ).fetchone()
+        current = _lock_restorable(conn, principal, req.id)
+        row = conn.execute(BRING_BACK, {"id": req.id}).fetchone()
+        assert row is not None
+        queue.enqueue_expiries(conn, [req.id])  # its sweep at the renewed expiry
         values = {name: current[name] for name in NOTE_FIELDS}
         if req.version is not None:
             values.update(_revision(conn, principal, req.id, req.version))
@@ -86,12 +112,25 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
             values.update(kind="fact", retention_days=None)
         if req.version is not None or req.durable:
             # A restore renews the lifetime (a durable one makes it permanent).
-            row = write_correction(conn, store, current, values, retention_supplied=True)
+            row = write_correction(conn, store, row, values, retention_supplied=True)
             memory = record_revision(conn, store, row, req.operationId)
         else:
-            assert row is not None
             memory = memory_of(row)
         return op.record(memory, req.id)
+
+
+def _lock_restorable(conn: Conn, principal: Principal, memory_id: Any) -> dict[str, Any]:
+    """Lock a live, granted note, or an expired one awaiting restoration if the caller is
+    the owner's session (``OwnerSessionRequired`` for anyone else, ``NotFound``)."""
+    row = lock_visible(conn, principal, memory_id)
+    if row is not None:
+        return row
+    expired = conn.execute(LOCK_EXPIRED, params(principal, id=memory_id)).fetchone()
+    if expired is None or expired["file_id"] is not None:
+        raise NotFound("note not found")
+    if not principal.is_owner:
+        raise OwnerSessionRequired("only the account owner's session restores an expired note")
+    return expired
 
 
 def _move_one(
@@ -135,26 +174,3 @@ def move(store: Store, principal: Principal, req: MoveRequest) -> MoveResponse:
         if refused:
             raise MoveRefused(refused)  # the transaction rolls back: nothing moved
         return op.record(MoveResponse(items=items))
-
-
-def restore_expired(store: Store, principal: Principal, memory_id: Any) -> Memory:
-    """The owner brings back a note that expired and is in its restoration window.
-
-    Its lifetime starts again (same ``retentionDays``); a note already soft deleted at
-    the window's end cannot come back.
-    """
-    if not principal.is_owner:
-        raise OwnerSessionRequired()
-    with transaction(store.pool, principal.account_id) as conn:
-        row = conn.execute(
-            "UPDATE memories AS m SET swept_at = NULL, expires_at = statement_timestamp()"
-            " + make_interval(days => m.retention_days)"
-            " WHERE m.id = %s AND m.deleted_at IS NULL"
-            " AND (m.swept_at IS NOT NULL OR m.expires_at <= statement_timestamp())"
-            f" RETURNING {MEMORY_COLUMNS}",
-            (memory_id,),
-        ).fetchone()
-        if row is None:
-            raise NotFound("no expired note with that ID awaits restoration")
-        queue.enqueue_expiries(conn, [memory_id])
-    return memory_of(row)

@@ -91,6 +91,7 @@ from grove_contracts.notes import (
     RecallRequest,
     RecallResult,
     RememberRequest,
+    RestoreBody,
     RevisionPage,
     RevisionsQuery,
     SavedMemory,
@@ -287,6 +288,16 @@ PROPOSAL_FLOW = (
     " (or undoing) twice returns the first result. Owner session only."
 )
 
+RESTORE = (
+    "The `restore_memory` tool with the note's ID in the path: un-archives the note (an"
+    " archived note's lifetime starts again from now, as a fresh save's would), brings back"
+    " revision `version` as a new one, and with `durable: true` turns a handoff into a"
+    " permanent fact. A note that expired comes back within its 60-day restoration window,"
+    " its lifetime started again, for the owner's session only (keys and agent tokens: 403"
+    " `owner_session_required`). `operationId` (or an `Idempotency-Key` header) makes a"
+    " retry return the first result."
+)
+
 #: Every REST route of the api, in the order ``create_app`` registers them.
 #:
 #: To add a route: add one ``Route`` here naming its resource, with one ``Operation`` per
@@ -416,14 +427,16 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
-        resources.RestoreExpired,
+        resources.Restore,
         (
             Operation(
                 "POST",
                 "/v1/memories/{memory_id:uuid}/restore",
-                "Restore a note that expired, within its restoration window",
+                "Restore a note: un-archive it, bring back a revision, make a handoff durable",
                 Memory,
-                auth="owner",
+                body=RestoreBody,
+                errors=(409, 410),
+                description=RESTORE,
             ),
         ),
     ),

@@ -30,6 +30,8 @@ from grove_contracts.notes import (
     ListQuery,
     RecallRequest,
     RememberRequest,
+    RestoreBody,
+    RestoreRequest,
     RevisionsQuery,
     SearchRequest,
     Strict,
@@ -323,11 +325,17 @@ class ToolCall(Resource):
         _ok(resp, tools.call(self.store, req.context.principal, tool, arguments.model_dump()))
 
 
-class RestoreExpired(Resource):
-    """``POST /v1/memories/{id}/restore``: the owner restores an expired note."""
+class Restore(Resource):
+    """``POST /v1/memories/{id}/restore``: ``restore_memory`` with the note's ID in the path."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
-        _ok(resp, lifecycle.restore_expired(self.store, req.context.principal, memory_id))
+        body = read_json(req, RestoreBody, self.max_body)
+        request = RestoreRequest(
+            id=memory_id,
+            **body.model_dump(exclude={"operationId"}),
+            operationId=operation_id(req, body.operationId),
+        )
+        _ok(resp, lifecycle.restore(self.store, req.context.principal, request))
 
 
 class SubtreePreview(Resource):

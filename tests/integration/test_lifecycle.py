@@ -175,6 +175,41 @@ def test_every_save_adds_one_immutable_revision_holding_the_old_contents(
     assert revisions(tenant.client, note["id"]) == history
 
 
+@pytest.mark.parametrize("via", ["rest", "tool"])
+def test_a_remember_correction_by_id_replaces_the_metadata_it_omits(
+    tenant: Tenant, via: str
+) -> None:
+    notebook = tenant.notebook("work")
+    note = tenant.client.save(
+        "deploys wait for two reviews",
+        "handoff",
+        projectId=notebook,
+        taskId="release-12",
+        capture="automatic",
+        provenance={"sourceAgent": "agent-1", "sourceRef": "PR-7"},
+        retentionDays=5,
+    )
+    body = {"id": note["id"], "content": "deploys wait for one review", "kind": "decision"}
+    path = "/v1/memories" if via == "rest" else "/v1/tools/remember"
+    response = tenant.client.post(path, body)
+    assert response.status_code == 200, response.text
+    corrected = data_of(response)
+    assert (corrected["id"], corrected["version"]) == (note["id"], 2)
+    # Wholesale: what the body leaves out takes its default, not the note's old value.
+    assert corrected["content"] == "deploys wait for one review"
+    assert corrected["kind"] == "decision"
+    assert corrected["projectId"] is None  # moved to personal notes
+    assert corrected["taskId"] is None
+    assert corrected["capture"] == "explicit"
+    assert corrected["provenance"] == {"sourceAgent": None, "sourceRef": None}
+    # ... but the lifetime, which an omitted retentionDays keeps, exactly.
+    assert (corrected["retentionDays"], corrected["expiresAt"]) == (5, note["expiresAt"])
+    stored = get(tenant.client, note["id"])
+    assert {k: stored[k] for k in stored} == {k: corrected[k] for k in stored}
+    latest = revisions(tenant.client, note["id"])[-1]
+    assert (latest["projectId"], latest["taskId"], latest["capture"]) == (None, None, "explicit")
+
+
 def test_failed_patch_adds_no_revision(tenant: Tenant) -> None:
     note = tenant.client.save("steady")
     patch(tenant.client, note["id"], {"content": "stale", "expectedVersion": 2}, status=409)

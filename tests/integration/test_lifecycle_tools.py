@@ -296,3 +296,47 @@ def test_the_restore_route_needs_write_and_the_notes_scope(make_tenant: Any) -> 
     assert refused.status_code == 403, refused.text
     listed = tool(owner.client, "list_memories", archived=True)["items"]
     assert [n["id"] for n in listed] == [note["id"]]
+
+
+def parent_of(tenant: Tenant, notebook: str) -> str | None:
+    """The notebook's parent, as the account's full-access key sees it."""
+    listed = tool(tenant.client, "list_notebooks", root=False)["items"]
+    return next(b["parentId"] for b in listed if b["id"] == notebook)
+
+
+def test_a_notebook_move_needs_grants_on_its_source_and_its_destination(tenant: Tenant) -> None:
+    top, other = tenant.notebook("top"), tenant.notebook("other")
+    granted_a = tenant.notebook("granted a", parent=top)
+    granted_b = tenant.notebook("granted b", parent=other)
+    hidden = tenant.notebook("hidden", parent=other)
+    moving = tenant.notebook("moving", parent=granted_a)
+    under_hidden = tenant.notebook("under hidden", parent=hidden)
+    limited = tenant.key(
+        "limited",
+        personal=False,
+        notebook_ids=[uuid.UUID(n) for n in (granted_a, granted_b, moving, under_hidden)],
+    )
+
+    def move(notebook: str, parent: str | None) -> requests.Response:
+        return limited.post("/v1/tools/update_notebook", {"id": notebook, "parentId": parent})
+
+    # The destination: an ungranted notebook is not found, the top level needs all notebooks.
+    assert error_of(move(moving, hidden))["code"] == "not_found"
+    to_root = move(moving, None)
+    assert (to_root.status_code, error_of(to_root)["code"]) == (403, "forbidden")
+    # The source: a notebook under an ungranted one, or at the top level, stays where it is.
+    out_of_hidden = move(under_hidden, granted_b)
+    assert (out_of_hidden.status_code, error_of(out_of_hidden)["code"]) == (403, "forbidden")
+    from_root = move(granted_a, granted_b)
+    assert (from_root.status_code, error_of(from_root)["code"]) == (403, "forbidden")
+    assert "top level" in error_of(from_root)["message"]
+    assert (parent_of(tenant, moving), parent_of(tenant, under_hidden)) == (granted_a, hidden)
+    assert parent_of(tenant, granted_a) == top
+    # Both granted: it moves; staying where it is needs no grant on the place.
+    assert data_of(move(moving, granted_b))["parentId"] == granted_b
+    assert parent_of(tenant, moving) == granted_b
+    renamed = limited.post("/v1/tools/update_notebook", {"id": granted_a, "name": "renamed"})
+    assert renamed.status_code == 200, renamed.text
+    # A credential granted all notebooks moves to and from the top level.
+    assert tool(tenant.client, "update_notebook", id=moving, parentId=None)["parentId"] is None
+    assert tool(tenant.client, "update_notebook", id=moving, parentId=top)["parentId"] == top

@@ -299,7 +299,9 @@ TOOLS: tuple[Tool, ...] = (
         "update_notebook",
         "Rename or move a notebook",
         "Rename a notebook (`name`) or move it under another (`parentId`; `null` moves it to"
-        " the top level). A notebook cannot move under itself or its descendants." + RETRIES,
+        " the top level). A notebook cannot move under itself or its descendants, and moves"
+        " only out of and into notebooks you are granted (the top level needs all"
+        " notebooks)." + RETRIES,
         UpdateNotebookRequest,
         Notebook,
         read_only=False,

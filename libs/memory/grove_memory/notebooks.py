@@ -132,8 +132,9 @@ CYCLE = """
 def update_notebook(store: Store, principal: Principal, req: UpdateNotebookRequest) -> Notebook:
     """Rename a notebook and/or move it under ``parentId`` (null: top level); no cycles.
 
-    Both the notebook and its new parent must be granted. Moves in one account are
-    serialized, so two concurrent moves cannot close a cycle between them.
+    The notebook must be granted, and a move needs grants on both where it leaves and
+    where it goes (``check_move``). Moves in one account are serialized, so two
+    concurrent moves cannot close a cycle between them.
     """
     require(principal, "write")
     supplied = req.model_fields_set
@@ -142,11 +143,9 @@ def update_notebook(store: Store, principal: Principal, req: UpdateNotebookReque
             return op.replay.answer(Notebook)
         conn = op.conn
         check_notebook(conn, principal, req.id)
-        if "parentId" in supplied and req.parentId is not None:
-            check_notebook(conn, principal, req.parentId)
+        if "parentId" in supplied:
             lock_tree(conn, principal.account_id)
-            if conn.execute(CYCLE, {"parent": req.parentId, "id": req.id}).fetchone():
-                raise NotebookCycle()
+            check_move(conn, principal, req.id, req.parentId)
         row = write_notebook(
             conn,
             f"UPDATE projects AS p SET name = coalesce(%(name)s, p.name),"
@@ -160,6 +159,35 @@ def update_notebook(store: Store, principal: Principal, req: UpdateNotebookReque
             },
         )
         return op.record(notebook_of(row))
+
+
+#: Why a move is refused for its source or destination outside the caller's grants.
+MOVE_REFUSED = (
+    "a credential moves a notebook only out of and into notebooks it is granted; the top"
+    " level needs a credential granted all notebooks"
+)
+
+
+def check_move(conn: Conn, principal: Principal, notebook_id: UUID, parent: UUID | None) -> None:
+    """Refuse moving a notebook under ``parent`` (None: the top level) unless the caller
+    is granted both its current parent and ``parent``, the top level counting as a place
+    only a credential granted all notebooks may use, as when creating; a move that ends
+    where it started is none. An ungranted ``parent`` is ``NotFound`` (it is not shown);
+    a move under the notebook itself or its descendants is ``NotebookCycle``. The caller
+    holds the tree (``lock_tree``), so the current parent cannot change meanwhile."""
+    row = conn.execute("SELECT parent_id FROM projects WHERE id = %s", (notebook_id,)).fetchone()
+    assert row is not None  # checked by the caller
+    source = row["parent_id"]
+    if source == parent:
+        return
+    if parent is not None:
+        check_notebook(conn, principal, parent)
+    for place in (source, parent):
+        granted = principal.all_notebooks if place is None else principal.may_see_notebook(place)
+        if not granted:
+            raise Forbidden(MOVE_REFUSED)
+    if parent is not None and conn.execute(CYCLE, {"parent": parent, "id": notebook_id}).fetchone():
+        raise NotebookCycle()
 
 
 def write_notebook(conn: Conn, statement: str, values: Any) -> dict[str, Any]:

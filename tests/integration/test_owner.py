@@ -1371,6 +1371,78 @@ def test_subtree_archive_restore_and_delete_with_previews(setup: Setup) -> None:
     assert unknown.status_code == 404
 
 
+def approved_agent(setup: Setup, client_id: str) -> Client:
+    """An agent token whose connection the owner approved with every grant."""
+    agent = Client(setup.api.url, agent_token(setup, client_id=client_id))
+    assert agent.post("/v1/tools/recall", {}).status_code == 403  # files the request
+    request_id = next(
+        c["pendingRequest"]["id"]
+        for c in setup.owner().get("/v1/connections").json()["data"]["items"]
+        if c["clientId"] == client_id
+    )
+    setup.owner().post(
+        f"/v1/connections/requests/{request_id}/approve",
+        {"grants": {"personal": True, "allProjects": True}},
+    )
+    return agent
+
+
+def test_owner_session_operations_run_through_rest_tools_and_only_for_the_owner(
+    setup: Setup,
+) -> None:
+    owner, key = setup.owner(), setup.tenant.client
+    agent = approved_agent(setup, "subtree-agent")
+    top = setup.tenant.notebook("top")
+    setup.tenant.notebook("child", parent=top)
+    key.save("inside", projectId=top)
+
+    def run(client: Client, name: str, arguments: dict[str, Any]) -> Any:
+        response = client.post(f"/v1/tools/{name}", arguments)
+        assert response.status_code == 200, (name, response.text)
+        return data_of(response)
+
+    # Keys and agents are refused each operation, with good or bad arguments alike.
+    preview = run(owner, "preview_notebook", {"id": top})
+    assert (preview["notebooks"], preview["notes"]) == (2, 1)
+    subtree = {"id": top, "fingerprint": preview["fingerprint"]}
+    for name, arguments in (
+        ("preview_notebook", {"id": top}),
+        ("archive_notebook", subtree),
+        ("restore_notebook", subtree),
+        ("delete_notebook", subtree),
+        ("list_archived_notebooks", {}),
+        ("delete_notebook", {"id": "x"}),
+    ):
+        for caller in (key, agent):
+            refused = caller.post(f"/v1/tools/{name}", arguments)
+            assert refused.status_code == 403, (name, refused.text)
+            assert error_of(refused)["code"] == "owner_session_required"
+    assert run(owner, "preview_notebook", {"id": top}) == preview  # nothing changed
+
+    # The owner's session runs them, answering what their routes answer.
+    archived = run(owner, "archive_notebook", subtree)
+    assert archived == {"action": "archive", "notebooks": 2, "notes": 1}
+    listed = run(owner, "list_archived_notebooks", {})
+    assert listed == data_of(owner.get("/v1/notebooks/archived"))
+    assert len(listed["items"]) == 2
+    stale = owner.post("/v1/tools/restore_notebook", subtree)
+    assert (stale.status_code, error_of(stale)["code"]) == (409, "subtree_changed")
+    again = run(owner, "preview_notebook", {"id": top})
+    restored = run(owner, "restore_notebook", {"id": top, "fingerprint": again["fingerprint"]})
+    assert restored["action"] == "restore"
+    assert [n["content"] for n in data_of(key.get("/v1/memories"))["items"]] == ["inside"]
+    last = run(owner, "preview_notebook", {"id": top})
+    run(owner, "delete_notebook", {"id": top, "fingerprint": last["fingerprint"]})
+    assert data_of(key.get("/v1/memories"))["items"] == []
+    bad = owner.post("/v1/tools/archive_notebook", {"id": top})
+    assert (bad.status_code, error_of(bad)["code"]) == (400, "validation_error")
+    gone = owner.post("/v1/tools/preview_notebook", {"id": top})
+    assert (gone.status_code, error_of(gone)["code"]) == (404, "not_found")
+    # The agents' listing is unchanged: these are not agent tools.
+    names = {t["name"] for t in data_of(owner.get("/v1/tools"))["tools"]}
+    assert "archive_notebook" not in names
+
+
 def test_deleting_the_account_revokes_everything_and_tombstones_the_owner(
     setup: Setup, database: embedded.EmbeddedDatabase, oauth_mcp: str
 ) -> None:

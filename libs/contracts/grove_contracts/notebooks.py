@@ -104,7 +104,32 @@ class UpdateNotebookRequest(Strict):
 class SubtreeConfirmation(Strict):
     """Apply a previewed subtree operation: the fingerprint the preview returned."""
 
-    fingerprint: Annotated[str, Field(min_length=1, max_length=100)]
+    fingerprint: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=100,
+            description="The `fingerprint` of the subtree's preview: if anything in the"
+            " subtree changed since, nothing is done (`subtree_changed`).",
+        ),
+    ]
+
+
+class NotebookRef(Strict):
+    """One notebook, by ID."""
+
+    id: Annotated[UUID, Field(description="The notebook (with every notebook under it).")]
+
+
+class SubtreeInput(SubtreeConfirmation):
+    """``archive_notebook``, ``restore_notebook``, ``delete_notebook``: the notebook and
+    its preview's fingerprint."""
+
+    id: Annotated[UUID, Field(description="The notebook (with every notebook under it).")]
+
+
+class NoArguments(Strict):
+    """An operation that takes no arguments."""
 
 
 class ArchivedNotebookList(BaseModel):

@@ -15,10 +15,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from grove_contracts.notebooks import (
+    ArchivedNotebookList,
     CreateNotebookRequest,
+    NoArguments,
     Notebook,
     NotebookList,
     NotebookListQuery,
+    NotebookRef,
+    SubtreeInput,
+    SubtreePreview,
+    SubtreeResult,
     UpdateNotebookRequest,
 )
 from grove_contracts.notes import (
@@ -310,9 +316,59 @@ TOOLS: tuple[Tool, ...] = (
 
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
 
-#: Operations on whole notebook subtrees, and the archived-notebook listing, belong to the
-#: account owner's session on REST; connection credentials calling them by tool name are
-#: told so rather than "unknown tool".
-OWNER_SESSION_OPERATIONS = frozenset(
-    {"archive_notebook", "delete_notebook", "restore_notebook", "list_archived_notebooks"}
+#: Operations of the account owner's session, by name through ``POST /v1/tools/{tool}``
+#: like the agent tools (the same operations as their REST routes): whole notebook
+#: subtrees and the archived notebooks. They are not agent tools, so neither MCP nor
+#: ``GET /v1/tools`` lists them; keys and agent tokens calling them are answered
+#: ``owner_session_required`` rather than "unknown tool".
+OWNER_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "preview_notebook",
+        "Preview a notebook's subtree",
+        "What archiving, restoring or deleting a notebook would touch (its notebooks and"
+        " notes) and the `fingerprint` those operations take.",
+        NotebookRef,
+        SubtreePreview,
+        read_only=True,
+    ),
+    Tool(
+        "archive_notebook",
+        "Archive a notebook's subtree",
+        "Archive a notebook with everything in it, as previewed (`fingerprint`).",
+        SubtreeInput,
+        SubtreeResult,
+        read_only=False,
+        idempotent=False,
+    ),
+    Tool(
+        "restore_notebook",
+        "Restore a notebook's subtree",
+        "Bring back what archiving the notebook set aside, as previewed (`fingerprint`).",
+        SubtreeInput,
+        SubtreeResult,
+        read_only=False,
+        idempotent=False,
+    ),
+    Tool(
+        "delete_notebook",
+        "Delete a notebook's subtree",
+        "Delete a notebook with everything in it, as previewed (`fingerprint`).",
+        SubtreeInput,
+        SubtreeResult,
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    ),
+    Tool(
+        "list_archived_notebooks",
+        "List archived notebooks",
+        "Every archived (not deleted) notebook of the account, by name.",
+        NoArguments,
+        ArchivedNotebookList,
+        read_only=True,
+    ),
 )
+
+OWNER_TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in OWNER_TOOLS}
+
+OWNER_SESSION_OPERATIONS = frozenset(OWNER_TOOLS_BY_NAME)

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from grove_auth.errors import OwnerSessionRequired
 from grove_auth.principal import Principal
-from grove_contracts.tools import OWNER_SESSION_OPERATIONS, TOOLS_BY_NAME
-from grove_memory import lifecycle, listing, notebooks, notes, recall
+from grove_contracts.tools import OWNER_SESSION_OPERATIONS, OWNER_TOOLS_BY_NAME, TOOLS_BY_NAME
+from grove_memory import lifecycle, listing, notebooks, notes, recall, subtrees
 from grove_memory.errors import ServiceError
 from grove_memory.store import Store
 
@@ -49,12 +49,20 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+#: The owner session's operations (``OWNER_TOOLS``), each the same function as its route.
+OWNER_HANDLERS: dict[str, Handler] = {
+    "preview_notebook": lambda s, p, r: subtrees.preview(s, p, r.id),
+    "archive_notebook": lambda s, p, r: subtrees.apply(s, p, r.id, "archive", r.fingerprint),
+    "restore_notebook": lambda s, p, r: subtrees.apply(s, p, r.id, "restore", r.fingerprint),
+    "delete_notebook": lambda s, p, r: subtrees.apply(s, p, r.id, "delete", r.fingerprint),
+    "list_archived_notebooks": lambda s, p, r: subtrees.list_archived(s, p),
+}
+
+
 def parse(name: str, arguments: dict[str, Any]) -> BaseModel:
     """Validate arguments against the tool's input model (``ValidationError`` if bad)."""
-    if name in OWNER_SESSION_OPERATIONS:
-        raise OwnerSessionRequired(OWNER_SESSION_ONLY)
-    tool = TOOLS_BY_NAME.get(name)
-    if tool is None or name not in HANDLERS:
+    tool = TOOLS_BY_NAME.get(name) or OWNER_TOOLS_BY_NAME.get(name)
+    if tool is None:
         raise UnknownTool(f"no tool named {name!r}")
     return tool.input_model.model_validate(arguments)
 
@@ -62,6 +70,13 @@ def parse(name: str, arguments: dict[str, Any]) -> BaseModel:
 def call(
     store: Store, principal: Principal, name: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
-    """Run one tool for a principal; the JSON of its output model (dumped here, once)."""
+    """Run one tool for a principal; the JSON of its output model (dumped here, once).
+
+    An owner-session operation is refused to any other caller before its arguments are
+    read, so a key learns nothing from them.
+    """
+    if name in OWNER_SESSION_OPERATIONS and not principal.is_owner:
+        raise OwnerSessionRequired(OWNER_SESSION_ONLY)
     request = parse(name, arguments)
-    return HANDLERS[name](store, principal, request).model_dump(mode="json")
+    handler = HANDLERS.get(name) or OWNER_HANDLERS[name]
+    return handler(store, principal, request).model_dump(mode="json")

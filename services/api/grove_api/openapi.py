@@ -135,7 +135,7 @@ from grove_contracts.shares import (
     ShareList,
     ShareListQuery,
 )
-from grove_contracts.tools import TOOLS, ToolList
+from grove_contracts.tools import OWNER_TOOLS, TOOLS, ToolList
 from grove_memory.subtrees import APPLY
 
 OPENAPI_VERSION = "3.1.0"
@@ -236,7 +236,9 @@ class OpenApi:
 
 TEXT: dict[str, Any] = {"type": "string"}
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
-TOOL_NAMES = tuple(tool.name for tool in TOOLS)
+#: The agent tools, then the owner session's operations run the same way.
+CALLABLE = TOOLS + OWNER_TOOLS
+TOOL_NAMES = tuple(tool.name for tool in CALLABLE)
 POOL = (
     "Owner sessions and project keys (`grvp_...`) only: personal API keys and agent tokens"
     " get 403 `credential_not_allowed`. A project you cannot read answers 404."
@@ -1110,12 +1112,16 @@ ROUTES: tuple[Route, ...] = (
                 "POST",
                 "/v1/tools/{tool}",
                 "Run one registry tool; the body is its arguments",
-                tuple(tool.output_model for tool in TOOLS),
-                body=tuple(tool.input_model for tool in TOOLS),
+                tuple(tool.output_model for tool in CALLABLE),
+                body=tuple(tool.input_model for tool in CALLABLE),
                 errors=(404, 409, 410),
                 path_values={"tool": TOOL_NAMES},
                 description="The body is the tool's arguments, validated by its input model;"
-                " `data` is its output model (both as `GET /v1/tools` lists them).",
+                " `data` is its output model (both as `GET /v1/tools` lists them). The owner"
+                " session's operations run here too, by name (`preview_notebook`,"
+                " `archive_notebook`, `restore_notebook`, `delete_notebook`,"
+                " `list_archived_notebooks`: the notebook routes' operations, not listed by"
+                " `GET /v1/tools`); keys and agent tokens get 403 `owner_session_required`.",
             ),
         ),
     ),

@@ -34,7 +34,6 @@ COPY pyproject.toml ./
 COPY libs ./libs
 COPY services ./services
 COPY cli ./cli
-COPY tools ./tools
 RUN pip install --upgrade pip setuptools wheel \
     && pip install .
 

@@ -19,11 +19,14 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
+$(STAMP): clients/mcp-bridge/pyproject.toml tools/harness/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,inference,bench,embedded]'
 	$(BIN)/pip install --quiet -e 'clients/python[langgraph,llamaindex]'
+	$(BIN)/pip install --quiet -e clients/mcp-bridge
+	$(BIN)/pip install --quiet -e tools/harness
 	@touch $(STAMP)
 
 install: $(STAMP) ## install everything into .venv
@@ -49,7 +52,8 @@ bench-scale: $(STAMP) ## embedding throughput, recall latency, export memory, lo
 lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy libs services cli tools bench clients/python
+	$(BIN)/mypy libs services cli tools bench clients/python \
+		clients/mcp-bridge
 
 fmt: $(STAMP) ## format the code
 	$(BIN)/ruff format .

@@ -1,12 +1,15 @@
-"""``grove-mcp-stdio``: the stdio bridge to the REST API, with the SDK's stdio client.
+"""``grove-mcp-bridge``: the stdio bridge to the REST API, with the SDK's stdio client.
 
-Also: the tools are published identically by grove-mcp, ``GET /v1/tools`` and the bridge.
+Also: the tools are published identically by grove-mcp, ``GET /v1/tools`` and the bridge,
+the bridge ships as a distribution of its own, and its host can pause automatic capture.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -20,20 +23,24 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from grove_cli import admin
 from grove_contracts.tools import INSTRUCTIONS, TOOLS
+from grove_mcp import results
+from grove_mcp_bridge import results as bridge_results
 from tests.integration.test_mcp import DESCRIBED, assert_is_registry, connect, error_of, ok
 from tests.support import loopback
 from tests.support.clients import data_of
 from tests.support.tenants import Tenant
 
-BRIDGE = str(Path(sys.executable).with_name("grove-mcp-stdio"))
+BRIDGE = str(Path(sys.executable).with_name("grove-mcp-bridge"))
+AUTOMATIC = {"content": "noticed on my own", "kind": "fact", "capture": "automatic"}
 
 
 @asynccontextmanager
-async def bridge(api_url: str, key: str, mode: str = "legacy") -> AsyncIterator[Client]:
-    """An SDK stdio client on a fresh ``grove-mcp-stdio`` pointed at ``api_url``."""
+async def bridge(api_url: str, key: str, mode: str = "legacy", **env: str) -> AsyncIterator[Client]:
+    """An SDK stdio client on a fresh ``grove-mcp-bridge`` pointed at ``api_url``."""
     server = StdioServerParameters(
-        command=BRIDGE, args=[], env={"GROVE_API_URL": api_url, "GROVE_API_KEY": key}
+        command=BRIDGE, args=[], env={"GROVE_API_URL": api_url, "GROVE_API_KEY": key, **env}
     )
     async with Client(server, mode=mode) as client:
         yield client
@@ -108,20 +115,27 @@ def test_bad_key_comes_back_as_unauthorized(api_url: str) -> None:
 
 
 @contextmanager
-def old_api(paths: list[str] | None = None) -> Iterator[str]:
+def old_api(paths: list[str] | None = None, registry: bool = False) -> Iterator[str]:
     """A stand-in for a Grove API without /v1/tools: its generic 404 for every request,
-    whose paths it appends to ``paths``."""
+    whose method and path it appends to ``paths``; with ``registry``, ``GET /v1/tools``
+    answers the real registry (and only tool calls are missing)."""
 
     class Handler(loopback.Handler):
         def do_POST(self) -> None:  # http.server's method name
             self.refuse()
 
         def do_GET(self) -> None:  # http.server's method name
+            if registry and self.path == "/v1/tools":
+                if paths is not None:
+                    paths.append(f"GET {self.path}")
+                listing = {"tools": [t.describe() for t in TOOLS], "instructions": INSTRUCTIONS}
+                self.answer({"success": True, "data": listing})
+                return
             self.refuse()
 
         def refuse(self) -> None:
             if paths is not None:
-                paths.append(self.path)
+                paths.append(f"{self.command} {self.path}")
             self.body()
             error = {"code": "not_found", "message": "404 Not Found", "requestId": "x"}
             self.answer({"success": False, "error": error}, status=404)
@@ -142,13 +156,13 @@ def test_the_bridge_never_puts_an_unknown_tool_name_into_a_url(name: str) -> Non
             return unknown, known
 
     paths: list[str] = []
-    with old_api(paths) as url:
+    with old_api(paths, registry=True) as url:
         unknown, known = asyncio.run(scenario(url))
     assert unknown["code"] == "unknown_tool"
     assert "no tool is named" in unknown["message"]
     # Only the registry tool reached the API; the unknown name sent nothing.
     assert known["code"] == "unsupported_by_server"
-    assert paths == ["/v1/tools/list_memories"]
+    assert paths == ["GET /v1/tools", "POST /v1/tools/list_memories"]
 
 
 def test_an_api_without_tool_endpoints_is_unsupported_by_server() -> None:
@@ -182,17 +196,108 @@ def test_bridge_needs_url_and_key() -> None:
     assert "GROVE_API_URL" in done.stderr
 
 
-def test_bridge_imports_nothing_that_touches_the_database() -> None:
-    forbidden = ["grove_db", "grove_memory", "psycopg", "psycopg_pool"]
+def test_a_bad_capture_setting_stops_the_bridge_with_one_line() -> None:
+    env = {"GROVE_API_URL": "http://127.0.0.1:9", "GROVE_API_KEY": "grv_any"}
+    done = subprocess.run(
+        [BRIDGE],
+        env={**env, "GROVE_BRIDGE_CAPTURE": "off"},
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        "grove-mcp-bridge: GROVE_BRIDGE_CAPTURE must be 'on' or 'paused'"
+    ]
+
+
+def test_bridge_imports_no_server_code() -> None:
+    # Only its own package of Grove's, and no database driver or server framework.
     script = (
         "import json, sys\n"
-        "import grove_mcp.bridge\n"
-        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {forbidden!r})))\n"
+        "import grove_mcp_bridge.server\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
-    assert json.loads(done.stdout) == []
+    loaded = set(json.loads(done.stdout))
+    assert {m for m in loaded if m.startswith("grove")} == {"grove_mcp_bridge"}
+    assert not loaded & {"psycopg", "psycopg_pool", "falcon", "gunicorn", "grpc", "pypdf"}
+
+
+def test_the_bridge_package_declares_none_of_the_servers_dependencies() -> None:
+    def names(distribution: str) -> set[str]:
+        required = importlib.metadata.requires(distribution) or []
+        return {re.split(r"[ <>=!~;\[]", r, maxsplit=1)[0].lower() for r in required}
+
+    bridge_needs = names("grove-mcp-bridge")
+    assert bridge_needs == {"mcp", "mcp-types", "httpx2"}
+    # Everything it needs comes with the MCP SDK: nothing heavy of the server's.
+    assert bridge_needs - {"mcp"} <= names("mcp")
+    server_only = names("grove") - names("mcp") - {"mcp"}
+    assert {"psycopg", "gunicorn", "grpcio", "pypdf", "falcon"} <= server_only
+    assert not bridge_needs & server_only
+
+
+def test_the_bridge_gives_tool_results_in_the_shape_grove_mcp_gives_them() -> None:
+    data = {"id": "n1", "version": 2}
+    details = [{"field": "content", "message": "too long"}]
+    assert bridge_results.success(data) == results.success(data)
+    assert bridge_results.failure("c", "m", "r", details) == results.failure("c", "m", "r", details)
+    assert bridge_results.failure("c", "m", "r") == results.failure("c", "m", "r")
+
+
+def test_a_host_that_paused_capture_refuses_automatic_saves_before_the_api(
+    api_url: str, tenant: Tenant
+) -> None:
+    note = tenant.client.save("explicit before")
+    key = tenant.client.key or ""
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with bridge(api_url, key, GROVE_BRIDGE_CAPTURE="paused") as client:
+            refused = error_of(await client.call_tool("remember", AUTOMATIC))
+            corrected = error_of(
+                await client.call_tool("update_memory", {"id": note["id"], "capture": "automatic"})
+            )
+            explicit = ok(
+                await client.call_tool("remember", {**AUTOMATIC, "capture": "explicit"}),
+                "remember",
+            )
+            return refused, corrected, explicit
+
+    refused, corrected, explicit = asyncio.run(scenario())
+    for error in (refused, corrected):
+        assert error["code"] == "automatic_capture_paused"
+        assert "GROVE_BRIDGE_CAPTURE" in error["message"]
+    assert explicit["capture"] == "explicit"
+    # Nothing automatic reached the API: the first note is unchanged, the explicit one saved.
+    listed = data_of(tenant.client.get("/v1/memories"))["items"]
+    assert sorted(m["content"] for m in listed) == ["explicit before", "noticed on my own"]
+    assert {m["capture"] for m in listed} == {"explicit"}
+    assert data_of(tenant.client.get(f"/v1/memories/{note['id']}"))["version"] == 1
+    # The same error shape as the server's own pause (the account's, here).
+    assert admin.set_automatic_capture(tenant.database.migration_url, tenant.account_id, True)
+
+    async def server_side() -> dict[str, Any]:
+        async with bridge(api_url, key) as client:
+            return error_of(await client.call_tool("remember", AUTOMATIC))
+
+    server = asyncio.run(server_side())
+    assert server["code"] == "automatic_capture_paused"
+    assert set(server) == set(refused) == {"code", "message", "requestId"}
+
+
+def test_a_host_with_capture_on_leaves_automatic_saves_to_the_server(
+    api_url: str, tenant: Tenant
+) -> None:
+    async def scenario() -> dict[str, Any]:
+        async with bridge(api_url, tenant.client.key or "", GROVE_BRIDGE_CAPTURE="on") as client:
+            return ok(await client.call_tool("remember", AUTOMATIC), "remember")
+
+    assert asyncio.run(scenario())["capture"] == "automatic"
 
 
 def test_schemas_are_identical_across_mcp_rest_and_bridge(

@@ -9,7 +9,7 @@ from typing import Any
 
 import requests
 
-from grove_contracts.tools import TOOLS, TOOLS_BY_NAME
+from grove_contracts.tools import INSTRUCTIONS, TOOLS, TOOLS_BY_NAME
 from tests.support.clients import Client, data_of, error_of
 from tests.support.schemas import undescribed
 from tests.support.tenants import Tenant
@@ -34,6 +34,8 @@ def test_get_tools_lists_the_registry(tenant: Tenant) -> None:
     listed = data_of(response)["tools"]
     # JSON round trip: what a client sees equals what the registry describes.
     assert listed == json.loads(json.dumps([t.describe() for t in TOOLS]))
+    # The server's instructions too: the stdio bridge sends them at initialization.
+    assert data_of(response)["instructions"] == INSTRUCTIONS
     assert len({t["name"] for t in listed}) == len(TOOLS)
     for described in listed:
         assert undescribed(described["inputSchema"]) == [], described["name"]

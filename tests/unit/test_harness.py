@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
+
+from grove_contracts.project_memory import MAX_RETRIEVE_LIMIT, NOTICE, RetrieveRequest
 from grove_harness.claude_code import hook_source
 from grove_harness.cli import main
 from grove_harness.rules import MAX_RULES_BYTES
 from grove_harness.spec import MAX_LIMIT, MAX_QUERY_CHARS
-from pydantic import ValidationError
-
-from grove_contracts.project_memory import MAX_RETRIEVE_LIMIT, NOTICE, RetrieveRequest
 
 ORG = "3f2a9c1e-7b4d-4e8a-9c0f-1a2b3c4d5e6f"
 PROJECT = "9b8c7d6e-5f4a-4b3c-8d2e-1f0a9b8c7d6e"

@@ -789,9 +789,10 @@ class ToolDescription(Model):
 
 
 class ToolList(Model):
-    """The agent tool registry, in registry order."""
+    """The agent tool registry, in registry order, and the instructions for models."""
 
     items: list[ToolDescription] = Field(alias="tools")
+    instructions: str = ""
 
 
 class ToolOutput(Model):

@@ -149,9 +149,10 @@ class ToolDescription(BaseModel):
 
 
 class ToolList(BaseModel):
-    """The registry, in registry order."""
+    """The registry, in registry order, with the instructions an MCP server sends."""
 
     tools: list[ToolDescription]
+    instructions: str
 
 
 TOOLS: tuple[Tool, ...] = (

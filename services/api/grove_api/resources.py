@@ -37,7 +37,7 @@ from grove_contracts.notes import (
     Strict,
     UpdateRequest,
 )
-from grove_contracts.tools import TOOLS
+from grove_contracts.tools import INSTRUCTIONS, TOOLS
 from grove_memory import (
     batch,
     enrichment,
@@ -311,10 +311,11 @@ class Notebooks(Resource):
 
 
 class Tools(Resource):
-    """``GET /v1/tools``: the registry as published to agents."""
+    """``GET /v1/tools``: the registry as published to agents, and the instructions
+    MCP servers send (the stdio bridge takes both from here)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        _ok(resp, {"tools": [tool.describe() for tool in TOOLS]})
+        _ok(resp, {"tools": [tool.describe() for tool in TOOLS], "instructions": INSTRUCTIONS})
 
 
 class ToolCall(Resource):

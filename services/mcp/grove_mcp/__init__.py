@@ -1,1 +1,1 @@
-"""Grove's MCP service (stateless Streamable HTTP) and the API-only stdio bridge."""
+"""Grove's MCP service (stateless Streamable HTTP); the stdio bridge is ``clients/mcp-bridge``."""

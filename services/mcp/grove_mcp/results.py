@@ -1,6 +1,7 @@
-"""Tool listings and tool results in MCP's terms, shared by the service and the bridge.
+"""Tool listings and tool results in MCP's terms.
 
-Imports nothing that touches the database: the stdio bridge uses it too.
+The stdio bridge (``clients/mcp-bridge``) gives its results in the same shapes;
+``tests/integration/test_bridge.py`` compares them.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def tool_list() -> types.ListToolsResult:
 async def list_tools(
     ctx: Any, params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    """The ``tools/list`` handler of both the service and the bridge."""
+    """The ``tools/list`` handler of the service."""
     return tool_list()
 
 

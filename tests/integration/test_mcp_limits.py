@@ -86,6 +86,9 @@ def test_bodies_over_the_limit_are_refused(mcp_url: str, tenant: Tenant) -> None
     )
     response = mcp_post(mcp_url, tenant.client.key or "", body, **PROTOCOL)
     assert response.status_code == 413
+    # The standard envelope, naming the limit (GROVE_MAX_BODY_BYTES for a personal key).
+    assert response.json()["error"]["code"] == "payload_too_large"
+    assert "65536" in response.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("nested", ["[" * 60_000, '{"a":' * 10_000 + "1" + "}" * 10_000])

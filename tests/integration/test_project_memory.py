@@ -23,12 +23,18 @@ import psycopg
 import pytest
 import requests
 
-from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS, PROJECT_MEMORY_TOOLS_BY_NAME
+from grove_contracts.project_memory import (
+    MAX_EMBEDDING_DIMENSIONS,
+    POOL_MAX_REQUEST_BYTES,
+    PROJECT_MEMORY_TOOLS,
+    PROJECT_MEMORY_TOOLS_BY_NAME,
+)
 from grove_db import embedded
 from tests.integration.test_dev_auth import run_readme_walkthrough
 from tests.integration.test_mcp import call as mcp_call
-from tests.integration.test_mcp import connect
+from tests.integration.test_mcp import connect, mcp_post
 from tests.integration.test_mcp import error_of as mcp_error
+from tests.integration.test_mcp_limits import PROTOCOL
 from tests.integration.test_owner import (
     AUDIENCE,
     OwnedAccount,
@@ -1109,6 +1115,51 @@ def test_mcp_tools_dispatch_the_same_operations_over_real_http(stack: Stack, tea
         assert tool_names(mcp.url, team.writer.key) == set()  # type: ignore[arg-type]
         gone = call_tool(mcp.url, team.writer.key, "project_memory_status", scope)  # type: ignore[arg-type]
         assert mcp_error(gone)["code"] == "not_found"
+    finally:
+        mcp.stop()
+
+
+def padded_write(scope: dict[str, str], size: int) -> str:
+    """A JSON-RPC project_memory_write of exactly ``size`` bytes (its body padded)."""
+    arguments = {**scope, **record("too.big"), "body": ""}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    text = json.dumps({**call, "params": {"name": "project_memory_write", "arguments": arguments}})
+    return text.replace('"body": ""', '"body": "' + "x" * (size - len(text)) + '"')
+
+
+def test_a_project_key_writes_the_largest_embedding_over_mcp(stack: Stack, team: Team) -> None:
+    # grove-mcp keeps GROVE_MAX_BODY_BYTES at its 64 KiB default; a project key's requests
+    # may still carry the pool's largest record, as its REST routes accept.
+    mcp = start_mcp(mcp_env(stack), workers=1)
+    try:
+        writer, personal = team.writer.key, team.alice.key.key
+        assert isinstance(writer, str) and isinstance(personal, str)
+        scope = {"orgId": team.org, "projectId": team.project}
+        values = [(-1) ** i * (1.2345678901234567 + i / 1e6) / 1e5 for i in range(3072)]
+        biggest = {**scope, **record("big.vector", embedding={"space": "wide", "values": values})}
+        assert len(json.dumps(biggest)) > 64 * 1024
+        written = call_tool(mcp.url, writer, "project_memory_write", biggest)
+        stored = mcp_ok(written, "project_memory_write")["record"]["embedding"]
+        assert stored["dimensions"] == MAX_EMBEDDING_DIMENSIONS == 3072
+        found = call_tool(
+            mcp.url,
+            writer,
+            "project_memory_retrieve",
+            {**scope, "query": "deploy", "embedding": {"space": "wide", "values": values}},
+        )
+        assert mcp_ok(found, "project_memory_retrieve")["semantic"]["applied"] is True
+        # At each caller's limit the body is read (the tool then refuses the oversized
+        # record); one byte more gets 413 payload_too_large and stores nothing.
+        for key, limit in ((writer, POOL_MAX_REQUEST_BYTES), (personal, 64 * 1024)):
+            at_limit = mcp_post(mcp.url, key, padded_write(scope, limit), **PROTOCOL)
+            assert at_limit.status_code == 200, at_limit.text
+            assert at_limit.json()["result"]["isError"] is True
+            over = mcp_post(mcp.url, key, padded_write(scope, limit + 1), **PROTOCOL)
+            assert over.status_code == 413, over.text
+            refused = over.json()
+            assert refused["success"] is False and refused["error"]["code"] == "payload_too_large"
+            assert str(limit) in refused["error"]["message"]
+        assert entry(team.writer, team, "too.big").status_code == 404
     finally:
         mcp.stop()
 

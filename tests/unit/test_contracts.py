@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -10,6 +11,14 @@ from pydantic import ValidationError
 from grove_contracts.ask import AskRequest
 from grove_contracts.errors import validation_details
 from grove_contracts.notes import ForgetRequest, RememberRequest, UpdateRequest
+from grove_contracts.project_memory import (
+    MAX_BODY_BYTES,
+    MAX_EMBEDDING_DIMENSIONS,
+    MAX_KEY_CHARS,
+    MAX_TITLE_CHARS,
+    POOL_MAX_REQUEST_BYTES,
+    WriteRecordArguments,
+)
 
 
 def test_content_is_trimmed_before_its_length_is_checked() -> None:
@@ -72,3 +81,40 @@ def test_text_postgresql_cannot_store_is_a_validation_error_of_its_field(
         assert detail.field == field
         assert message in detail.message.lower()
     assert RememberRequest(content="emoji \U0001f600 and ümlauts", kind="fact")
+
+
+def test_the_pool_body_limit_fits_the_largest_record_as_an_mcp_call() -> None:
+    # POOL_MAX_REQUEST_BYTES is the body limit of the pool's REST routes and of a project
+    # key's MCP requests. The largest record a write accepts, each character escaped as
+    # widely as JSON allows (a 4-byte character is two \uXXXX escapes: 12 bytes) and a
+    # 3,072-number vector of the longest numbers, fits in one tools/call with room left.
+    wide = "\U0001f600"
+    arguments = {
+        "orgId": str(uuid.uuid4()),
+        "projectId": str(uuid.uuid4()),
+        "key": wide * MAX_KEY_CHARS,
+        "title": wide * MAX_TITLE_CHARS,
+        "body": wide * (MAX_BODY_BYTES // 4),
+        "kind": "state",
+        "authority": "observed",
+        "provenance": {
+            "source": wide * 200,
+            "ref": wide * 2000,
+            "verification": "source_verified",
+            "observedAt": "2026-01-01T00:00:00.123456+00:00",
+        },
+        "expiresAt": "2999-12-31T23:59:59.999999+00:00",
+        "embedding": {
+            "space": wide * 200,
+            "values": [-1.1754943508222875e-38] * MAX_EMBEDDING_DIMENSIONS,
+        },
+    }
+    WriteRecordArguments.model_validate(arguments)  # a record the pool accepts
+    call = {
+        "jsonrpc": "2.0",
+        "id": "f" * 36,
+        "method": "tools/call",
+        "params": {"name": "project_memory_write", "arguments": arguments},
+    }
+    size = len(json.dumps(call, ensure_ascii=True).encode())
+    assert 64 * 1024 < size < POOL_MAX_REQUEST_BYTES * 0.75, size

@@ -40,7 +40,11 @@ from grove_auth.oauth import describe_client
 from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
-from grove_contracts.project_memory import PROJECT_MEMORY_TOOLS, PROJECT_MEMORY_TOOLS_BY_NAME
+from grove_contracts.project_memory import (
+    POOL_MAX_REQUEST_BYTES,
+    PROJECT_MEMORY_TOOLS,
+    PROJECT_MEMORY_TOOLS_BY_NAME,
+)
 from grove_contracts.tools import INSTRUCTIONS
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
@@ -337,6 +341,58 @@ def _client_info(body: bytes) -> tuple[str, str] | None:
     return info["name"], str(info.get("version", ""))
 
 
+class BodyLimit:
+    """Refuse a request body over its caller's limit with 413 ``payload_too_large``.
+
+    A project key's requests may carry the largest record of its project's pool, a
+    3,072-number embedding included (``POOL_MAX_REQUEST_BYTES``, as the pool's REST
+    routes accept); every other caller's, ``GROVE_MAX_BODY_BYTES``. It sits inside the
+    SDK's authentication, which names the caller, and reads at most the limit before
+    passing the body on unchanged.
+    """
+
+    def __init__(self, app: ASGIApp, max_body: int) -> None:
+        self.app = app
+        self.max_body = max_body
+        self.pool_max_body = max(max_body, POOL_MAX_REQUEST_BYTES)
+
+    def limit(self, scope: Scope) -> int:
+        """The body limit of the request's caller."""
+        token: AccessToken | None = getattr(scope.get("user"), "access_token", None)
+        principal = token.claims.get("principal") if token and token.claims else None
+        if isinstance(principal, Principal) and principal.kind == "project_key":
+            return self.pool_max_body
+        return self.max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        limit = self.limit(scope)
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            await _too_large(limit, scope, receive, send)
+            return
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if size > limit:
+                await _too_large(limit, scope, receive, send)
+                return
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _too_large(limit: int, scope: Scope, receive: Receive, send: Send) -> None:
+    envelope = error_envelope("payload_too_large", f"the body exceeds {limit} bytes", "-")
+    await JSONResponse(envelope, status_code=413)(scope, receive, send)
+
+
 class GetNotAllowed:
     """Answer ``GET /mcp`` with 405: a stateless server has no stream to offer.
 
@@ -443,7 +499,8 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
     starlette_app = server.streamable_http_app(
         stateless_http=True,
         json_response=True,
-        max_request_body_size=settings.max_body_bytes,
+        # BodyLimit (below) holds each caller to its own limit; this is the largest.
+        max_request_body_size=max(settings.max_body_bytes, POOL_MAX_REQUEST_BYTES),
         transport_security=TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=LOCAL_HOSTS + settings.mcp_allowed_hosts,
@@ -469,9 +526,8 @@ def create_app(settings: McpSettings, store: Store, key_secret: bytes, port: int
     for route in starlette_app.routes:
         if isinstance(route, Route) and route.path == MCP_PATH:
             require_auth = route.app
-            require_auth.app = GetNotAllowed(  # type: ignore[attr-defined]
-                DescribeClient(require_auth.app, store.pool, settings.max_body_bytes)  # type: ignore[attr-defined]
-            )
+            described = DescribeClient(require_auth.app, store.pool, settings.max_body_bytes)  # type: ignore[attr-defined]
+            require_auth.app = GetNotAllowed(BodyLimit(described, settings.max_body_bytes))  # type: ignore[attr-defined]
             route.app = RateLimited(
                 require_auth,
                 store.pool,

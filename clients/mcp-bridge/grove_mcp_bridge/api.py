@@ -6,7 +6,7 @@ success becomes an ``ApiError`` with the API's code, message and request ID.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -24,7 +24,7 @@ class ApiError(Exception):
     code: str
     message: str
     request_id: str
-    details: list[dict[str, str]] | None = field(default=None)
+    details: list[dict[str, str]] | None = None
 
 
 @dataclass(frozen=True)

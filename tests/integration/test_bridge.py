@@ -13,6 +13,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -115,17 +116,19 @@ def test_bad_key_comes_back_as_unauthorized(api_url: str) -> None:
 
 
 @contextmanager
-def old_api(paths: list[str] | None = None, registry: bool = False) -> Iterator[str]:
+def old_api(
+    paths: list[str] | None = None, registry: threading.Event | None = None
+) -> Iterator[str]:
     """A stand-in for a Grove API without /v1/tools: its generic 404 for every request,
-    whose method and path it appends to ``paths``; with ``registry``, ``GET /v1/tools``
-    answers the real registry (and only tool calls are missing)."""
+    whose method and path it appends to ``paths``; once ``registry`` is set,
+    ``GET /v1/tools`` answers the real registry (and only tool calls are missing)."""
 
     class Handler(loopback.Handler):
         def do_POST(self) -> None:  # http.server's method name
             self.refuse()
 
         def do_GET(self) -> None:  # http.server's method name
-            if registry and self.path == "/v1/tools":
+            if registry is not None and registry.is_set() and self.path == "/v1/tools":
                 if paths is not None:
                     paths.append(f"GET {self.path}")
                 listing = {"tools": [t.describe() for t in TOOLS], "instructions": INSTRUCTIONS}
@@ -156,13 +159,36 @@ def test_the_bridge_never_puts_an_unknown_tool_name_into_a_url(name: str) -> Non
             return unknown, known
 
     paths: list[str] = []
-    with old_api(paths, registry=True) as url:
+    served = threading.Event()
+    served.set()
+    with old_api(paths, registry=served) as url:
         unknown, known = asyncio.run(scenario(url))
     assert unknown["code"] == "unknown_tool"
     assert "no tool is named" in unknown["message"]
     # Only the registry tool reached the API; the unknown name sent nothing.
     assert known["code"] == "unsupported_by_server"
     assert paths == ["GET /v1/tools", "POST /v1/tools/list_memories"]
+
+
+def test_a_bridge_started_before_its_api_answers_loads_the_tools_later() -> None:
+    ready = threading.Event()
+
+    async def scenario(url: str) -> tuple[dict[str, Any], list[types.Tool], dict[str, Any]]:
+        async with bridge(url, "grv_any") as client:
+            early = error_of(await client.call_tool("list_memories", {}))
+            ready.set()
+            tools = (await client.list_tools()).tools
+            later = error_of(await client.call_tool("list_memories", {}))
+            return early, tools, later
+
+    paths: list[str] = []
+    with old_api(paths, registry=ready) as url:
+        early, tools, later = asyncio.run(scenario(url))
+    assert early["code"] == "unsupported_by_server"
+    assert_is_registry(tools)
+    # Asked at start and at the first call, loaded at the listing, then kept.
+    assert paths == ["GET /v1/tools"] * 3 + ["POST /v1/tools/list_memories"]
+    assert later["code"] == "unsupported_by_server"
 
 
 def test_an_api_without_tool_endpoints_is_unsupported_by_server() -> None:

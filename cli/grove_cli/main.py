@@ -42,7 +42,7 @@ def cmd_migrate(args: argparse.Namespace) -> None:
     share_role = _role(args.share_role, "GROVE_SHARE_ROLE", "GROVE_SHARE_DATABASE_URL")
     console_role = _role(args.console_role, "GROVE_CONSOLE_ROLE", "GROVE_CONSOLE_DATABASE_URL")
     url = _env("GROVE_MIGRATION_DATABASE_URL")
-    applied = migrate(url, runtime_role, share_role, console_role)
+    applied = migrate(url, runtime_role, share_role, console_role, citus=args.citus)
     print(f"applied {len(applied)} migration(s)" + (f": {applied}" if applied else ""))
     if runtime_role:
         print(f"granted runtime privileges to {runtime_role}")
@@ -245,6 +245,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--share-role", help="grove-share's role: may only call the share functions")
     p.add_argument(
         "--console-role", help="grove-console's role: may only call its session functions"
+    )
+    p.add_argument(
+        "--citus",
+        action="store_true",
+        help="the URL is a Citus coordinator's: distribute the tables by account (docs/scaling.md)",
     )
     p.set_defaults(func=cmd_migrate)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from grove_db import embedded, schema
+from grove_db import citus, embedded, schema
 from grove_db.migrate import migrate
 from grove_db.pool import open_pool
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
@@ -23,7 +23,7 @@ from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
 from tests.support.processes import start_api, start_ask, start_mcp, start_worker
 from tests.support.tenants import Tenant, new_tenant
-from tests.support.tools import require_tool
+from tests.support.tools import missing, require_tool
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +36,31 @@ def database() -> Iterator[embedded.EmbeddedDatabase]:
     yield db
     db.server.cleanup()
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def citus_database() -> Iterator[embedded.EmbeddedDatabase]:
+    """A Citus cluster on loopback (a coordinator and two workers, ``grove_db.citus``),
+    migrated with ``--citus``: its URLs are the coordinator's.
+
+    Citus comes from ``../shared/tools/citus`` beside the repository (or
+    ``GROVE_CITUS_TOOLS``); without it the tests skip, and fail under CI.
+    """
+    tools = citus.tools_folder(Path(__file__).resolve().parents[2])
+    why = citus.missing(tools)
+    if why:
+        missing(f"Citus is not available: {why}")
+    root = Path(tempfile.mkdtemp(prefix="grove-citus-"))
+    db = citus.start(tools, root)
+    migrate(
+        db.migration_url,
+        embedded.RUNTIME_ROLE,
+        embedded.SHARE_ROLE,
+        embedded.CONSOLE_ROLE,
+        citus=True,
+    )
+    yield db
+    db.server.cleanup()
 
 
 @pytest.fixture(scope="session")

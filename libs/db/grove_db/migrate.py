@@ -13,6 +13,8 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg import sql
 
+from grove_db import distribution
+
 MIGRATION_LOCK_KEY = 0x67726F7665  # "grove"
 CREATE_LEDGER: LiteralString = """
     CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -39,12 +41,16 @@ def migrate(
     runtime_role: str | None = None,
     share_role: str | None = None,
     console_role: str | None = None,
+    *,
+    citus: bool = False,
 ) -> list[int]:
     """Apply pending migrations as the migration role; return the versions applied.
 
     When ``runtime_role`` is given, its privileges are (re)granted afterwards; likewise
     ``share_role``'s (grove-share's: only the public share functions) and
-    ``console_role``'s (grove-console's: only its session functions).
+    ``console_role``'s (grove-console's: only its session functions). With ``citus``,
+    ``url`` is a Citus coordinator's, and the tables are then distributed (once:
+    ``grove_db.distribution``) before the grants, which Citus carries to the shards.
     """
     applied: list[int] = []
     with psycopg.connect(url, autocommit=True) as conn:
@@ -62,6 +68,8 @@ def migrate(
                         (version, name),
                     )
                 applied.append(version)
+            if citus:
+                distribution.distribute(conn)
             if runtime_role:
                 grant(conn, "grants.sql", runtime_role)
             if share_role:

@@ -10,6 +10,7 @@ from uuid import UUID
 import psycopg
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -135,10 +136,23 @@ def unavailable(ex: psycopg.OperationalError) -> DatabaseError:
 
 
 def set_locally(conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
-    """``SET LOCAL`` each of ``settings`` (they end with the transaction), in one statement:
-    one round trip however many there are."""
-    calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
-    conn.execute(f"SELECT {calls}", [part for pair in settings.items() for part in pair])
+    """``SET LOCAL`` each of ``settings`` (they end with the transaction), in one round
+    trip however many there are.
+
+    Written as ``SET LOCAL`` statements rather than ``set_config()`` calls: on a Citus
+    cluster (``citus.propagate_set_commands = 'local'``, docs/scaling.md) the coordinator
+    carries a ``SET LOCAL`` to every node the transaction touches, so row-level security
+    sees the same account there; a function call it does not carry.
+    """
+    conn.execute(
+        sql.SQL("; ").join(
+            sql.SQL("SET LOCAL {} = {}").format(
+                sql.SQL(".").join(sql.Identifier(part) for part in name.split(".")),
+                sql.Literal(value),
+            )
+            for name, value in settings.items()
+        )
+    )
 
 
 def set_tenant(conn: psycopg.Connection[Any], account_id: UUID) -> None:

@@ -224,13 +224,21 @@ CREATE FUNCTION public.grove_note_bands_inserted() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+DECLARE
+    accounts uuid[];
+    bands bigint[];
+    notes uuid[];
+    notebooks uuid[];
 BEGIN
+    SELECT array_agg(d.account_id), array_agg(d.band), array_agg(d.id), array_agg(d.project_id)
+    INTO accounts, bands, notes, notebooks
+    FROM (SELECT DISTINCT n.account_id, u.band, n.id, n.project_id
+          FROM new_rows n
+          CROSS JOIN LATERAL unnest(grove_note_bands(n.account_id, n.project_id,
+                                                     tsvector_to_array(n.content_tsv))) AS u (band)
+          WHERE n.deleted_at IS NULL AND n.file_id IS NULL) AS d;
     INSERT INTO note_bands (account_id, band, memory_id, project_id)
-        SELECT DISTINCT n.account_id, u.band, n.id, n.project_id
-        FROM new_rows n
-        CROSS JOIN LATERAL unnest(grove_note_bands(n.account_id, n.project_id,
-                                                   tsvector_to_array(n.content_tsv))) AS u (band)
-        WHERE n.deleted_at IS NULL AND n.file_id IS NULL;
+        SELECT * FROM unnest(accounts, bands, notes, notebooks);
     RETURN NULL;
 END $$;
 
@@ -275,12 +283,21 @@ CREATE FUNCTION public.grove_note_words_inserted() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+DECLARE
+    accounts uuid[];
+    words text[];
+    notes uuid[];
+    frequencies integer[];
+    notebooks uuid[];
 BEGIN
+    SELECT array_agg(n.account_id), array_agg(u.lexeme), array_agg(n.id),
+           array_agg(least(coalesce(array_length(u.positions, 1), 1), 32767)),
+           array_agg(n.project_id)
+    INTO accounts, words, notes, frequencies, notebooks
+    FROM new_rows n CROSS JOIN LATERAL unnest(n.content_tsv) AS u
+    WHERE n.deleted_at IS NULL;
     INSERT INTO note_words (account_id, word, memory_id, tf, project_id)
-        SELECT n.account_id, u.lexeme, n.id,
-               least(coalesce(array_length(u.positions, 1), 1), 32767), n.project_id
-        FROM new_rows n CROSS JOIN LATERAL unnest(n.content_tsv) AS u
-        WHERE n.deleted_at IS NULL;
+        SELECT * FROM unnest(accounts, words, notes, frequencies, notebooks);
     RETURN NULL;
 END $$;
 
@@ -296,6 +313,17 @@ CREATE FUNCTION public.grove_org_role(org uuid) RETURNS text
         SELECT role FROM org_members
         WHERE org_id = org AND account_id = grove_current_account()
     $$;
+
+
+--
+-- Name: grove_owns_schema(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.grove_owns_schema() RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$ SELECT pg_has_role(current_user,
+                             (SELECT relowner FROM pg_class WHERE oid = 'accounts'::regclass),
+                             'MEMBER') $$;
 
 
 --
@@ -2785,9 +2813,7 @@ CREATE POLICY owner_inserts ON public.org_projects FOR INSERT WITH CHECK (((org_
 -- Name: accounts owner_lists; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY owner_lists ON public.accounts FOR SELECT USING (pg_has_role(CURRENT_USER, ( SELECT pg_class.relowner
-   FROM pg_class
-  WHERE (pg_class.oid = ('public.accounts'::regclass)::oid)), 'MEMBER'::text));
+CREATE POLICY owner_lists ON public.accounts FOR SELECT USING (public.grove_owns_schema());
 
 
 --

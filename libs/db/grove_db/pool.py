@@ -151,7 +151,10 @@ def set_locally(conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> N
                 sql.Literal(value),
             )
             for name, value in settings.items()
-        )
+        ),
+        # Several statements in one go: sent as a simple query, never prepared (psycopg
+        # prepares a statement on its fifth run, and a prepared one holds one command).
+        prepare=False,
     )
 
 

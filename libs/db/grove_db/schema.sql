@@ -511,7 +511,11 @@ BEGIN
         DO NOTHING;
         GET DIAGNOSTICS more = ROW_COUNT;
     END IF;
-    IF queued + more > 0 THEN
+    -- Wake the workers, who listen on the one server. On a Citus cluster this trigger
+    -- runs on a worker node's shard, where nobody listens and a NOTIFY would forbid the
+    -- two-phase commit a save spanning nodes needs: the workers' poll finds the jobs
+    -- (they run two seconds later anyway).
+    IF queued + more > 0 AND to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
         PERFORM pg_notify('grove_jobs', '');
     END IF;
     RETURN NULL;

@@ -70,19 +70,21 @@ INSERT_NOTE = f"""
     RETURNING {MEMORY_COLUMNS}
 """
 
-# ``restart`` says whether the lifetime starts again from now (retention supplied);
-# otherwise expiry is preserved exactly.
+# ``{expires}`` is ``RESTART`` when the lifetime starts again from now (retention
+# supplied), else ``KEEP``: expiry preserved exactly. Two statements rather than a CASE:
+# Citus refuses a non-immutable function (the statement's time) inside a CASE of an
+# UPDATE (docs/scaling.md).
+RESTART = "statement_timestamp() + make_interval(days => %(retention_days)s)"
+KEEP = "m.expires_at"
 UPDATE_NOTE = f"""
     UPDATE memories AS m SET
         content = %(content)s, kind = %(kind)s, project_id = %(project_id)s,
         task_id = %(task_id)s, capture = %(capture)s, source_agent = %(source_agent)s,
         source_ref = %(source_ref)s, retention_days = %(retention_days)s,
-        expires_at = CASE WHEN %(restart)s
-                          THEN statement_timestamp() + make_interval(days => %(retention_days)s)
-                          ELSE m.expires_at END,
+        expires_at = {{expires}},
         indexing = %(indexing)s, indexing_error = NULL, version = m.version + 1,
         updated_at = statement_timestamp()
-    WHERE m.id = %(id)s
+    WHERE m.account_id = %(account_id)s AND m.id = %(id)s
     RETURNING {MEMORY_COLUMNS}
 """
 
@@ -91,7 +93,7 @@ INSERT_REVISION = f"""
                                   expires_at, operation_id)
     SELECT m.account_id, m.id, m.version, {", ".join("m." + f for f in NOTE_FIELDS)},
            m.expires_at, %(operation_id)s
-    FROM memories m WHERE m.id = %(id)s
+    FROM memories m WHERE m.account_id = %(account_id)s AND m.id = %(id)s
 """
 
 COPY_EMBEDDING = """
@@ -103,13 +105,13 @@ COPY_EMBEDDING = """
     JOIN embeddings e
       ON e.account_id = m.account_id AND e.memory_id = m.id AND e.version = prev.version
      AND e.profile = %(profile)s
-    WHERE m.id = %(id)s AND prev.content = m.content
+    WHERE m.account_id = %(account_id)s AND m.id = %(id)s AND prev.content = m.content
     ON CONFLICT DO NOTHING
 """
 
 MARK_READY = f"""
     UPDATE memories AS m SET indexing = 'ready', indexing_error = NULL
-    WHERE m.id = %(id)s RETURNING {MEMORY_COLUMNS}
+    WHERE m.account_id = %(account_id)s AND m.id = %(id)s RETURNING {MEMORY_COLUMNS}
 """
 
 LOCK_VISIBLE = f"""
@@ -388,8 +390,13 @@ def write_correction(
     try:
         with conn.transaction():
             row = conn.execute(
-                UPDATE_NOTE,
-                {**values, "id": current["id"], "restart": restart, "indexing": store.indexing},
+                UPDATE_NOTE.format(expires=RESTART if restart else KEEP),
+                {
+                    **values,
+                    "account_id": current["account_id"],
+                    "id": current["id"],
+                    "indexing": store.indexing,
+                },
             ).fetchone()
     except psycopg.errors.UniqueViolation as ex:
         raise Conflict("another live handoff already has this taskId in that scope") from ex
@@ -431,10 +438,10 @@ SIMILAR = f"""
     ), shared AS (
         SELECT p.memory_id, count(*) AS score
         FROM saved CROSS JOIN LATERAL unnest(grove_note_bands(
-            grove_current_account(), %(project_id)s, saved.lexemes)) AS b (band)
+            %(account_id)s, %(project_id)s, saved.lexemes)) AS b (band)
         CROSS JOIN LATERAL (
             SELECT v.memory_id FROM note_bands v
-            WHERE v.band = b.band AND v.account_id = grove_current_account()
+            WHERE v.band = b.band AND v.account_id = %(account_id)s
               AND v.memory_id IS DISTINCT FROM %(exclude)s AND {{postings}}
             ORDER BY v.band DESC LIMIT {SIMILAR_POSTINGS}) AS p
         GROUP BY p.memory_id
@@ -508,13 +515,14 @@ def record_revision(
     If the content did not change (a move, a metadata fix), the previous revision's
     vector is reused and the note stays ``ready``; otherwise an embedding job is queued.
     """
-    conn.execute(INSERT_REVISION, {"id": row["id"], "operation_id": operation_id})
+    keys = {"account_id": row["account_id"], "id": row["id"]}
+    conn.execute(INSERT_REVISION, {**keys, "operation_id": operation_id})
     if row["expires_at"] is not None:  # a note that never expires has no sweep to queue
         queue.enqueue_expiries(conn, [row["id"]])
     if store.profile is not None:
-        keys = {"id": row["id"], "profile": store.profile}
-        if conn.execute(COPY_EMBEDDING, keys).rowcount:
-            row = conn.execute(MARK_READY, keys).fetchone() or row
+        copied = {**keys, "profile": store.profile}
+        if conn.execute(COPY_EMBEDDING, copied).rowcount:
+            row = conn.execute(MARK_READY, copied).fetchone() or row
         else:
             queue.enqueue_embeddings(conn, [row["id"]], store.profile)
     return memory_of(row)

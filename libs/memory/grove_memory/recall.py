@@ -86,13 +86,13 @@ CANDIDATE_BUDGET = 2000
 WORD_COUNTS = """
     SELECT l.word, c.notes, c.last,
            (SELECT sum(u.items)::bigint FROM account_usage u
-            WHERE u.account_id = grove_current_account()
+            WHERE u.account_id = %(account_id)s
               AND u.kind IN ('notes', 'passages')) AS corpus
     FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS l (word)
     CROSS JOIN LATERAL (
         SELECT count(*) AS notes, (array_agg(f.memory_id ORDER BY f.memory_id DESC))[1] AS last
         FROM (SELECT w.memory_id FROM note_words w
-              WHERE w.account_id = grove_current_account() AND w.word = l.word
+              WHERE w.account_id = %(account_id)s AND w.word = l.word
               ORDER BY w.memory_id LIMIT %(budget)s) AS f
     ) AS c
 """
@@ -103,7 +103,7 @@ WORD_COUNTS = """
 FOUND_ANY = """
     found AS (
         SELECT DISTINCT w.memory_id FROM note_words w
-        WHERE w.account_id = grove_current_account() AND w.word = ANY(%(finding)s::text[])
+        WHERE w.account_id = %(account_id)s AND w.word = ANY(%(finding)s::text[])
     )"""
 
 # Candidates when even the rarest word is common: the notes with both of the two rarest
@@ -114,14 +114,14 @@ FOUND_COMMON = """
     pairs AS MATERIALIZED (
         SELECT w.memory_id FROM note_words w
         JOIN note_words v ON v.account_id = w.account_id AND v.memory_id = w.memory_id
-        WHERE w.account_id = grove_current_account() AND w.word = %(rarest)s
+        WHERE w.account_id = %(account_id)s AND w.word = %(rarest)s
           AND v.word = %(next)s
         ORDER BY w.memory_id LIMIT %(budget)s
     ), found AS (
         SELECT memory_id FROM pairs
         UNION ALL
         (SELECT w.memory_id FROM note_words w
-         WHERE w.account_id = grove_current_account() AND w.word = %(rarest)s
+         WHERE w.account_id = %(account_id)s AND w.word = %(rarest)s
            AND NOT EXISTS (SELECT 1 FROM pairs)
          ORDER BY w.memory_id LIMIT %(budget)s)
     )"""
@@ -150,7 +150,7 @@ BM25 = """
     WITH {found}, terms AS MATERIALIZED (
         SELECT w.memory_id AS id, w.word, w.tf
         FROM note_words w
-        WHERE w.account_id = grove_current_account() AND w.word = ANY(%(words)s::text[])
+        WHERE w.account_id = %(account_id)s AND w.word = ANY(%(words)s::text[])
           AND w.memory_id = ANY(ARRAY(SELECT f.memory_id FROM found f))
     ), corpus AS MATERIALIZED (
         SELECT coalesce(%(corpus)s::bigint, (
@@ -164,7 +164,8 @@ BM25 = """
             (SELECT k.df FROM unnest(%(counted)s::text[], %(df)s::float8[]) AS k (word, df)
              WHERE k.word = t.word),
             (SELECT count(*) FROM terms u
-             CROSS JOIN LATERAL (SELECT * FROM memories m WHERE m.id = u.id OFFSET 0) AS m
+             CROSS JOIN LATERAL (SELECT * FROM memories m
+                                WHERE m.account_id = %(account_id)s AND m.id = u.id OFFSET 0) AS m
              WHERE u.word = t.word AND m.archived_at IS NULL AND {visible} AND {scope})
         ) AS df OFFSET 0) AS f
     ), scored AS MATERIALIZED (
@@ -175,7 +176,8 @@ BM25 = """
         ORDER BY score DESC
     )
     SELECT {columns}, s.score, s.terms FROM scored s
-    CROSS JOIN LATERAL (SELECT * FROM memories m WHERE m.id = s.id OFFSET 0) AS m
+    CROSS JOIN LATERAL (SELECT * FROM memories m
+                        WHERE m.account_id = %(account_id)s AND m.id = s.id OFFSET 0) AS m
     WHERE m.archived_at IS NULL AND {visible} AND {scope}
     ORDER BY s.score DESC, m.updated_at DESC, m.id
     LIMIT %(limit)s
@@ -534,7 +536,11 @@ def lexical_candidates(
 def word_counts_params(principal: Principal, query: str) -> dict[str, Any]:
     """``WORD_COUNTS``'s parameters: postings are counted only for a caller who sees the
     whole account, the only one whose words are split by their counts (see ``bm25``)."""
-    return {"query": query, "budget": CANDIDATE_BUDGET if sees_whole_account(principal) else 0}
+    return {
+        "account_id": principal.account_id,
+        "query": query,
+        "budget": CANDIDATE_BUDGET if sees_whole_account(principal) else 0,
+    }
 
 
 def sees_whole_account(principal: Principal) -> bool:

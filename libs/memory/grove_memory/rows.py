@@ -8,7 +8,7 @@ from grove_contracts.notes import Memory, PassageSource, Provenance, Revision
 
 #: The columns every note query selects (table alias ``m``).
 MEMORY_COLUMNS = (
-    "m.id, m.content, m.kind, m.project_id, m.task_id, m.capture, m.source_agent,"
+    "m.account_id, m.id, m.content, m.kind, m.project_id, m.task_id, m.capture, m.source_agent,"
     " m.source_ref, m.retention_days, m.expires_at, m.archived_at, m.version, m.indexing,"
     " m.created_at, m.updated_at, m.file_id, m.file_version, m.file_span"
 )

@@ -16,9 +16,15 @@ LIVE = "m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > stateme
 #: Notes in scopes the principal is granted (parameters from ``Principal.scope_params``).
 def granted(alias: str) -> str:
     """Rows of ``alias`` (notes ``m``, or revisions ``r``: each revision keeps the scope it
-    was saved in) whose scope the caller's grants cover."""
+    was saved in) whose scope the caller's grants cover.
+
+    The account is named as a value too, beside row-level security's
+    ``grove_current_account()``: on a Citus cluster a statement is sent whole to the one
+    node holding the account only when it names the account as a value
+    (docs/scaling.md)."""
     return (
-        f"(({alias}.project_id IS NULL AND %(personal)s)"
+        f"{alias}.account_id = %(account_id)s"
+        f" AND (({alias}.project_id IS NULL AND %(personal)s)"
         f" OR ({alias}.project_id IS NOT NULL AND %(all_notebooks)s)"
         f" OR {alias}.project_id = ANY(%(notebook_ids)s::uuid[]))"
     )

@@ -7,6 +7,7 @@ app in this process instead (``inprocess_tenant``): the same ``Client``, no guni
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ import pytest
 from grove_db import citus, embedded, schema
 from grove_db.migrate import migrate
 from grove_db.pool import open_pool
+from tests.support import cluster
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
 from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
@@ -41,7 +43,8 @@ def database() -> Iterator[embedded.EmbeddedDatabase]:
 @pytest.fixture(scope="session")
 def citus_database() -> Iterator[embedded.EmbeddedDatabase]:
     """A Citus cluster on loopback (a coordinator and two workers, ``grove_db.citus``),
-    migrated with ``--citus``: its URLs are the coordinator's.
+    migrated with ``--citus``: its URLs are the coordinator's. One per run, shared by
+    pytest-xdist's processes (``tests.support.cluster``).
 
     Citus comes from ``../shared/tools/citus`` beside the repository (or
     ``GROVE_CITUS_TOOLS``); without it the tests skip, and fail under CI.
@@ -50,17 +53,15 @@ def citus_database() -> Iterator[embedded.EmbeddedDatabase]:
     why = citus.missing(tools)
     if why:
         missing(f"Citus is not available: {why}")
-    root = Path(tempfile.mkdtemp(prefix="grove-citus-"))
-    db = citus.start(tools, root)
-    migrate(
-        db.migration_url,
-        embedded.RUNTIME_ROLE,
-        embedded.SHARE_ROLE,
-        embedded.CONSOLE_ROLE,
-        citus=True,
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    folder = (
+        Path(tempfile.gettempdir()) / f"grove-citus-{run}"
+        if run
+        else Path(tempfile.mkdtemp(prefix="grove-citus-"))
     )
+    db = cluster.join(tools, folder)
     yield db
-    db.server.cleanup()
+    cluster.leave(folder)
 
 
 @pytest.fixture(scope="session")

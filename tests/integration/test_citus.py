@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from grove_db import distribution, embedded
+from grove_db.migrate import migrate
 from grove_db.pool import set_tenant
 from tests.integration.test_migrations import NON_TENANT_TABLES, ORG_TABLES, TENANT_TABLES
 from tests.support.clients import data_of
@@ -69,8 +70,6 @@ def test_every_tenant_table_is_distributed_by_account_and_co_located(
 
 
 def test_migrating_again_changes_nothing(citus_database: embedded.EmbeddedDatabase) -> None:
-    from grove_db.migrate import migrate
-
     before = placements(citus_database)
     assert migrate(citus_database.migration_url, embedded.RUNTIME_ROLE, citus=True) == []
     assert placements(citus_database) == before

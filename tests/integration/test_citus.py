@@ -66,7 +66,9 @@ def test_every_tenant_table_is_distributed_by_account_and_co_located(
     assert {placed[t][1] for t in distributed} == {"account_id"}
     assert len({placed[t][2] for t in distributed}) == 1  # one co-location group
     assert {t for t, (kind, _, _) in placed.items() if kind == "reference"} == reference
-    assert not NON_TENANT_TABLES - {"identity_tombstones"} & placed.keys()  # coordinator only
+    local = set(distribution.LOCAL_TABLES)
+    assert local == NON_TENANT_TABLES - {"identity_tombstones"}
+    assert not local & placed.keys()  # on the coordinator only
 
 
 def test_migrating_again_changes_nothing(citus_database: embedded.EmbeddedDatabase) -> None:

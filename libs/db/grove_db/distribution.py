@@ -77,7 +77,8 @@ def is_distributed(conn: psycopg.Connection[Any]) -> bool:
 def distribute(conn: psycopg.Connection[Any]) -> list[str]:
     """Place every table of a migrated schema (once); return the tenant tables distributed.
 
-    Runs as the migration role (the tables' owner) on the coordinator, in autocommit.
+    Runs as the migration role (the tables' owner) on the coordinator, in autocommit,
+    and places the tables in one transaction.
     """
     # Services scope each transaction with SET LOCAL (grove_db.pool.set_locally); the
     # coordinator carries it to every node the transaction touches, so row-level
@@ -89,6 +90,15 @@ def distribute(conn: psycopg.Connection[Any]) -> list[str]:
     )
     if is_distributed(conn):
         return []
+    with conn.transaction():  # all or nothing: a failed step leaves the tables as they were
+        # One connection per node for the whole step: placing a table after another has
+        # been given shards over parallel connections is refused in one transaction.
+        conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+        return _place(conn)
+
+
+def _place(conn: psycopg.Connection[Any]) -> list[str]:
+    """``distribute``'s work, inside its transaction."""
     # Foreign keys are dropped and made again once every table has its place: Citus
     # requires a key's referenced table to be placed first, and placing a reference
     # table would otherwise turn every local table pointing at it into a Citus local table.
@@ -96,7 +106,8 @@ def distribute(conn: psycopg.Connection[Any]) -> list[str]:
     tenants = [r[0] for r in conn.execute(TENANT_TABLES, (list(REFERENCE_TABLES),))]
     # Triggers on distributed tables run on the shards (each node runs them for its own
     # rows); Citus asks for this setting to allow them.
-    conn.execute("SET citus.enable_unsafe_triggers = on")
+    conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+    conn.execute("SET LOCAL search_path = public")  # deparsed policies name functions bare
     for table, name, _ in keys:
         conn.execute(
             sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(
@@ -158,7 +169,6 @@ POLICIES: LiteralString = """
 def _unwrap_policies(conn: psycopg.Connection[Any], table: str) -> None:
     """Make again, without the subquery, each of ``table``'s policies that wraps its
     call of ``grove_project_role()`` in one (``WRAPPED``)."""
-    conn.execute("SET search_path = public")  # deparsed policies name functions bare
     for name, permissive, roles, command, using, check in conn.execute(
         POLICIES, (table,)
     ).fetchall():
@@ -181,8 +191,7 @@ def _unwrap_policies(conn: psycopg.Connection[Any], table: str) -> None:
             statement += sql.SQL(" WITH CHECK ({})").format(
                 sql.SQL(check.replace(WRAPPED, "grove_project_role()"))
             )
-        with conn.transaction():
-            conn.execute(
-                sql.SQL("DROP POLICY {} ON {}").format(sql.Identifier(name), sql.Identifier(table))
-            )
-            conn.execute(statement)
+        conn.execute(
+            sql.SQL("DROP POLICY {} ON {}").format(sql.Identifier(name), sql.Identifier(table))
+        )
+        conn.execute(statement)

@@ -27,6 +27,7 @@ REFERENCE_TABLES = (
     "accounts",
     "account_owners",
     "identity_tombstones",
+    "operation_tombstones",
     "orgs",
     "org_members",
     "org_projects",

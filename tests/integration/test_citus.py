@@ -60,14 +60,15 @@ def test_every_tenant_table_is_distributed_by_account_and_co_located(
 ) -> None:
     placed = placements(citus_database)
     reference = set(distribution.REFERENCE_TABLES)
-    assert reference == {"accounts", "account_owners", "identity_tombstones"} | ORG_TABLES
+    tombstones = {"identity_tombstones", "operation_tombstones"}
+    assert reference == {"accounts", "account_owners"} | tombstones | ORG_TABLES
     distributed = TENANT_TABLES - reference
     assert {t for t, (kind, _, _) in placed.items() if kind == "distributed"} == distributed
     assert {placed[t][1] for t in distributed} == {"account_id"}
     assert len({placed[t][2] for t in distributed}) == 1  # one co-location group
     assert {t for t, (kind, _, _) in placed.items() if kind == "reference"} == reference
     local = set(distribution.LOCAL_TABLES)
-    assert local == NON_TENANT_TABLES - {"identity_tombstones"}
+    assert local == NON_TENANT_TABLES - tombstones
     assert not local & placed.keys()  # on the coordinator only
 
 

@@ -129,6 +129,16 @@ def test_notes_round_trip_through_every_method(grove: Grove) -> None:
     assert [i.memory.id for i in grove.recall("deploy wednesdays").items] == [note.id]
     assert [n.id for n in grove.list_notes(project_id="personal")] == [note.id]
     assert [n.id for n in grove.list_notes(project_id=notebook.id)] == []
+    saver = note.saved_by
+    assert saver is not None and saver.kind == "connection" and saver.connection_id
+    assert [r.saved_by for r in grove.revisions(note.id).items] == [saver] * 3
+    assert [n.id for n in grove.list_notes(connection_id=saver.connection_id)] == [note.id]
+    assert [n.id for n in grove.list_notes(connection_id=uuid.uuid4())] == []
+    found = grove.search("wednesdays", connection_id=saver.connection_id)
+    assert [i.memory.id for i in found.items] == [note.id]
+    assert grove.search("wednesdays", connection_id=uuid.uuid4()).items == []
+    recent = grove.activity(connection_id=saver.connection_id, limit=2)  # two pages
+    assert [(r.memory_id, r.version) for r in recent] == [(note.id, v) for v in (3, 2, 1)]
 
     forgotten = grove.forget([note.id])
     assert [(r.id, r.outcome) for r in forgotten.results] == [(note.id, "deleted")]

@@ -262,6 +262,22 @@ def test_other_account_listing_by_foreign_notebook_is_empty(world: World) -> Non
     assert listed_ids(world.intruder.client, f"&projectId={world.notebook}") == set()
 
 
+def test_other_account_filtering_by_a_foreign_connection_finds_nothing(world: World) -> None:
+    owners_connection = world.personal["savedBy"]["connectionId"]
+    assert listed_ids(world.owner.client, f"&connectionId={owners_connection}") == world.note_ids
+    world.intruder.client.save(f"{WORD} intruder personal")
+    assert listed_ids(world.intruder.client, f"&connectionId={owners_connection}") == set()
+    assert searched_ids(world.intruder.client, connectionId=owners_connection) == set()
+    assert searched_ids(world.owner.client, connectionId=owners_connection) == world.note_ids
+    for query in ("", f"?connectionId={owners_connection}"):
+        response = world.intruder.client.get("/v1/activity" + query)
+        assert response.status_code == 200, response.text
+        revised = {r["memoryId"] for r in response.json()["data"]["items"]}
+        assert not revised & world.note_ids
+    own = world.owner.client.get(f"/v1/activity?connectionId={owners_connection}")
+    assert {r["memoryId"] for r in own.json()["data"]["items"]} == world.note_ids
+
+
 def test_other_account_cannot_recall_or_search_in_foreign_notebook(world: World) -> None:
     client = world.intruder.client
     assert_error(

@@ -24,6 +24,7 @@ from grove_client.errors import (
     ValidationError,
 )
 from grove_client.models import (
+    ActivityPage,
     Answer,
     ApiKey,
     AskResult,
@@ -83,6 +84,7 @@ from grove_client.models import (
     RevisionPage,
     RevisionRef,
     RevokedProjectKey,
+    SavedBy,
     SavedMemory,
     SearchItem,
     SearchPage,
@@ -108,6 +110,7 @@ __version__ = VERSION
 
 __all__ = [
     "USER_AGENT",
+    "ActivityPage",
     "Answer",
     "ApiKey",
     "AskResult",
@@ -177,6 +180,7 @@ __all__ = [
     "RevisionPage",
     "RevisionRef",
     "RevokedProjectKey",
+    "SavedBy",
     "SavedMemory",
     "SearchItem",
     "SearchPage",

@@ -78,6 +78,11 @@ class AsyncGrove:
     ) -> models.RevisionPage:
         return await self._run(calls.revisions(memory_id, after_version, limit))
 
+    def activity(
+        self, *, connection_id: Id | None = None, limit: int | None = None
+    ) -> AsyncIterator[models.Revision]:
+        return self._pages(lambda after: calls.activity(connection_id, limit, after))
+
     async def forget(
         self, ids: Iterable[Id], *, expected_versions: Mapping[str, int] | None = None
     ) -> models.ForgetResponse:

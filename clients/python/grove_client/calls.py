@@ -31,6 +31,7 @@ from grove_client import endpoints
 from grove_client.endpoints import Endpoint
 from grove_client.errors import GroveError, error_for
 from grove_client.models import (
+    ActivityPage,
     ApiKeyList,
     ArchivedNotebookList,
     AskResult,
@@ -352,6 +353,7 @@ class ListFilters(TypedDict, total=False):
     project_id: Id | Literal["personal"] | None
     source_agent: str | None
     updated_after: datetime | None
+    connection_id: Id | None
     lifetime: Literal["permanent", "ephemeral"] | None
     archived: bool | None
     sort: str | None
@@ -401,6 +403,7 @@ def list_notes(filters: ListFilters, cursor: str | None) -> Call[MemoryPage]:
         projectId=filters.get("project_id"),
         sourceAgent=filters.get("source_agent"),
         updatedAfter=after.isoformat() if after else None,
+        connectionId=filters.get("connection_id"),
         lifetime=filters.get("lifetime"),
         archived=filters.get("archived"),
         sort=filters.get("sort"),
@@ -414,6 +417,12 @@ def revisions(memory_id: Id, after_version: int, limit: int) -> Call[RevisionPag
     """A note's revisions after ``after_version``."""
     params = query(afterVersion=after_version, limit=limit)
     return call(endpoints.REVISIONS, RevisionPage, {"memory_id": memory_id}, params)
+
+
+def activity(connection_id: Id | None, limit: int | None, cursor: str | None) -> Call[ActivityPage]:
+    """One page of the revisions saved lately, newest first (by one connection if given)."""
+    params = query(connectionId=connection_id, limit=limit, cursor=cursor)
+    return call(endpoints.ACTIVITY, ActivityPage, params=params)
 
 
 def forget(ids: Iterable[Id], expected_versions: Mapping[str, int] | None) -> Call[ForgetResponse]:
@@ -452,6 +461,7 @@ class SearchOptions(TypedDict, total=False):
 
     project_id: Id | None
     kind: str | None
+    connection_id: Id | None
     limit: int | None
     sort: str | None
     cursor: str | None

@@ -91,6 +91,14 @@ class Grove:
         """A note's revisions, oldest first, after ``after_version``."""
         return self._run(calls.revisions(memory_id, after_version, limit))
 
+    def activity(
+        self, *, connection_id: Id | None = None, limit: int | None = None
+    ) -> Iterator[models.Revision]:
+        """Every revision saved in what the caller may read, newest first, each with its
+        ``saved_by`` (only ``connection_id``'s if given), fetching a page when the last is
+        used up."""
+        return self._pages(lambda after: calls.activity(connection_id, limit, after))
+
     def forget(
         self, ids: Iterable[Id], *, expected_versions: Mapping[str, int] | None = None
     ) -> models.ForgetResponse:

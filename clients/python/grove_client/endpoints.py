@@ -49,6 +49,7 @@ FORGET = Endpoint("POST", "/v1/memories/forget", models.ForgetResponse, "header"
 GET = Endpoint("GET", "/v1/memories/{memory_id}", models.Memory)
 UPDATE = Endpoint("PATCH", "/v1/memories/{memory_id}", models.Memory, "header")
 REVISIONS = Endpoint("GET", "/v1/memories/{memory_id}/revisions", models.RevisionPage)
+ACTIVITY = Endpoint("GET", "/v1/activity", models.ActivityPage)
 RESTORE = Endpoint("POST", "/v1/memories/{memory_id}/restore", models.Memory, "header")
 RECALL = Endpoint("POST", "/v1/recall", models.RecallResult)
 ASK = Endpoint("POST", "/v1/ask", models.AskResult)
@@ -159,6 +160,7 @@ CALL_TOOL = Endpoint("POST", "/v1/tools/{tool}", models.ToolOutput, resend=False
 ENDPOINTS: tuple[Endpoint, ...] = (
     REMEMBER,
     LIST,
+    ACTIVITY,
     BATCH,
     SEARCH,
     FORGET,

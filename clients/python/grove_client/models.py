@@ -63,8 +63,20 @@ class PassageSource(Model):
     bytes: list[int] | None = None
 
 
+class SavedBy(Model):
+    """Who saved a version: the account's owner (``kind == "owner"``) or one of its
+    connections (``kind == "connection"``: ``connection_id``, its current ``name``, and
+    whether it is ``revoked`` now)."""
+
+    kind: str
+    connection_id: UUID | None = None
+    name: str | None = None
+    revoked: bool = False
+
+
 class Memory(Model):
-    """A note; a passage of an uploaded file (``kind == "passage"``) cites it in ``file``."""
+    """A note; a passage of an uploaded file (``kind == "passage"``) cites it in ``file``;
+    ``saved_by`` is who saved its current version (None where not recorded)."""
 
     id: UUID
     content: str
@@ -81,6 +93,7 @@ class Memory(Model):
     archived: bool = False
     indexing: str | None = None
     file: PassageSource | None = None
+    saved_by: SavedBy | None = None
 
 
 class SimilarNote(Model):
@@ -109,10 +122,16 @@ class Revision(Model):
     project_id: UUID | None = None
     task_id: str | None = None
     operation_id: UUID | None = None
+    saved_by: SavedBy | None = None
 
 
 class MemoryPage(CursorPage[Memory]):
     """One page of listed notes; ``next_cursor`` asks for the next."""
+
+
+class ActivityPage(CursorPage[Revision]):
+    """Recent revisions, newest first, each with who saved it; ``next_cursor`` asks for
+    the next page."""
 
 
 class RevisionPage(Model):

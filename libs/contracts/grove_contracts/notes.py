@@ -81,6 +81,10 @@ KIND = (
     " stands, for whoever continues it; needs `taskId`)."
 )
 NOTE_ID = "The note's ID."
+CONNECTION_FILTER = (
+    "Only notes whose current version this connection saved (`savedBy.connectionId`, as"
+    " `GET /v1/connections` lists it); omit it for every saver."
+)
 
 
 class Strict(BaseModel):
@@ -302,6 +306,10 @@ class SearchRequest(Strict):
         StoredKind | None,
         Field(description="Only results of this kind (`passage`: parts of uploaded files)."),
     ] = None
+    connectionId: Annotated[
+        UUID | None,
+        Field(description=CONNECTION_FILTER),
+    ] = None
     limit: Annotated[
         int,
         Field(ge=1, le=MAX_SEARCH_LIMIT, description="Results per page, 1-50 (default 10)."),
@@ -434,9 +442,29 @@ class PassageSource(BaseModel):
     bytes: list[int] | None = None
 
 
+class SavedBy(BaseModel):
+    """Who saved a revision: the account's owner (``kind: owner``: an owner session, the
+    website or an owner token), or one of its connections (``kind: connection``: an API
+    key's, or an approved OAuth agent's).
+
+    ``connectionId`` never changes; ``name`` is the connection's name now (a renamed
+    connection shows its new name everywhere) and ``revoked`` says it has been revoked
+    since (it keeps its name). Both are null and false for the owner, and ``name`` is
+    null for a connection no longer stored.
+    """
+
+    kind: Literal["owner", "connection"]
+    connectionId: UUID | None = None
+    name: str | None = None
+    revoked: bool = False
+
+
 class Memory(BaseModel):
     """The note resource as it appears on the wire; a passage (``kind: passage``) cites
-    its file in ``file``."""
+    its file in ``file``. ``savedBy`` is who saved its current version, null where that
+    was not recorded (versions saved before Grove recorded it, a file's passages, notes
+    restored from an export).
+    """
 
     id: UUID
     content: str
@@ -453,6 +481,7 @@ class Memory(BaseModel):
     createdAt: datetime
     updatedAt: datetime
     file: PassageSource | None = None
+    savedBy: SavedBy | None = None
 
 
 MAX_SIMILAR = 3
@@ -475,7 +504,7 @@ class SavedMemory(Memory):
 
 
 class Revision(BaseModel):
-    """One immutable saved state of a note."""
+    """One immutable saved state of a note; ``savedBy`` as on ``Memory``."""
 
     memoryId: UUID
     version: int
@@ -489,6 +518,7 @@ class Revision(BaseModel):
     expiresAt: datetime | None
     operationId: UUID | None
     createdAt: datetime
+    savedBy: SavedBy | None = None
 
 
 ForgetOutcome = Literal["deleted", "not_found", "version_conflict"]
@@ -522,6 +552,10 @@ class ListQuery(Strict):
     updatedAfter: Annotated[
         datetime | None,
         Field(description="Only notes updated after this time (an ISO 8601 date-time)."),
+    ] = None
+    connectionId: Annotated[
+        UUID | None,
+        Field(description=CONNECTION_FILTER),
     ] = None
     lifetime: Annotated[
         Literal["permanent", "ephemeral"] | None,
@@ -562,6 +596,22 @@ class RevisionsQuery(Strict):
         int,
         Field(ge=1, le=MAX_LIST_LIMIT, description="Revisions per page, 1-100 (default 100)."),
     ] = MAX_LIST_LIMIT
+
+
+class ActivityQuery(Strict):
+    """Filters and paging for the account's recent activity (query-string parameters)."""
+
+    connectionId: Annotated[
+        UUID | None,
+        Field(description="Only the revisions this connection saved; omit it for every saver."),
+    ] = None
+    cursor: Annotated[Annotated[str, Field(max_length=2000)] | None, Field(description=CURSOR)] = (
+        None
+    )
+    limit: Annotated[
+        int,
+        Field(ge=1, le=MAX_LIST_LIMIT, description="Revisions per page, 1-100 (default 20)."),
+    ] = DEFAULT_LIST_LIMIT
 
 
 class MemoryRef(Strict):
@@ -644,6 +694,13 @@ class MemoryPage(BaseModel):
     """One page of listed notes."""
 
     items: list[Memory]
+    nextCursor: str | None
+
+
+class ActivityPage(BaseModel):
+    """Recent revisions, newest first: who saved which version of which note, and when."""
+
+    items: list[Revision]
     nextCursor: str | None
 
 

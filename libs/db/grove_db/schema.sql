@@ -1043,6 +1043,8 @@ CREATE TABLE public.memories (
     file_id uuid,
     file_version integer,
     file_span jsonb,
+    saved_by text,
+    connection_id uuid,
     CONSTRAINT memories_capture_check CHECK ((capture = ANY (ARRAY['explicit'::text, 'automatic'::text]))),
     CONSTRAINT memories_check CHECK (((kind <> 'handoff'::text) OR (task_id IS NOT NULL))),
     CONSTRAINT memories_content_check CHECK (((char_length(content) >= 1) AND (char_length(content) <= 6000))),
@@ -1051,6 +1053,8 @@ CREATE TABLE public.memories (
     CONSTRAINT memories_kind_check CHECK ((kind = ANY (ARRAY['preference'::text, 'fact'::text, 'decision'::text, 'solution'::text, 'handoff'::text, 'passage'::text]))),
     CONSTRAINT memories_passage_check CHECK ((((kind = 'passage'::text) = (file_id IS NOT NULL)) AND ((file_id IS NULL) = (file_version IS NULL)) AND ((file_id IS NULL) = (file_span IS NULL)))),
     CONSTRAINT memories_retention_days_check CHECK (((retention_days >= 1) AND (retention_days <= 365))),
+    CONSTRAINT memories_saved_by_check CHECK ((saved_by = ANY (ARRAY['owner'::text, 'connection'::text]))),
+    CONSTRAINT memories_saver_check CHECK (((NOT (saved_by IS DISTINCT FROM 'connection'::text)) = (connection_id IS NOT NULL))),
     CONSTRAINT memories_source_agent_check CHECK ((char_length(source_agent) <= 100)),
     CONSTRAINT memories_source_ref_check CHECK ((char_length(source_ref) <= 500)),
     CONSTRAINT memories_task_id_check CHECK (((char_length(task_id) >= 1) AND (char_length(task_id) <= 200)))
@@ -1077,7 +1081,11 @@ CREATE TABLE public.memory_revisions (
     retention_days integer,
     expires_at timestamp with time zone,
     operation_id uuid,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    saved_by text,
+    connection_id uuid,
+    CONSTRAINT memory_revisions_saved_by_check CHECK ((saved_by = ANY (ARRAY['owner'::text, 'connection'::text]))),
+    CONSTRAINT memory_revisions_saver_check CHECK (((NOT (saved_by IS DISTINCT FROM 'connection'::text)) = (connection_id IS NOT NULL)))
 );
 
 ALTER TABLE ONLY public.memory_revisions FORCE ROW LEVEL SECURITY;
@@ -1898,6 +1906,13 @@ CREATE INDEX memories_account_updated ON public.memories USING btree (account_id
 
 
 --
+-- Name: memories_connection_updated; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memories_connection_updated ON public.memories USING btree (account_id, connection_id, updated_at DESC, id) WHERE (connection_id IS NOT NULL);
+
+
+--
 -- Name: memories_file; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1937,6 +1952,20 @@ CREATE INDEX memories_notebook_saved ON public.memories USING btree (project_id,
 --
 
 CREATE INDEX memories_sequence ON public.memories USING btree (account_id, COALESCE(project_id, '00000000-0000-0000-0000-000000000000'::uuid), source_agent, created_at, id) WHERE (source_agent IS NOT NULL);
+
+
+--
+-- Name: memory_revisions_connection; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_revisions_connection ON public.memory_revisions USING btree (account_id, connection_id, created_at, memory_id, version) WHERE (connection_id IS NOT NULL);
+
+
+--
+-- Name: memory_revisions_saved; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_revisions_saved ON public.memory_revisions USING btree (account_id, created_at, memory_id, version);
 
 
 --

@@ -28,7 +28,13 @@ from grove_memory.blobs import BlobKey, Blobs
 from grove_memory.conversations import conversation_json, exported_conversations, turn_json
 from grove_memory.files import FILE_COLUMNS, VISIBLE_FILE, file_of
 from grove_memory.notebooks import NOTEBOOK_COLUMNS, notebook_json
-from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_json, revision_json
+from grove_memory.rows import (
+    MEMORY_COLUMNS,
+    REVISION_FIELDS,
+    memory_json,
+    revision_json,
+    saving_connection,
+)
 from grove_memory.scope import SAVED, VISIBLE, granted, params
 from grove_memory.store import Store, require
 
@@ -36,8 +42,8 @@ FORMAT_VERSION = 1
 FETCH_BATCH = 500
 
 # Notes with their revisions, one row per revision, grouped by note.
-REVISION_ALIASED = ", ".join(
-    f"{column} AS r_{column.removeprefix('r.')}" for column in REVISION_COLUMNS.split(", ")
+REVISION_ALIASED = ", ".join(f"r.{field} AS r_{field}" for field in REVISION_FIELDS) + (
+    f", {saving_connection('r')} AS r_saver"
 )
 NOTES_WITH_REVISIONS = f"""
     SELECT {MEMORY_COLUMNS}, {REVISION_ALIASED}

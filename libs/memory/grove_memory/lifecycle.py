@@ -112,7 +112,7 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
             values.update(kind="fact", retention_days=None)
         if req.version is not None or req.durable:
             # A restore renews the lifetime (a durable one makes it permanent).
-            row = write_correction(conn, store, row, values, retention_supplied=True)
+            row = write_correction(conn, store, row, values, retention_supplied=True, by=principal)
             memory = record_revision(conn, store, row, req.operationId)
         else:
             memory = memory_of(row)
@@ -141,7 +141,7 @@ def _move_one(
         return memory_of(current)
     values = {name: current[name] for name in NOTE_FIELDS}
     values["project_id"] = req.projectId
-    row = write_correction(conn, store, current, values, retention_supplied=False)
+    row = write_correction(conn, store, current, values, retention_supplied=False, by=principal)
     return record_revision(conn, store, row, req.operationId)
 
 

@@ -25,6 +25,7 @@ FILTERS = {
     "kind": "m.kind = %(kind)s",
     "sourceAgent": "m.source_agent = %(sourceAgent)s",
     "updatedAfter": "m.updated_at > %(updatedAfter)s",
+    "connectionId": "m.connection_id = %(connectionId)s",
 }
 
 

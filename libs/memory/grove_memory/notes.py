@@ -59,10 +59,12 @@ NOTE_FIELDS = (
 )
 
 INSERT_NOTE = f"""
-    INSERT INTO memories AS m (account_id, id, {", ".join(NOTE_FIELDS)}, expires_at, indexing)
+    INSERT INTO memories AS m (account_id, id, {", ".join(NOTE_FIELDS)}, expires_at, indexing,
+                               saved_by, connection_id)
     VALUES (%(account_id)s, %(id)s, %(content)s, %(kind)s, %(project_id)s, %(task_id)s,
             %(capture)s, %(source_agent)s, %(source_ref)s, %(retention_days)s,
-            statement_timestamp() + make_interval(days => %(retention_days)s), %(indexing)s)
+            statement_timestamp() + make_interval(days => %(retention_days)s), %(indexing)s,
+            %(saved_by)s, %(connection_id)s)
     ON CONFLICT (account_id,
                  coalesce(project_id, '00000000-0000-0000-0000-000000000000'::uuid), task_id)
         WHERE kind = 'handoff' AND deleted_at IS NULL AND superseded_at IS NULL
@@ -83,16 +85,17 @@ UPDATE_NOTE = f"""
         source_ref = %(source_ref)s, retention_days = %(retention_days)s,
         expires_at = {{expires}},
         indexing = %(indexing)s, indexing_error = NULL, version = m.version + 1,
-        updated_at = statement_timestamp()
+        updated_at = statement_timestamp(), saved_by = %(saved_by)s,
+        connection_id = %(connection_id)s
     WHERE m.account_id = %(account_id)s AND m.id = %(id)s
     RETURNING {MEMORY_COLUMNS}
 """
 
 INSERT_REVISION = f"""
     INSERT INTO memory_revisions (account_id, memory_id, version, {", ".join(NOTE_FIELDS)},
-                                  expires_at, operation_id)
+                                  expires_at, operation_id, saved_by, connection_id)
     SELECT m.account_id, m.id, m.version, {", ".join("m." + f for f in NOTE_FIELDS)},
-           m.expires_at, %(operation_id)s
+           m.expires_at, %(operation_id)s, m.saved_by, m.connection_id
     FROM memories m WHERE m.account_id = %(account_id)s AND m.id = %(id)s
 """
 
@@ -171,7 +174,8 @@ def remember(
         if req.id is not None:
             current = lock_note(conn, principal, req.id, req.expectedVersion)
             retention_supplied = "retentionDays" in req.model_fields_set
-            row, created = write_correction(conn, store, current, values, retention_supplied), False
+            row = write_correction(conn, store, current, values, retention_supplied, by=principal)
+            created = False
         else:
             row, created = _create_or_update_handoff(conn, store, principal, req, values)
         memory = record_revision(conn, store, row, op.operation_id)
@@ -201,7 +205,7 @@ def update_memory(
         if values["kind"] == "handoff" and values["task_id"] is None:
             raise InvalidRequest("taskId", "a handoff requires a taskId")
         row = write_correction(
-            conn, store, current, values, "retentionDays" in req.model_fields_set
+            conn, store, current, values, "retentionDays" in req.model_fields_set, by=principal
         )
         return _finish(op, store, row, created=False)
 
@@ -356,7 +360,13 @@ def _create_or_update_handoff(
         values = {**values, "retention_days": HANDOFF_DEFAULT_RETENTION_DAYS}
     row = conn.execute(
         INSERT_NOTE,
-        {**values, "account_id": principal.account_id, "id": uuid4(), "indexing": store.indexing},
+        {
+            **values,
+            **saver(principal),
+            "account_id": principal.account_id,
+            "id": uuid4(),
+            "indexing": store.indexing,
+        },
     ).fetchone()
     if row is not None:
         return row, True
@@ -373,7 +383,17 @@ def _create_or_update_handoff(
     if current is None:
         raise Conflict("the handoff for this taskId changed concurrently; retry")
     _check_version(current, req.expectedVersion)
-    return write_correction(conn, store, current, values, retention_supplied), False
+    return write_correction(conn, store, current, values, retention_supplied, by=principal), False
+
+
+def saver(principal: Principal) -> dict[str, Any]:
+    """Who a save records as its writer (``saved_by``, ``connection_id``: migration
+    0045): the account's owner (any owner session, the website's or an owner token's),
+    or the connection whose credential, an API key or an approved agent's token, made it.
+    """
+    if principal.is_owner:
+        return {"saved_by": "owner", "connection_id": None}
+    return {"saved_by": "connection", "connection_id": principal.connection_id}
 
 
 def write_correction(
@@ -382,21 +402,24 @@ def write_correction(
     current: dict[str, Any],
     values: dict[str, Any],
     retention_supplied: bool,
+    *,
+    by: Principal,
 ) -> dict[str, Any]:
-    """Save ``values`` as the note's next version (the caller writes its revision)."""
+    """Save ``values`` as the note's next version, saved ``by`` the caller (the caller
+    writes its revision)."""
     if not retention_supplied:
         values = {**values, "retention_days": current["retention_days"]}
     restart = retention_supplied
+    keys = {
+        "account_id": current["account_id"],
+        "id": current["id"],
+        "indexing": store.indexing,
+        **saver(by),
+    }
     try:
         with conn.transaction():
             row = conn.execute(
-                UPDATE_NOTE.format(expires=RESTART if restart else KEEP),
-                {
-                    **values,
-                    "account_id": current["account_id"],
-                    "id": current["id"],
-                    "indexing": store.indexing,
-                },
+                UPDATE_NOTE.format(expires=RESTART if restart else KEEP), {**values, **keys}
             ).fetchone()
     except psycopg.errors.UniqueViolation as ex:
         raise Conflict("another live handoff already has this taskId in that scope") from ex

@@ -56,7 +56,7 @@ from grove_memory.conversations import preview as first_line
 from grove_memory.errors import NotebookCycle, NotFound, ServiceError
 from grove_memory.idempotency import hold_account, hold_session
 from grove_memory.notebooks import CYCLE, NOTEBOOK_COLUMNS, lock_tree, write_notebook
-from grove_memory.notes import INSERT_NOTE, NOTE_FIELDS, record_revision, write_correction
+from grove_memory.notes import INSERT_NOTE, NOTE_FIELDS, record_revision, saver, write_correction
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE, params
 from grove_memory.store import Store
@@ -516,7 +516,7 @@ def _apply(
     written = Written()
     origin = f"conversation:{row['conversation_id']}"
     if isinstance(change, EditChange):
-        _apply_edit(conn, store, notes[change.noteId], change, written)
+        _apply_edit(conn, store, principal, notes[change.noteId], change, written)
     elif isinstance(change, CreateChange):
         values = _new_note(change.content, change.kind, change.projectId, origin)
         _create(conn, store, principal, values, written)
@@ -580,10 +580,15 @@ def _note_row(conn: Conn, note_id: UUID) -> dict[str, Any]:
 
 
 def _save(
-    conn: Conn, store: Store, current: dict[str, Any], values: dict[str, Any], restart: bool
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    current: dict[str, Any],
+    values: dict[str, Any],
+    restart: bool,
 ) -> dict[str, Any]:
     """Write ``values`` as the note's next version and its revision; the new row."""
-    row = write_correction(conn, store, current, values, retention_supplied=restart)
+    row = write_correction(conn, store, current, values, retention_supplied=restart, by=principal)
     record_revision(conn, store, row, None)
     return row
 
@@ -609,7 +614,12 @@ def _result(note_id: UUID, outcome: str, version: int) -> ProposalNoteResult:
 
 
 def _apply_edit(
-    conn: Conn, store: Store, current: dict[str, Any], change: EditChange, written: Written
+    conn: Conn,
+    store: Store,
+    principal: Principal,
+    current: dict[str, Any],
+    change: EditChange,
+    written: Written,
 ) -> None:
     values = {name: current[name] for name in NOTE_FIELDS}
     for name, value in (
@@ -621,7 +631,7 @@ def _apply_edit(
             values[name] = value
     if change.moveTo is not None:
         values["project_id"] = change.moveTo.projectId
-    row = _save(conn, store, current, values, restart=change.retentionDays is not None)
+    row = _save(conn, store, principal, current, values, restart=change.retentionDays is not None)
     _written(written, row, "updated", _snapshot(current))
 
 
@@ -643,7 +653,13 @@ def _create(
 ) -> None:
     created = conn.execute(
         INSERT_NOTE,
-        {**values, "account_id": principal.account_id, "id": uuid4(), "indexing": store.indexing},
+        {
+            **values,
+            **saver(principal),
+            "account_id": principal.account_id,
+            "id": uuid4(),
+            "indexing": store.indexing,
+        },
     ).fetchone()
     assert created is not None  # proposals never create handoffs, the only conflict
     record_revision(conn, store, created, None)
@@ -675,7 +691,8 @@ def _apply_merge(
         current = notes[change.into]
         values = {name: current[name] for name in NOTE_FIELDS}
         values.update(content=change.content, kind=change.kind or current["kind"])
-        _written(written, _save(conn, store, current, values, False), "updated", _snapshot(current))
+        row = _save(conn, store, principal, current, values, False)
+        _written(written, row, "updated", _snapshot(current))
     else:
         first = notes[change.noteIds[0]]
         kind = change.kind or ("fact" if first["kind"] == "handoff" else first["kind"])
@@ -714,7 +731,7 @@ def _apply_organize(
         if current["project_id"] != destination:
             values = {name: current[name] for name in NOTE_FIELDS}
             values["project_id"] = destination
-            row = _save(conn, store, current, values, False)
+            row = _save(conn, store, principal, current, values, False)
             _written(written, row, "moved", _snapshot(current))
     moved = []
     for notebook_id in change.notebookIds:
@@ -790,7 +807,7 @@ def _undo(
     for note in applied["notes"]:
         note_id = UUID(note["id"])
         if note["before"] is not None:
-            row_now = _put_back(conn, store, current[note_id], note["before"])
+            row_now = _put_back(conn, store, principal, current[note_id], note["before"])
             outcome = "moved" if isinstance(change, OrganizeChange) else "updated"
             written.notes.append(_result(note_id, outcome, row_now["version"]))
         else:
@@ -854,13 +871,13 @@ SET_EXPIRY = "UPDATE memories SET expires_at = %s WHERE id = %s"
 
 
 def _put_back(
-    conn: Conn, store: Store, current: dict[str, Any], before: dict[str, Any]
+    conn: Conn, store: Store, principal: Principal, current: dict[str, Any], before: dict[str, Any]
 ) -> dict[str, Any]:
     """Save the note's earlier fields (and exact expiry, which its revision copies) as its
     next version; the new row (its version, notebook and archive state)."""
     values = {name: before[name] for name in NOTE_FIELDS}
     values["project_id"] = _uuid(before["project_id"])
-    row = write_correction(conn, store, current, values, retention_supplied=True)
+    row = write_correction(conn, store, current, values, retention_supplied=True, by=principal)
     expires = before["expires_at"]
     conn.execute(
         SET_EXPIRY, (None if expires is None else datetime.fromisoformat(expires), row["id"])

@@ -482,6 +482,9 @@ def _search_scope(req: SearchRequest) -> tuple[str, dict[str, Any]]:
     if req.kind is not None:
         scope += " AND m.kind = %(kind)s"
         values["kind"] = req.kind
+    if req.connectionId is not None:
+        scope += " AND m.connection_id = %(connection_id)s"
+        values["connection_id"] = req.connectionId
     return scope, values
 
 

@@ -4,19 +4,49 @@ from __future__ import annotations
 
 from typing import Any
 
-from grove_contracts.notes import Memory, PassageSource, Provenance, Revision
+from grove_contracts.notes import Memory, PassageSource, Provenance, Revision, SavedBy
+
+
+def saving_connection(alias: str) -> str:
+    """The saving connection's name and whether it is revoked now, as JSON (null for the
+    owner), of the row ``alias`` (a note or a revision): read when the row is, so a
+    renamed or revoked connection shows as it is today."""
+    return (
+        "(SELECT jsonb_build_object('name', c.name, 'revoked', c.revoked_at IS NOT NULL)"
+        f" FROM connections c WHERE c.account_id = {alias}.account_id"
+        f" AND c.id = {alias}.connection_id)"
+    )
+
 
 #: The columns every note query selects (table alias ``m``).
 MEMORY_COLUMNS = (
     "m.account_id, m.id, m.content, m.kind, m.project_id, m.task_id, m.capture, m.source_agent,"
     " m.source_ref, m.retention_days, m.expires_at, m.archived_at, m.version, m.indexing,"
-    " m.created_at, m.updated_at, m.file_id, m.file_version, m.file_span"
+    " m.created_at, m.updated_at, m.file_id, m.file_version, m.file_span, m.saved_by,"
+    f" m.connection_id, {saving_connection('m')} AS saver"
 )
 
+#: A revision's own columns (table alias ``r``), and ``REVISION_COLUMNS``: those and its
+#: saver, what every revision query selects.
+REVISION_FIELDS = (
+    "memory_id",
+    "version",
+    "content",
+    "kind",
+    "project_id",
+    "task_id",
+    "capture",
+    "source_agent",
+    "source_ref",
+    "retention_days",
+    "expires_at",
+    "operation_id",
+    "created_at",
+    "saved_by",
+    "connection_id",
+)
 REVISION_COLUMNS = (
-    "r.memory_id, r.version, r.content, r.kind, r.project_id, r.task_id, r.capture,"
-    " r.source_agent, r.source_ref, r.retention_days, r.expires_at, r.operation_id,"
-    " r.created_at"
+    ", ".join(f"r.{f}" for f in REVISION_FIELDS) + f", {saving_connection('r')} AS saver"
 )
 
 
@@ -38,6 +68,22 @@ def memory_of(row: dict[str, Any]) -> Memory:
         createdAt=row["created_at"],
         updatedAt=row["updated_at"],
         file=passage_of(row),
+        savedBy=saved_by_of(row),
+    )
+
+
+def saved_by_of(row: dict[str, Any]) -> SavedBy | None:
+    """Who saved a row (``MEMORY_COLUMNS`` or ``REVISION_COLUMNS``); None if not recorded."""
+    if row["saved_by"] is None:
+        return None
+    if row["saved_by"] == "owner":
+        return SavedBy(kind="owner")
+    found = row["saver"] or {}
+    return SavedBy(
+        kind="connection",
+        connectionId=row["connection_id"],
+        name=found.get("name"),
+        revoked=found.get("revoked", False),
     )
 
 
@@ -63,6 +109,7 @@ def revision_of(row: dict[str, Any]) -> Revision:
         expiresAt=row["expires_at"],
         operationId=row["operation_id"],
         createdAt=row["created_at"],
+        savedBy=saved_by_of(row),
     )
 
 

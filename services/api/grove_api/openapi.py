@@ -81,6 +81,8 @@ from grove_contracts.notebooks import (
     SubtreeResult,
 )
 from grove_contracts.notes import (
+    ActivityPage,
+    ActivityQuery,
     BatchRememberRequest,
     BatchResult,
     ForgetRequest,
@@ -425,6 +427,18 @@ ROUTES: tuple[Route, ...] = (
                 "A note's revisions, oldest first",
                 RevisionPage,
                 query=RevisionsQuery,
+            ),
+        ),
+    ),
+    Route(
+        resources.Activity,
+        (
+            Operation(
+                "GET",
+                "/v1/activity",
+                "Recent activity: the revisions saved lately, newest first, and who saved each",
+                ActivityPage,
+                query=ActivityQuery,
             ),
         ),
     ),

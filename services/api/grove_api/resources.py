@@ -25,6 +25,7 @@ from grove_contracts.notebooks import (
     SubtreeConfirmation,
 )
 from grove_contracts.notes import (
+    ActivityQuery,
     BatchRememberRequest,
     ForgetRequest,
     ListQuery,
@@ -39,6 +40,7 @@ from grove_contracts.notes import (
 )
 from grove_contracts.tools import INSTRUCTIONS, TOOLS
 from grove_memory import (
+    activity,
     batch,
     enrichment,
     export,
@@ -137,6 +139,14 @@ class Revisions(Resource):
             self.store, req.context.principal, memory_id, query.afterVersion, query.limit
         )
         _ok(resp, page)
+
+
+class Activity(Resource):
+    """``GET /v1/activity``: the revisions saved lately, newest first, with their savers."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = read_query(req, ActivityQuery)
+        _ok(resp, activity.recent_revisions(self.store, req.context.principal, query))
 
 
 class Search(Resource):

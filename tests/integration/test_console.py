@@ -497,6 +497,87 @@ def test_the_website_says_archived_only_of_a_note_it_archived(
     assert "nothing was archived" in status and "Archived" not in status, status
 
 
+def agent_tool(url: str, token: str, name: str, arguments: dict[str, Any]) -> Any:
+    """One tool call of the "Saving Agent", on a thread of its own (as ``search``)."""
+
+    async def run() -> Any:
+        async with agent_session(url, token, name="Saving Agent", version="1.0") as session:
+            return await session.call_tool(name, arguments)
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, run()).result(timeout=60)
+
+
+def test_notes_say_which_agent_saved_them_and_connections_link_to_what_each_saved(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    token = site.agent_token(person, site.provider.register("Saving Agent", AGENT_CALLBACK))
+    note = {"content": "Herons nest by the north pond", "kind": "fact"}
+    approval = tool_error(agent_tool(site.mcp.url, token, "remember", note))["approvalUrl"]
+    approved = owner.post(
+        f"/v1/connections/requests/{approval.split('request=')[1]}/approve",
+        {"grants": {"personal": True, "capabilities": ["memory:read", "memory:write"]}},
+    )
+    assert approved.status_code == 200, approved.text
+    agent = approved.json()["data"]
+    saved = text_json(agent_tool(site.mcp.url, token, "remember", note))
+    assert saved["savedBy"]["connectionId"] == agent["id"]
+    mine = owner.save("Herons were counted in May")
+
+    page = context.new_page()
+    sign_in(page, site, person, f"/notes/{saved['id']}")
+    assert page.locator(".saved-by .saver").inner_text() == agent["name"]
+    assert "Saving Agent" in agent["name"]
+    shot(page, tmp_path, "saved-by-agent")
+    page.goto(f"{site.console.url}/notes/{mine['id']}")
+    assert page.locator(".saved-by .saver").inner_text() == "you"
+
+    # The Connections page links the agent to the notes it saved.
+    page.goto(f"{site.console.url}/connections")
+    page.locator(f"tr[data-connection='{agent['id']}']").locator("text=Notes it saved").click()
+    page.wait_for_url(f"**/notes?connection={agent['id']}")
+    assert page.locator("tr[data-note]").evaluate_all("rows => rows.map(r => r.dataset.note)") == [
+        saved["id"]
+    ]
+    assert "saved by " + agent["name"] in page.locator("h1").inner_text()
+    shot(page, tmp_path, "notes-of-an-agent")
+    page.fill("input[name=q]", "herons")
+    page.click("button:text-is('Search')")
+    page.wait_for_url("**q=herons*")
+    assert page.locator("tr[data-note]").count() == 1  # the search keeps the filter
+
+    # The owner corrects the agent's note: each revision names its saver.
+    page.click("text=Herons nest by the north pond")
+    page.fill("textarea[name=content]", "Herons nest by the north and east ponds")
+    page.click("text=Save a new revision")
+    page.wait_for_url("**done=edited")
+    assert page.locator(".saved-by .saver").inner_text() == "you"
+    revisions = page.locator("ol.revisions")
+    assert revisions.locator("li[data-version='1'] .revision-saver").inner_text() == (
+        f"saved by {agent['name']}"
+    )
+    assert revisions.locator("li[data-version='2'] .revision-saver").inner_text() == "saved by you"
+    link = f"li[data-version='1'] a.saver[href='/notes?connection={agent['id']}']"
+    assert revisions.locator(link).count() == 1
+
+    # Recent activity: newest first, each revision with its saver and a link to the note.
+    page.goto(f"{site.console.url}/activity")
+    rows = page.locator("table.activity tr[data-note]")
+    seen = rows.evaluate_all("rows => rows.map(r => [r.dataset.note, r.dataset.version])")
+    assert seen == [[saved["id"], "2"], [mine["id"], "1"], [saved["id"], "1"]]
+    assert rows.nth(2).locator(".saver").inner_text() == agent["name"]
+    shot(page, tmp_path, "activity")
+    page.goto(f"{site.console.url}/connections")
+    page.locator(f"tr[data-connection='{agent['id']}']").locator("text=Its activity").click()
+    page.wait_for_url(f"**/activity?connection={agent['id']}")
+    seen = rows.evaluate_all("rows => rows.map(r => [r.dataset.note, r.dataset.version])")
+    assert seen == [[saved["id"], "1"]]
+    rows.first.locator("a", has_text="Herons nest").click()
+    page.wait_for_url(f"**/notes/{saved['id']}#v1")
+
+
 def test_shares_in_the_browser(site: Site, context: BrowserContext, tmp_path: Path) -> None:
     person = login()
     owner = site.owner_api(person)

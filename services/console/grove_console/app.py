@@ -169,6 +169,7 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     app.add_route("/connections/{connection_id:uuid}/grants", access.Grants(page))
     app.add_route("/keys", access.Keys(page))
     app.add_route("/notes", notes.Notes(page))
+    app.add_route("/activity", notes.Activity(page))
     app.add_route("/notes/{memory_id:uuid}", notes.Note(page))
     app.add_route("/notes/{memory_id:uuid}/{action}", notes.NoteAction(page))
     app.add_route("/notebooks", notes.NotebookCreate(page))

@@ -81,6 +81,24 @@ def scope(value: str) -> UUID | None:
         raise falcon.HTTPBadRequest(title="Not a notebook") from None
 
 
+def connection_filter(req: falcon.Request) -> str | None:
+    """The connection (``?connection=``, its ID) a notes list or the activity shows only
+    what it saved of, or None for every saver."""
+    value = req.get_param("connection")
+    if not value:
+        return None
+    try:
+        return str(UUID(value))
+    except ValueError:
+        raise falcon.HTTPBadRequest(title="Not a connection") from None
+
+
+def connection_name(page: Page, req: falcon.Request, connection: str) -> str:
+    """The name of one of the owner's connections, as its Connections page shows it."""
+    found = page.call(req, "GET", "/v1/connections")["items"]
+    return next((c["name"] for c in found if c["id"] == connection), "an unknown connection")
+
+
 class Notes(Page):
     """``GET /notes``: the tree and a list (``notebook``, ``archived``) or a search (``q``);
     ``POST /notes`` saves a new note."""
@@ -93,10 +111,13 @@ class Notes(Page):
         query = (req.get_param("q") or "").strip()
         archived = req.get_param_as_bool("archived", default=False)
         cursor = req.get_param("cursor")
+        connection = connection_filter(req)
         if query:
             body: dict[str, Any] = {"query": query, "limit": PAGE_SIZE}
             if notebook:
                 body["projectId"] = str(notebook)
+            if connection:
+                body["connectionId"] = connection
             if cursor:
                 body["cursor"] = cursor
             found = self.call(req, "POST", "/v1/memories/search", body)
@@ -105,13 +126,20 @@ class Notes(Page):
             params: dict[str, Any] = {"limit": PAGE_SIZE, "archived": str(archived).lower()}
             if chosen:
                 params["projectId"] = str(notebook) if notebook else "personal"
+            if connection:
+                params["connectionId"] = connection
             if cursor:
                 params["cursor"] = cursor
             found = self.call(req, "GET", "/v1/memories", params=params)
             items = found["items"]
         more = None
         if found.get("nextCursor"):
-            keep = {"notebook": chosen, "q": query, "archived": "1" if archived else ""}
+            keep = {
+                "notebook": chosen,
+                "q": query,
+                "archived": "1" if archived else "",
+                "connection": connection or "",
+            }
             more = "/notes?" + urlencode(
                 {k: v for k, v in keep.items() if v} | {"cursor": found["nextCursor"]}
             )
@@ -124,6 +152,8 @@ class Notes(Page):
             chosen=chosen,
             query=query,
             archived=archived,
+            connection=connection,
+            saver=connection_name(self, req, connection) if connection else None,
             notes=items,
             more=more,
             kinds=KINDS,
@@ -237,6 +267,34 @@ class NoteAction(Note):
             self.show(req, resp, memory_id, 409, moved, fields if action == "edit" else None)
             return
         raise falcon.HTTPNotFound()
+
+
+class Activity(Page):
+    """``GET /activity``: the revisions saved lately, newest first, with who saved each
+    (``connection``: one connection's), a page at a time."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.session(req)
+        connection = connection_filter(req)
+        params: dict[str, Any] = {"limit": PAGE_SIZE}
+        if connection:
+            params["connectionId"] = connection
+        if req.get_param("cursor"):
+            params["cursor"] = req.get_param("cursor")
+        found = self.call(req, "GET", "/v1/activity", params=params)
+        more = None
+        if found["nextCursor"]:
+            keep = {"connection": connection} if connection else {}
+            more = "/activity?" + urlencode(keep | {"cursor": found["nextCursor"]})
+        self.render(
+            req,
+            resp,
+            "activity.html",
+            revisions=found["items"],
+            connection=connection,
+            saver=connection_name(self, req, connection) if connection else None,
+            more=more,
+        )
 
 
 class NotebookCreate(Page):

@@ -24,7 +24,8 @@ from psycopg.rows import dict_row
 
 from grove_auth.principal import Principal
 from grove_db import embedded, schema
-from grove_db.pool import open_pool, transaction
+from grove_db.pool import open_pool, set_tenant, transaction
+from grove_memory.activity import RECENT
 from grove_memory.inference import vector_literal
 from grove_memory.recall import (
     BM25_K1,
@@ -263,3 +264,53 @@ def test_the_services_row_filter_keeps_the_account_as_an_index_condition(
                 assert any("account_id" in cond for cond in conditions), (table, nodes)
     finally:
         pool.close()
+
+
+def test_recent_activity_walks_its_index_back_from_the_newest_revision(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    """GET /v1/activity reads a page's revisions from the end of memory_revisions_saved
+    (or, for one connection, memory_revisions_connection), never every revision of the
+    account sorted: 20,000 revisions, 20 of them one connection's, a page of 20 reads
+    about 21 revisions either way."""
+    account, connection = uuid.uuid4(), uuid.uuid4()
+    with schema.fresh_database(database) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SELECT set_config('grove.account_id', %s, false)", (str(account),))
+            conn.execute("INSERT INTO accounts (id, name) VALUES (%s, 'activity')", (account,))
+            conn.execute(
+                "INSERT INTO memories (account_id, id, kind, content, indexing, saved_by,"
+                " connection_id) SELECT %s, gen_random_uuid(), 'fact', 'note ' || n, 'ready',"
+                " CASE WHEN n %% 1000 = 0 THEN 'connection' ELSE 'owner' END,"
+                " CASE WHEN n %% 1000 = 0 THEN %s::uuid END FROM generate_series(1, 20000) n",
+                (account, connection),
+            )
+            conn.execute(
+                "INSERT INTO memory_revisions (account_id, memory_id, version, content, kind,"
+                " capture, saved_by, connection_id, created_at) SELECT account_id, id, 1,"
+                " content, kind, capture, saved_by, connection_id,"
+                " created_at - random() * interval '30 days' FROM memories"
+            )
+            conn.execute("ANALYZE")
+        runtime = embedded.role_url(url, embedded.RUNTIME_ROLE)
+        with psycopg.connect(runtime, row_factory=dict_row) as conn:
+            set_tenant(conn, account)
+            values = {
+                **params(Principal(account, uuid.uuid4(), personal=True, all_notebooks=True)),
+                "limit": 21,
+                "connection_id": connection,
+            }
+            for where, index in (
+                ("true", "memory_revisions_saved"),
+                ("r.connection_id = %(connection_id)s", "memory_revisions_connection"),
+            ):
+                row = conn.execute(
+                    "EXPLAIN (ANALYZE, FORMAT JSON) " + RECENT.format(where=where), values
+                ).fetchone()
+                assert row is not None
+                (plan,) = row.values()
+                nodes = _nodes(_plan(plan))
+                (walk,) = [n for n in nodes if n.get("Relation Name") == "memory_revisions"]
+                assert walk["Index Name"] == index, walk
+                assert walk["Scan Direction"] == "Backward", walk
+                assert walk["Actual Rows"] <= 21, walk

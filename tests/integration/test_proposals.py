@@ -270,6 +270,9 @@ def test_edit_applies_against_the_version_read_and_undoes_to_the_exact_state(
         None,
     )
     assert back["expiresAt"] == saved["expiresAt"] and back["version"] == 3
+    # The key saved version 1; the owner applied the edit (2) and undid it (3).
+    assert saved["savedBy"]["kind"] == "connection"
+    assert (edited["savedBy"]["kind"], back["savedBy"]["kind"]) == ("owner", "owner")
 
 
 def test_create_applies_and_undo_archives_the_new_note(owner: Owner, store: Store) -> None:
@@ -282,6 +285,7 @@ def test_create_applies_and_undo_archives_the_new_note(owner: Owner, store: Stor
     assert outcome == "created"
     created = note(owner, created_id)
     assert created["content"] == "Priya approves billing deploys."
+    assert created["savedBy"]["kind"] == "owner"  # applied by the owner
     assert created["provenance"] == {
         "sourceAgent": "grove-proposals",
         "sourceRef": f"conversation:{conversation}",

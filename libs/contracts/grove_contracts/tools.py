@@ -225,7 +225,8 @@ TOOLS: tuple[Tool, ...] = (
         "list_memories",
         "List notes",
         "List notes newest first (or by `sort`), filtered by kind, notebook (`projectId`: a"
-        " UUID or `personal`), source agent, update time or lifetime; pass `nextCursor` back"
+        " UUID or `personal`), source agent, the connection that saved it (`connectionId`),"
+        " update time or lifetime; pass `nextCursor` back"
         " as `cursor` for the next page (at most 100 per page).",
         ListQuery,
         MemoryPage,

@@ -33,7 +33,7 @@ from grove_memory.notes import (
     record_revision,
     write_correction,
 )
-from grove_memory.rows import MEMORY_COLUMNS, memory_of
+from grove_memory.rows import ROW_COLUMNS, memory_of, with_saver
 from grove_memory.scope import GRANTED, check_notebook, granted, params
 from grove_memory.store import Store, require
 
@@ -74,12 +74,12 @@ BRING_BACK = f"""
             WHEN m.archived_at IS NOT NULL OR m.expires_at <= statement_timestamp()
             THEN statement_timestamp() + make_interval(days => m.retention_days)
             ELSE m.expires_at END
-    WHERE m.id = %(id)s RETURNING {MEMORY_COLUMNS}
+    WHERE m.id = %(id)s RETURNING {ROW_COLUMNS}
 """
 
 #: An expired note in its restoration window (hidden, not deleted) in the caller's grants.
 LOCK_EXPIRED = f"""
-    SELECT {MEMORY_COLUMNS} FROM memories m
+    SELECT {ROW_COLUMNS} FROM memories m
     WHERE m.id = %(id)s AND m.deleted_at IS NULL AND {GRANTED}
       AND (m.swept_at IS NOT NULL OR m.expires_at <= statement_timestamp())
     FOR UPDATE
@@ -115,7 +115,7 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
             row = write_correction(conn, store, row, values, retention_supplied=True, by=principal)
             memory = record_revision(conn, store, row, req.operationId)
         else:
-            memory = memory_of(row)
+            memory = memory_of(with_saver(conn, row))
         return op.record(memory, req.id)
 
 
@@ -138,7 +138,7 @@ def _move_one(
 ) -> Memory:
     current = lock_note(conn, principal, memory_id, None)
     if current["project_id"] == req.projectId:
-        return memory_of(current)
+        return memory_of(with_saver(conn, current))
     values = {name: current[name] for name in NOTE_FIELDS}
     values["project_id"] = req.projectId
     row = write_correction(conn, store, current, values, retention_supplied=False, by=principal)

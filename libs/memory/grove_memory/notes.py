@@ -39,7 +39,14 @@ from grove_memory.errors import (
     PassageReadOnly,
     VersionConflict,
 )
-from grove_memory.rows import MEMORY_COLUMNS, REVISION_COLUMNS, memory_of, revision_of
+from grove_memory.rows import (
+    MEMORY_COLUMNS,
+    REVISION_COLUMNS,
+    ROW_COLUMNS,
+    memory_of,
+    revision_of,
+    with_saver,
+)
 from grove_memory.scope import SAVED, VISIBLE, check_notebook, granted, in_notebook, params
 from grove_memory.store import Store, require
 
@@ -69,7 +76,7 @@ INSERT_NOTE = f"""
                  coalesce(project_id, '00000000-0000-0000-0000-000000000000'::uuid), task_id)
         WHERE kind = 'handoff' AND deleted_at IS NULL AND superseded_at IS NULL
     DO NOTHING
-    RETURNING {MEMORY_COLUMNS}
+    RETURNING {ROW_COLUMNS}
 """
 
 # ``{expires}`` is ``RESTART`` when the lifetime starts again from now (retention
@@ -88,7 +95,7 @@ UPDATE_NOTE = f"""
         updated_at = statement_timestamp(), saved_by = %(saved_by)s,
         connection_id = %(connection_id)s
     WHERE m.account_id = %(account_id)s AND m.id = %(id)s
-    RETURNING {MEMORY_COLUMNS}
+    RETURNING {ROW_COLUMNS}
 """
 
 INSERT_REVISION = f"""
@@ -114,16 +121,16 @@ COPY_EMBEDDING = """
 
 MARK_READY = f"""
     UPDATE memories AS m SET indexing = 'ready', indexing_error = NULL
-    WHERE m.account_id = %(account_id)s AND m.id = %(id)s RETURNING {MEMORY_COLUMNS}
+    WHERE m.account_id = %(account_id)s AND m.id = %(id)s RETURNING {ROW_COLUMNS}
 """
 
 LOCK_VISIBLE = f"""
-    SELECT {MEMORY_COLUMNS}
+    SELECT {ROW_COLUMNS}
     FROM memories m WHERE m.id = %(id)s AND {VISIBLE} FOR UPDATE
 """
 
 LOCK_HANDOFF = f"""
-    SELECT {MEMORY_COLUMNS}, statement_timestamp() >= m.expires_at AS expired
+    SELECT {ROW_COLUMNS}, statement_timestamp() >= m.expires_at AS expired
     FROM memories m
     WHERE m.kind = 'handoff' AND m.deleted_at IS NULL AND m.superseded_at IS NULL
       AND m.task_id = %(task_id)s AND m.project_id IS NOT DISTINCT FROM %(project_id)s
@@ -548,4 +555,4 @@ def record_revision(
             row = conn.execute(MARK_READY, copied).fetchone() or row
         else:
             queue.enqueue_embeddings(conn, [row["id"]], store.profile)
-    return memory_of(row)
+    return memory_of(with_saver(conn, row))

@@ -57,7 +57,7 @@ from grove_memory.errors import NotebookCycle, NotFound, ServiceError
 from grove_memory.idempotency import hold_account, hold_session
 from grove_memory.notebooks import CYCLE, NOTEBOOK_COLUMNS, lock_tree, write_notebook
 from grove_memory.notes import INSERT_NOTE, NOTE_FIELDS, record_revision, saver, write_correction
-from grove_memory.rows import MEMORY_COLUMNS
+from grove_memory.rows import MEMORY_COLUMNS, ROW_COLUMNS
 from grove_memory.scope import VISIBLE, params
 from grove_memory.store import Store
 from grove_telemetry import metrics
@@ -180,7 +180,7 @@ def _targets(change: Change) -> tuple[Wanted, Wanted]:
 
 
 READ_NOTES = f"""
-    SELECT {MEMORY_COLUMNS} FROM memories m
+    SELECT {ROW_COLUMNS} FROM memories m
     WHERE m.id = ANY(%(ids)s::uuid[]) AND {VISIBLE}
     ORDER BY m.id FOR UPDATE
 """

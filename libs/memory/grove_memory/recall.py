@@ -50,7 +50,7 @@ from grove_contracts.notes import (
 from grove_db.pool import Conn, set_locally, transaction
 from grove_memory import cursors
 from grove_memory.inference import InferenceError, vector_literal
-from grove_memory.rows import MEMORY_COLUMNS, memory_of
+from grove_memory.rows import MEMORY_COLUMNS, ROW_COLUMNS, memory_of, with_savers
 from grove_memory.scope import VISIBLE, check_notebook, in_notebook, params
 from grove_memory.store import Store, require
 
@@ -385,7 +385,7 @@ def search(store: Store, principal: Principal, req: SearchRequest) -> SearchPage
     fused = fuse(lexical, semantic, store.lexical_weight)
     if req.sort == "updated_desc":
         fused.sort(key=lambda c: (c.row["updated_at"], c.row["id"]), reverse=True)
-    page = fused[offset : offset + req.limit]
+    page = with_savers_of(store, principal, fused[offset : offset + req.limit])
     more = len(fused) > offset + req.limit
     next_cursor = (
         cursors.encode(
@@ -428,13 +428,27 @@ def recall(store: Store, principal: Principal, req: RecallRequest) -> RecallResu
     vector = None
     if pending is not None:
         vector, semantic = pending.result()
-        candidates = fuse(lexical, semantic, store.lexical_weight)
+        candidates = with_savers_of(store, principal, fuse(lexical, semantic, store.lexical_weight))
     retrieval = (
         vector.retrieval()
         if vector
         else Retrieval(lexical=False, semantic=False, reason="no_query")
     )
     return _pack(retrieval, candidates, handoff, req.limit, req.maxChars)
+
+
+def with_savers_of(
+    store: Store, principal: Principal, candidates: list[Candidate]
+) -> list[Candidate]:
+    """The candidates with their notes' savers, read after the candidates' statements
+    (Citus plans none of them with the saver's subquery in it)."""
+    if not any(c.row["saved_by"] == "connection" for c in candidates):
+        return candidates
+    with transaction(store.pool, principal.account_id) as conn:
+        rows = with_savers(conn, principal.account_id, [c.row for c in candidates])
+    for candidate, row in zip(candidates, rows, strict=True):
+        candidate.row = row
+    return candidates
 
 
 def fuse(
@@ -528,7 +542,7 @@ def lexical_candidates(
     found = bm25(conn, principal, words, scope)
     if found is None:
         pattern = "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        statement = SUBSTRING.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
+        statement = SUBSTRING.format(columns=ROW_COLUMNS, visible=VISIBLE, scope=scope)
         return conn.execute(
             statement, {**values, "pattern": pattern, "substring_score": SUBSTRING_SCORE}
         ).fetchall()
@@ -604,7 +618,7 @@ def bm25(
             next=rows[1]["word"] if len(rows) > 1 else None,
             budget=CANDIDATE_BUDGET,
         )
-    statement = BM25.format(found=found, columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope)
+    statement = BM25.format(found=found, columns=ROW_COLUMNS, visible=VISIBLE, scope=scope)
     return statement, values
 
 
@@ -645,9 +659,7 @@ def semantic_rows(
 ) -> list[dict[str, Any]]:
     """The nearest ``limit`` notes by distance (no threshold), nearest first."""
     walk_for_this_tenant(conn)
-    statement = SEMANTIC.format(
-        columns=MEMORY_COLUMNS, visible=VISIBLE, scope=scope, dims=len(vector)
-    )
+    statement = SEMANTIC.format(columns=ROW_COLUMNS, visible=VISIBLE, scope=scope, dims=len(vector))
     rows = conn.execute(
         statement, semantic_params(principal, vector, store.profile, values)
     ).fetchall()
@@ -670,7 +682,7 @@ def neighbour_rows(
     if not sourced:
         return []
     statement = NEIGHBOURS.format(
-        columns=MEMORY_COLUMNS,
+        columns=ROW_COLUMNS,
         visible=VISIBLE,
         scope=scope,
         dims=len(vector),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
+
 from grove_contracts.notes import Memory, PassageSource, Provenance, Revision, SavedBy
 
 
@@ -18,13 +20,24 @@ def saving_connection(alias: str) -> str:
     )
 
 
-#: The columns every note query selects (table alias ``m``).
-MEMORY_COLUMNS = (
+#: A note's own columns (table alias ``m``).
+NOTE_COLUMNS = (
     "m.account_id, m.id, m.content, m.kind, m.project_id, m.task_id, m.capture, m.source_agent,"
     " m.source_ref, m.retention_days, m.expires_at, m.archived_at, m.version, m.indexing,"
     " m.created_at, m.updated_at, m.file_id, m.file_version, m.file_span, m.saved_by,"
-    f" m.connection_id, {saving_connection('m')} AS saver"
+    " m.connection_id"
 )
+#: The columns every note query selects: those and its saver.
+MEMORY_COLUMNS = f"{NOTE_COLUMNS}, {saving_connection('m')} AS saver"
+#: The note's columns with its saver left for ``with_savers`` to read: for the statements
+#: Citus plans no subquery in (a write's ``RETURNING``, a locking read, and search's
+#: candidate statements).
+ROW_COLUMNS = f"{NOTE_COLUMNS}, NULL::jsonb AS saver"
+#: The savers of notes just read by ``ROW_COLUMNS``, by their connections' keys.
+SAVERS = """
+    SELECT c.id, jsonb_build_object('name', c.name, 'revoked', c.revoked_at IS NOT NULL) AS saver
+    FROM connections c WHERE c.account_id = %(account_id)s AND c.id = ANY(%(ids)s)
+"""
 
 #: A revision's own columns (table alias ``r``), and ``REVISION_COLUMNS``: those and its
 #: saver, what every revision query selects.
@@ -121,3 +134,23 @@ def memory_json(row: dict[str, Any]) -> dict[str, Any]:
 def revision_json(row: dict[str, Any]) -> dict[str, Any]:
     """A revision row as its JSON, for the export's lines."""
     return revision_of(row).model_dump(mode="json")
+
+
+def with_savers(
+    conn: psycopg.Connection[Any], account_id: Any, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Rows read by ``ROW_COLUMNS`` with their savers, as ``MEMORY_COLUMNS`` reads them
+    (one statement, and none if no row was saved by a connection)."""
+    ids = list({row["connection_id"] for row in rows if row["saved_by"] == "connection"})
+    if not ids:
+        return rows
+    found = {
+        r["id"]: r["saver"]
+        for r in conn.execute(SAVERS, {"account_id": account_id, "ids": ids}).fetchall()
+    }
+    return [{**row, "saver": found.get(row["connection_id"])} for row in rows]
+
+
+def with_saver(conn: psycopg.Connection[Any], row: dict[str, Any]) -> dict[str, Any]:
+    """One row read by ``ROW_COLUMNS`` with its saver."""
+    return with_savers(conn, row["account_id"], [row])[0]

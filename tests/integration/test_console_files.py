@@ -27,7 +27,7 @@ from tests.integration.test_console import (
     shot,
     sign_in_at_provider,
 )
-from tests.integration.test_enrichment import BILLING, DEPLOYS, UNFILED, eventually
+from tests.integration.test_enrichment import BILLING, DEPLOYS, UNFILED
 from tests.support.clients import Client, data_of
 from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import (
@@ -37,7 +37,7 @@ from tests.support.processes import (
     start_console,
     start_worker,
 )
-from tests.support.waiting import wait_until
+from tests.support.waiting import wait_for, wait_until
 
 #: ``GROVE_MAX_FILE_BYTES`` of this module's api.
 LIMIT = 4096
@@ -281,7 +281,7 @@ def test_a_notebooks_brief_quotes_its_notes(
     billing = data_of(owner.post("/v1/notebooks", {"name": "Billing"}))["id"]
     notes = {owner.save(text, projectId=billing)["id"]: text for text in BILLING}
     empty = data_of(owner.post("/v1/notebooks", {"name": "Nothing yet"}))["id"]
-    brief = eventually(
+    brief = wait_for(
         lambda: data_of(owner.get(f"/v1/notebooks/{billing}/brief")),
         lambda b: b["status"] == "ready",
     )

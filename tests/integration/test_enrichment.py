@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -34,6 +33,7 @@ from tests.support.clients import Client, data_of, error_of
 from tests.support.files import uploaded
 from tests.support.processes import Running, run_script, start_api, start_worker
 from tests.support.tenants import Tenant, new_tenant, owner_of
+from tests.support.waiting import wait_for
 
 BILLING = [
     "Invoices for the Acme account are sent on the first business day of each month.",
@@ -93,23 +93,14 @@ def filled(key: Client) -> tuple[str, str, Any]:
 
 
 def ready_brief(key: Client, notebook_id: str) -> Any:
-    return eventually(
+    return wait_for(
         lambda: data_of(key.get(f"/v1/notebooks/{notebook_id}/brief")),
         lambda b: b["status"] == "ready",
     )
 
 
 def suggested(key: Client) -> Any:
-    return eventually(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
-
-
-def eventually(read: Any, until: Any, seconds: float = 20) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = read()
-        if until(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.2)
+    return wait_for(lambda: data_of(key.get("/v1/suggestions")), lambda p: bool(p["items"]))
 
 
 def test_an_unfiled_note_is_offered_the_notebook_of_its_neighbours(tenant: Tenant) -> None:
@@ -158,20 +149,24 @@ def test_briefs_and_suggestions_stay_inside_grants_and_tenants(
     tenant: Tenant, api: Running, database: embedded.EmbeddedDatabase
 ) -> None:
     key = tenant.client
-    billing, deploys, _ = filled(key)
-    suggested(key)
+    billing, deploys, note = filled(key)
+    # Enrichment has run (else every check below would pass on nothing): the owner's key
+    # sees the suggestion for the unfiled note and both notebooks' briefs.
+    (suggestion,) = suggested(key)["items"]
+    assert (suggestion["memoryId"], suggestion["projectId"]) == (note["id"], billing)
     ready_brief(key, billing)
+    deploys_brief = ready_brief(key, deploys)
     other = new_tenant(database, api.url).client
     for path in (f"/v1/notebooks/{billing}/brief", f"/v1/notebooks/{uuid.uuid4()}/brief"):
         response = other.get(path)
         assert response.status_code == 404 and error_of(response)["code"] == "not_found"
     assert data_of(other.get("/v1/suggestions"))["items"] == []
-    # A key granted only the deploys notebook: not billing's brief, no personal notes.
+    # A key granted only the deploys notebook: its brief, not billing's, no personal notes.
     only_deploys = tenant.key(personal=False, notebook_ids=[uuid.UUID(deploys)])
     assert only_deploys.get(f"/v1/notebooks/{billing}/brief").status_code == 404
-    assert only_deploys.get(f"/v1/notebooks/{deploys}/brief").status_code == 200
+    assert data_of(only_deploys.get(f"/v1/notebooks/{deploys}/brief")) == deploys_brief
     assert data_of(only_deploys.get("/v1/suggestions"))["items"] == []
-    # A key granted personal notes only sees the suggestion, but not the notebook it names.
+    # A key granted personal notes only sees the note, not the notebook suggested for it.
     personal = tenant.key(personal=True)
     assert data_of(personal.get("/v1/suggestions"))["items"] == []
     bad = key.get("/v1/suggestions", params={"limit": 101})
@@ -196,7 +191,7 @@ def test_grove_enrich_reset_and_reindex_make_them_again(
     file_id = uploaded(
         key, b"# Runbook\n\nRestart the gateway at two.", "text/markdown", name="notes.md"
     )["id"]
-    ready = eventually(
+    ready = wait_for(
         lambda: data_of(key.get(f"/v1/files/{file_id}")), lambda f: f["indexing"] == "ready"
     )
     assert ready["passages"] == 1
@@ -204,7 +199,7 @@ def test_grove_enrich_reset_and_reindex_make_them_again(
     assert reindex.returncode == 0, reindex.stderr
     assert "files queued: 1" in reindex.stdout and "briefs dropped" not in reindex.stdout
     assert data_of(key.get(f"/v1/files/{file_id}"))["indexing"] in ("pending", "ready")
-    eventually(lambda: data_of(key.get(f"/v1/files/{file_id}")), lambda f: f["indexing"] == "ready")
+    wait_for(lambda: data_of(key.get(f"/v1/files/{file_id}")), lambda f: f["indexing"] == "ready")
     missing = run_script("grove", "enrich", "reset", "--account", str(uuid.uuid4()), env=env)
     assert missing.returncode == 1 and "no such account" in missing.stderr
 

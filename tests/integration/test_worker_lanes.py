@@ -13,6 +13,7 @@ other tests' jobs nor lose this test's file to another test's worker.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from typing import Any
 import psycopg
 import psycopg.rows
 import pytest
+from psycopg_pool import ConnectionPool
 
 from grove_cli import admin
 from grove_db import embedded, queue
@@ -54,6 +56,7 @@ class Stack:
     settings: WorkerSettings
     ask: str
     migration_url: str
+    pool: ConnectionPool
 
 
 @pytest.fixture
@@ -78,23 +81,24 @@ def stack(database: embedded.EmbeddedDatabase, quiet: tuple[str, Any]) -> Iterat
         worker_batch=4,
         worker_shutdown_grace_seconds=0.5,
     )
+    # The worker's pool outlives its loop: a side job given back on stop still ends later,
+    # and what it then writes (nothing) is what the test is about.
+    pool = open_pool(runtime, max_size=4, session_settings=settings.session_settings())
     try:
         account = admin.create_account(migration, "side lane")
         key = admin.create_key(migration, SECRET, account, "full", all_notebooks=True)
         tenant = Tenant(account, key.id, Client(api.url, key.key), database)
-        yield Stack(tenant, settings, ask.url, migration)
+        yield Stack(tenant, settings, ask.url, migration, pool)
     finally:
+        pool.close()
         api.stop()
         ask.stop()
         fake.close()
 
 
 @contextmanager
-def running(settings: WorkerSettings) -> Iterator[Worker]:
+def running(settings: WorkerSettings, pool: ConnectionPool) -> Iterator[Worker]:
     """A worker's loop on a thread of this process, stopped as SIGTERM stops it."""
-    pool = open_pool(
-        settings.database_url, max_size=4, session_settings=settings.session_settings()
-    )
     client = InferenceClient(settings.ask_address, settings.embedding_profile)
     worker = Worker(settings, pool, client)
     with psycopg.connect(settings.database_url, autocommit=True) as listener:
@@ -108,7 +112,6 @@ def running(settings: WorkerSettings) -> Iterator[Worker]:
             loop.join(30)
             assert not loop.is_alive()
     client.close()
-    pool.close()
 
 
 @pytest.fixture
@@ -122,7 +125,7 @@ def slow_file(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_a_slow_file_does_not_hold_up_the_embeddings(stack: Stack, slow_file: Any) -> None:
     client, file = stack.tenant.client, slow_file
-    with running(stack.settings):
+    with running(stack.settings, stack.pool):
         # The worker is reading the file (a job of the side lane) ...
         wait_until(
             lambda: (
@@ -150,16 +153,20 @@ def test_a_slow_file_does_not_hold_up_the_embeddings(stack: Stack, slow_file: An
 
 
 def test_a_side_job_running_past_the_grace_is_given_back_on_stop(
-    stack: Stack, slow_file: Any
+    stack: Stack, slow_file: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     client, file = stack.tenant.client, slow_file
-    with running(stack.settings):
+    caplog.set_level(logging.INFO, logger="grove.worker")
+    with running(stack.settings, stack.pool):
         wait_until(lambda: claimed(stack, queue.EXTRACT_FILE), timeout=10)
     # Stopped within the grace (0.5 s), not after the file's 4 s: the job is queued again,
-    # unleased, and the extraction that finishes later in the abandoned thread writes nothing.
+    # unleased ...
     (job,) = jobs(stack, queue.EXTRACT_FILE)
     assert (job["status"], job["lease_owner"]) == ("queued", None)
-    time.sleep(SLOW_SECONDS)
+    # ... and the extraction that finishes later in the abandoned thread finds its lease
+    # gone and writes nothing.
+    assert wait_until(lambda: extracted(caplog), timeout=30) == ["lost"]
+    assert jobs(stack, queue.EXTRACT_FILE) == [job]
     assert data_of(client.get(f"/v1/files/{file['id']}"))["indexing"] == "pending"
 
 
@@ -172,6 +179,12 @@ def jobs(stack: Stack, kind: str) -> list[dict[str, Any]]:
         return cursor.execute(
             "SELECT status, lease_owner FROM jobs WHERE kind = %s", (kind,)
         ).fetchall()
+
+
+def extracted(caplog: pytest.LogCaptureFixture) -> list[object]:
+    """The results the worker logged for the extractions it ran, in order."""
+    records = [r for r in caplog.records if r.name == "grove.worker" and r.msg == "extract"]
+    return [vars(r)["fields"]["result"] for r in records]
 
 
 def claimed(stack: Stack, kind: str) -> bool:

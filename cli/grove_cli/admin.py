@@ -112,6 +112,19 @@ def add_owner(migration_url: str, account_id: UUID, issuer: str, subject: str) -
         )
 
 
+def account_of_owner(migration_url: str, issuer: str, subject: str) -> UUID | None:
+    """The account the provider's ``subject`` (of ``issuer``) owns, if any (an identity
+    owns one account at most), read as a sign-in reads it."""
+    with psycopg.connect(migration_url) as conn, conn.transaction():
+        conn.execute("SELECT set_config('grove.owner_issuer', %s, true)", (issuer,))
+        conn.execute("SELECT set_config('grove.owner_subject', %s, true)", (subject,))
+        row = conn.execute(
+            "SELECT account_id FROM account_owners WHERE issuer = %s AND subject = %s",
+            (issuer, subject),
+        ).fetchone()
+    return None if row is None else UUID(str(row[0]))
+
+
 #: ``grove accounts quota`` options: (kind, column) per option name.
 QUOTA_OPTIONS = {
     "notes": ("notes", "items"),

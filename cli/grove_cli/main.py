@@ -209,10 +209,17 @@ def cmd_dev_token(args: argparse.Namespace) -> None:
     issuer = _env("GROVE_OIDC_ISSUER")
     account = UUID(args.account)
     subject = args.subject or "dev-owner"
+    migration_url = _env("GROVE_MIGRATION_DATABASE_URL")
     try:
-        admin.add_owner(_env("GROVE_MIGRATION_DATABASE_URL"), account, issuer, subject)
+        admin.add_owner(migration_url, account, issuer, subject)
     except psycopg.errors.UniqueViolation:
-        pass  # this identity already owns an account (perhaps this one)
+        # An identity owns one account: a token for it would be the other account's.
+        owned = admin.account_of_owner(migration_url, issuer, subject)
+        if owned != account:
+            sys.exit(
+                f"grove: {subject} owns account {owned}, not {account};"
+                f" name an identity of its own with --subject (e.g. --subject dev-{account})"
+            )
     if args.client:
         claims = {"aud": _env("GROVE_MCP_PUBLIC_URL"), "client_id": args.client, "scope": "openid"}
     else:
@@ -362,7 +369,10 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("dev-token", help="print a development owner or agent token")
     p.add_argument("--account", required=True)
     p.add_argument("--client", help="an OAuth client ID: print an agent token for MCP")
-    p.add_argument("--subject", help="the identity (default: dev-owner)")
+    p.add_argument(
+        "--subject",
+        help="the identity (default: dev-owner); refused if it owns another account",
+    )
     p.set_defaults(func=cmd_dev_token)
 
     secrets = commands.add_parser("secrets", help="secrets derived from GROVE_SECRET_KEY")

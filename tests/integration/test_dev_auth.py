@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from uuid import UUID
 
 import requests
 
@@ -106,6 +107,34 @@ def test_dev_token_gives_a_working_owner_session(
         assert response.json()["data"]["items"] == []
     finally:
         api.stop()
+
+
+def test_dev_token_refuses_a_subject_that_owns_another_account(
+    database: embedded.EmbeddedDatabase, tmp_path: Path
+) -> None:
+    env = {**dev_env(tmp_path, free_port()), "GROVE_MIGRATION_DATABASE_URL": database.migration_url}
+    issuer = env["GROVE_OIDC_ISSUER"]
+    first = admin.create_account(database.migration_url, "first")
+    second = admin.create_account(database.migration_url, "second")
+
+    def dev_token(account: UUID, subject: str) -> subprocess.CompletedProcess[str]:
+        command = ("dev-token", "--account", str(account), "--subject", subject)
+        return run_script("grove", *command, env=env)
+
+    for _ in range(2):  # the owner again: a token each time
+        token = dev_token(first, "dev-owner")
+        assert token.returncode == 0 and token.stdout.count(".") == 2, token.stderr
+    # Another account with the same identity: refused, not a token for the first account.
+    refused = dev_token(second, "dev-owner")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.strip() == (
+        f"grove: dev-owner owns account {first}, not {second};"
+        f" name an identity of its own with --subject (e.g. --subject dev-{second})"
+    )
+    assert admin.account_of_owner(database.migration_url, issuer, "dev-owner") == first
+    own = dev_token(second, f"dev-{second}")
+    assert own.returncode == 0 and own.stdout.count(".") == 2, own.stderr
+    assert admin.account_of_owner(database.migration_url, issuer, f"dev-{second}") == second
 
 
 def test_the_website_signs_in_with_the_development_issuer(

@@ -10,6 +10,7 @@ import json
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import psycopg
@@ -124,9 +126,45 @@ class Stack:
 
 
 @contextmanager
+def terminated_as_exit() -> Iterator[None]:
+    """SIGTERM (a ``kill``, a timeout) raises ``SystemExit`` as Ctrl-C raises
+    ``KeyboardInterrupt``, so the ``finally`` blocks in between run: a benchmark stopped
+    so stops the PostgreSQL and services it started instead of leaving them running.
+
+    After the first, SIGTERM is ignored until this ends: the clean-up it started runs to
+    its end. Outside the main thread (where no handler can be set) it changes nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def exit_(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
 def stack(profile: str = "minilm") -> Iterator[Stack]:
-    """Start PostgreSQL, grove-ask and grove-api (workers on demand); stop them after."""
-    root = Path(tempfile.mkdtemp(prefix="grove-bench-"))
+    """Start PostgreSQL, grove-ask and grove-api (workers on demand); stop them after,
+    also when the benchmark is stopped with SIGTERM (``terminated_as_exit``)."""
+    with terminated_as_exit():
+        root = Path(tempfile.mkdtemp(prefix="grove-bench-"))
+        try:
+            with _started(root, profile) as running:
+                yield running
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def _started(root: Path, profile: str) -> Iterator[Stack]:
+    """The stack of ``stack``, its PostgreSQL's data under ``root``."""
     db = embedded.start(root / "pgdata", cleanup_mode="delete")
     running: Stack | None = None
     try:
@@ -152,7 +190,6 @@ def stack(profile: str = "minilm") -> Iterator[Stack]:
         if running is not None:
             launch.stop_all(running.started)
         db.server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def save_all(

@@ -132,6 +132,9 @@ def start(
     except queue.Empty:
         running.stop(signal.SIGKILL)
         raise _failed(running, f"was not ready within {timeout:g} s") from None
+    except BaseException:  # interrupted (Ctrl-C, a benchmark's SIGTERM): leave none running
+        running.stop()
+        raise
     if match is None:
         raise _failed(running, f"exited with {running.stop()} before it was ready")
     running.port = match.group(1) if match.groups() else ""

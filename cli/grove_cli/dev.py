@@ -2,9 +2,10 @@
 
 Starts (or reuses) the embedded PostgreSQL under ``.grove/pgdata``, creates the
 migration, runtime, share and console roles, migrates, creates a demo account and key
-once, starts grove-ask, grove-worker, grove-api and grove-mcp as the runtime role,
-grove-share and grove-console (the owner website) as their own roles, writes
-``.grove/dev.env`` when everything answers, and stops it all on Ctrl-C.
+once, starts grove-ask and waits for its model to serve, then grove-worker, grove-api
+and grove-mcp as the runtime role, grove-share and grove-console (the owner website) as
+their own roles, writes ``.grove/dev.env`` when everything answers, and stops it all on
+Ctrl-C, each service once with SIGTERM: the doors, then the worker, then grove-ask.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from grove_db.migrate import migrate
 
 STATE_DIR = Path(".grove")
 READY_TIMEOUT_SECONDS = 60
+#: grove-ask loads and warms up its model before it serves: seconds on an idle machine,
+#: more than a minute on a busy one.
+ASK_READY_TIMEOUT_SECONDS = 300
 STOP_TIMEOUT_SECONDS = 15
 DEFAULT_API_PORT = "8080"
 DEFAULT_ASK_PORT = "50051"
@@ -80,23 +84,30 @@ def run() -> int:
     )
     identity = dev_identity(api_url, mcp_url, console_url)
     env.update(identity)
-    names = ["grove-api", "grove-mcp", "grove-share", "grove-console"]
-    if profile != "disabled":
-        names = ["grove-ask", "grove-worker", *names]
-    # Their logs go to this terminal; readiness is checked below through each service.
-    services = {name: launch.start(name, env) for name in names}
+    services: dict[str, launch.Running] = {}
     stopping = False
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
 
     def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    # Until everything answers, SIGTERM ends the start-up as Ctrl-C does.
+    signal.signal(signal.SIGTERM, interrupt)
     try:
-        if "grove-ask" in services and not _wait_ask(ask_address, services["grove-ask"]):
-            print("grove dev: grove-ask did not become ready", file=sys.stderr)
-            return 1
+        if profile != "disabled":
+            # The model first: the services started after it connect to a grove-ask that
+            # serves, so the first recall finds it (a gRPC channel opened before it
+            # listened waits out a reconnect backoff, answering inference_unavailable).
+            services["grove-ask"] = _start("grove-ask", env)
+            if not _wait_ask(ask_address, services["grove-ask"]):
+                print("grove dev: grove-ask did not become ready", file=sys.stderr)
+                return 1
+            services["grove-worker"] = _start("grove-worker", env)
+        for name in ("grove-api", "grove-mcp", "grove-share", "grove-console"):
+            services[name] = _start(name, env)
         for name, url in (
             ("grove-api", api_url),
             ("grove-mcp", mcp_url.removesuffix("/mcp")),
@@ -119,6 +130,8 @@ def run() -> int:
             },
             db,
         )
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
         _banner(api_url, mcp_url, share_url, console_url, key)
         while not stopping and all(s.process.poll() is None for s in services.values()):
             time.sleep(0.2)
@@ -128,26 +141,51 @@ def run() -> int:
                 print(f"grove dev: {name} exited with {code}", file=sys.stderr)
                 return code or 1
         return 0
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) before everything answered
+        return 130
     finally:
-        launch.stop_all(services.values(), timeout=STOP_TIMEOUT_SECONDS)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the stop below runs to its end
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _stop(services)
         (STATE_DIR / "dev.env").unlink(missing_ok=True)
         print("grove dev: stopped", file=sys.stderr)
 
 
+def _start(name: str, env: dict[str, str]) -> launch.Running:
+    """Start a service writing its logs to this terminal, in a process group of its own:
+    Ctrl-C reaches ``grove dev`` alone, which stops each service once (``_stop``)."""
+    return launch.start(name, env, own_group=True)
+
+
+def _stop(services: dict[str, launch.Running]) -> None:
+    """Stop the services in order, each with one SIGTERM, waiting for each group: the
+    doors first (no new requests), then the worker, then grove-ask that both use."""
+    front = [s for name, s in services.items() if name not in ("grove-worker", "grove-ask")]
+    for group in (front, [services.get("grove-worker")], [services.get("grove-ask")]):
+        launch.stop_all([s for s in group if s is not None], timeout=STOP_TIMEOUT_SECONDS)
+
+
 def _wait_ask(address: str, ask: launch.Running) -> bool:
+    """Whether grove-ask serves (its model loaded) within ``ASK_READY_TIMEOUT_SECONDS``.
+
+    A fresh channel for each try: one that failed to connect waits out a growing
+    reconnect backoff, and would see a grove-ask that has just started serving late.
+    """
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline and ask.process.poll() is None:
+    deadline = time.monotonic() + ASK_READY_TIMEOUT_SECONDS
+    while time.monotonic() < deadline and ask.process.poll() is None:
+        with grpc.insecure_channel(address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
             try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                request = health_pb2.HealthCheckRequest(service="")
+                reply = stub.Check(request, timeout=1, wait_for_ready=True)
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
                     return True
             except grpc.RpcError:
-                time.sleep(0.3)
+                pass
+        time.sleep(0.3)
     return False
 
 

@@ -103,6 +103,7 @@ def start(
     quit_signal: int = signal.SIGTERM,
     keep_lines: bool = True,
     timeout: float = READY_TIMEOUT_SECONDS,
+    own_group: bool = False,
 ) -> Running:
     """Start the console script ``name`` with this process's environment plus ``env``.
 
@@ -111,13 +112,16 @@ def start(
     group, if any, is ``port``); lines after that are kept in ``lines`` only if
     ``keep_lines`` (a long benchmark would otherwise hold every log line). Raises
     ``LaunchError`` with the last output if the script exits first, or if no line
-    matches within ``timeout`` seconds (it is killed then).
+    matches within ``timeout`` seconds (it is killed then). With ``own_group`` the script
+    runs in a process group of its own, so a terminal's Ctrl-C reaches only this process,
+    which stops it (``grove dev``).
     """
     process = subprocess.Popen(
         [script(name)],
         env={**os.environ, **env},
         stderr=None if ready is None else subprocess.PIPE,
         text=True,
+        process_group=0 if own_group else None,
     )
     running = Running(name, process, quit_signal)
     if ready is None:

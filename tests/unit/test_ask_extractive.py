@@ -99,3 +99,29 @@ def test_the_openai_generator_needs_its_endpoint_and_model_at_start_up() -> None
     )
     assert configured.answer_openai_api_key is None  # a key is optional (local servers)
     assert AskSettings().answer_generator == "extractive"
+
+
+@pytest.mark.parametrize("embedder", [Keywords(), None], ids=["similarity", "overlap-only"])
+def test_near_duplicate_sources_are_said_once_and_both_cited(embedder: Keywords | None) -> None:
+    first = Evidence("n1", 2, "We deploy billing with Argo CD every Tuesday.")
+    again = Evidence("n2", 1, "Every Tuesday we deploy billing with Argo CD.")
+    evidence = [first, again, TEA]
+    answer = Extractive(embedder).answer("When do we deploy billing?", [], evidence, False, 5)
+    assert answer.text == "We deploy billing with Argo CD every Tuesday."
+    assert [(c.note_id, c.quote) for c in answer.citations] == [
+        ("n1", first.content),
+        ("n2", again.content),
+    ]
+    for citation in answer.citations:
+        assert citation.start == 0 and citation.end == len(citation.quote)
+
+
+def test_a_different_fact_in_similar_words_is_still_said() -> None:
+    # The same template with another value is no duplicate (duplicates.py's hard negatives).
+    tuesday = Evidence("n1", 1, "We deploy billing with Argo CD every Tuesday at 10:00.")
+    friday = Evidence("n2", 1, "We deploy search with Argo CD every Friday at 15:00.")
+    answer = Extractive(None).answer(
+        "When do we deploy with Argo CD?", [], [tuesday, friday], False, 5
+    )
+    assert answer.text == f"{tuesday.content} {friday.content}"
+    assert len(answer.citations) == 2

@@ -7,6 +7,8 @@ the question by MiniLM cosine similarity (when the model is loaded) plus the sha
 the question's content words it contains (lowercase, stop words dropped, light suffix
 stemming). Sentences under ``SCORE_FLOOR`` or far below the best one never answer; when
 none is left the answer is empty, and the caller reports that there is no evidence.
+Near-duplicate sentences (say, the same fact saved twice in other words) are said once
+and each cited.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Protocol
 
 from grove_ask.cancel import Cancellation
 from grove_contracts.proposals import ProposalDraft
+from grove_memory import duplicates
 
 #: At most this many sentences make an answer.
 MAX_ANSWER_SENTENCES = 3
@@ -199,13 +202,14 @@ class Extractive:
         candidates = self._sentences(evidence)
         if not candidates:
             return Answer("", [])
-        scores = self._scores(question, previous, candidates, timeout)
-        chosen = _choose(candidates, scores)
-        texts = [s.text for s in chosen]
+        scores, vectors = self._scores(question, previous, candidates, timeout)
+        chosen = _choose(candidates, scores, vectors)
+        texts = [group[0].text for group in chosen]
         text = "\n".join(f"- {t}" for t in texts) if markdown else " ".join(texts)
         citations = [
             Citation(evidence[s.rank].note_id, evidence[s.rank].version, s.text, s.start, s.end)
-            for s in chosen
+            for group in chosen
+            for s in group
         ]
         return Answer(text, citations)
 
@@ -222,21 +226,23 @@ class Extractive:
         previous: Sequence[str],
         candidates: list[_Sentence],
         timeout: float | None,
-    ) -> list[float]:
+    ) -> tuple[list[float], list[list[float]] | None]:
+        """Each candidate's score, and the candidates' vectors (None without the model)."""
         wanted = terms(question)
         if len(wanted) < 2 and previous:
             # "and the second one?": borrow the words of the latest earlier question.
             wanted |= terms(previous[-1])
         overlap = [_overlap(wanted, s.text) for s in candidates]
         if self._embedder is None:
-            return [o if o >= OVERLAP_ONLY_FLOOR else 0.0 for o in overlap]
+            return [o if o >= OVERLAP_ONLY_FLOOR else 0.0 for o in overlap], None
         vectors = self._embedder.embed([question, *(s.text for s in candidates)], timeout)
         query = vectors[0]
         similarity = [sum(a * b for a, b in zip(query, v, strict=True)) for v in vectors[1:]]
-        return [
+        scores = [
             SEMANTIC_WEIGHT * max(sim, 0.0) + (1 - SEMANTIC_WEIGHT) * over
             for sim, over in zip(similarity, overlap, strict=True)
         ]
+        return scores, vectors[1:]
 
 
 def _overlap(wanted: set[str], sentence: str) -> float:
@@ -246,10 +252,16 @@ def _overlap(wanted: set[str], sentence: str) -> float:
     return len(wanted & terms(sentence)) / len(wanted)
 
 
-def _choose(candidates: list[_Sentence], scores: list[float]) -> list[_Sentence]:
-    """The best few above both floors, without repeats, in reading order.
+def _choose(
+    candidates: list[_Sentence], scores: list[float], vectors: list[list[float]] | None
+) -> list[list[_Sentence]]:
+    """The best few above both floors, in reading order, each with the near-duplicates
+    that say the same (first the sentence the answer says, then the others it cites).
 
-    Reading order: evidence rank (best note first), then position within the note.
+    Reading order: evidence rank (best note first), then position within the note. A
+    sentence that says what a chosen one says (``grove_memory.duplicates``' rules: the
+    proposer's with both vectors, the save warning's wording alone without them) takes
+    no place of its own: the answer says it once and cites both.
     """
     best = max(scores, default=0.0)
     floor = max(SCORE_FLOOR, best * RELATIVE_FLOOR)
@@ -257,14 +269,26 @@ def _choose(candidates: list[_Sentence], scores: list[float]) -> list[_Sentence]
         (i for i, score in enumerate(scores) if score >= floor and score > 0),
         key=lambda i: -scores[i],
     )
-    chosen: list[_Sentence] = []
-    seen: set[str] = set()
+    groups: list[list[int]] = []
     for index in ranked:
-        sentence = candidates[index]
-        if sentence.text.casefold() in seen:
-            continue
-        seen.add(sentence.text.casefold())
-        chosen.append(sentence)
-        if len(chosen) == MAX_ANSWER_SENTENCES:
-            break
-    return sorted(chosen, key=lambda s: (s.rank, s.start))
+        same = next((g for g in groups if _says_the_same(candidates, vectors, g[0], index)), None)
+        if same is not None:
+            same.append(index)
+        elif len(groups) < MAX_ANSWER_SENTENCES:
+            groups.append([index])
+    groups.sort(key=lambda g: (candidates[g[0]].rank, candidates[g[0]].start))
+    return [[candidates[i] for i in group] for group in groups]
+
+
+def _says_the_same(
+    candidates: list[_Sentence], vectors: list[list[float]] | None, first: int, second: int
+) -> bool:
+    """Whether two candidate sentences are near-duplicates (``grove_memory.duplicates``)."""
+    a, b = candidates[first].text, candidates[second].text
+    if a.casefold() == b.casefold():
+        return True
+    lexical = duplicates.lexical_similarity(a, b)
+    if vectors is None:
+        return lexical >= duplicates.SAVE_LEXICAL_THRESHOLD
+    cosine = sum(x * y for x, y in zip(vectors[first], vectors[second], strict=True))
+    return duplicates.is_near_duplicate(cosine, lexical)

@@ -180,6 +180,7 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
         scopes=scopes,
         requestedAt=request.get("requestedAt"),
         expiresAt=row["request_expires_at"],
+        attempts=request.get("attempts", []),
         connection=Connection.model_validate(connection_json(row)),
     ).model_dump(mode="json")
 

@@ -185,6 +185,43 @@ def describe_client(pool: ConnectionPool, principal: Principal, name: str, versi
         )
 
 
+#: The approval page remembers this many of an unapproved client's refused attempts.
+MAX_ATTEMPTS = 5
+Capability = Literal["read", "write", "delete"]
+
+
+def record_attempt(
+    pool: ConnectionPool,
+    principal: Principal,
+    tool: str,
+    capability: Capability,
+    project_id: uuid.UUID | None,
+) -> None:
+    """Keep what an unapproved client just tried (a tool, what it needs, in which
+    notebook or personal notes) on its pending request, so the approval page can say
+    what it tried and propose grants that let it succeed.
+
+    Distinct attempts only, the latest ``MAX_ATTEMPTS``; the caller names a known tool
+    and a notebook ID it parsed, so the client cannot put words on the page.
+    """
+    attempt = {"tool": tool, "capability": capability, "projectId": project_id and str(project_id)}
+    with transaction(pool, principal.account_id) as conn:
+        row = conn.execute(
+            "SELECT request FROM connections WHERE id = %s AND request_expires_at IS NOT NULL"
+            " FOR UPDATE",
+            (principal.connection_id,),
+        ).fetchone()
+        if row is None:
+            return
+        request = row["request"] or {}
+        attempts = [a for a in request.get("attempts", []) if a != attempt] + [attempt]
+        request["attempts"] = attempts[-MAX_ATTEMPTS:]
+        conn.execute(
+            "UPDATE connections SET request = %s WHERE id = %s",
+            (Jsonb(request), principal.connection_id),
+        )
+
+
 def _granted(account_id: Any, row: dict[str, Any], client_id: str) -> Principal:
     return Principal(
         account_id=account_id,

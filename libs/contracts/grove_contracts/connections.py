@@ -67,6 +67,15 @@ class Connection(BaseModel):
     state: str
 
 
+class Attempt(BaseModel):
+    """What an unapproved client tried and was refused: the tool, the capability it
+    needs, and where (a notebook, or null for personal notes or no notebook named)."""
+
+    tool: str
+    capability: Literal["read", "write", "delete"]
+    projectId: UUID | None
+
+
 class ConnectionRequest(BaseModel):
     """An OAuth client's approval request, as the approval page shows it.
 
@@ -83,6 +92,8 @@ class ConnectionRequest(BaseModel):
     scopes: list[str]
     requestedAt: datetime | None
     expiresAt: datetime | None
+    #: What the client tried while waiting (its refused tool calls, the latest last).
+    attempts: list[Attempt] = []
     connection: Connection
 
 

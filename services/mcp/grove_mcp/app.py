@@ -36,7 +36,7 @@ from grove_auth.errors import GrantError, IdentityNotProvisioned, ProviderUnavai
 from grove_auth.failures import FailedSignIns, bearer_token
 from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import KEY_PREFIX, authenticate, derive_secret
-from grove_auth.oauth import describe_client
+from grove_auth.oauth import Capability, describe_client, record_attempt
 from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
 from grove_contracts.errors import error_envelope, success_envelope, validation_details
@@ -45,7 +45,7 @@ from grove_contracts.project_memory import (
     PROJECT_MEMORY_TOOLS,
     PROJECT_MEMORY_TOOLS_BY_NAME,
 )
-from grove_contracts.tools import INSTRUCTIONS
+from grove_contracts.tools import INSTRUCTIONS, TOOLS_BY_NAME
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.ratelimit import RateLimit, hit_all, request_buckets
@@ -288,7 +288,9 @@ def _failed(scope: Scope, status: int) -> bool:
 
 
 class DescribeClient:
-    """Keep what an unapproved client says it is, for the owner's approval page.
+    """Keep what an unapproved client says it is and what it tried (the agent tool it
+    called: the approval page proposes grants that let it succeed), for the owner's
+    approval page.
 
     The MCP client's ``clientInfo`` (name, version) comes in ``initialize`` (handshake
     protocol versions; a stateless server sees it only there) or in every request's
@@ -315,14 +317,43 @@ class DescribeClient:
             size += len(message.get("body", b""))
             if message["type"] != "http.request" or not message.get("more_body"):
                 break
-        info = _client_info(b"".join(m.get("body", b"") for m in messages))
+        body = b"".join(m.get("body", b"") for m in messages)
+        info = _client_info(body)
         if info is not None:
             await anyio.to_thread.run_sync(describe_client, self.pool, principal, *info)
+        attempt = _attempt(body)
+        if attempt is not None:
+            await anyio.to_thread.run_sync(record_attempt, self.pool, principal, *attempt)
 
         async def replay() -> Message:
             return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replay, send)
+
+
+def _attempt(body: bytes) -> tuple[str, Capability, uuid.UUID | None] | None:
+    """The agent tool a ``tools/call`` request calls, the capability it needs and the
+    notebook it names (its ``projectId``), if it calls one of the agent tools."""
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(request, dict) or request.get("method") != "tools/call":
+        return None
+    params = request.get("params")
+    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        return None
+    tool = TOOLS_BY_NAME.get(params["name"])
+    if tool is None:
+        return None
+    arguments = params.get("arguments")
+    project = arguments.get("projectId") if isinstance(arguments, dict) else None
+    try:
+        project_id = uuid.UUID(project) if isinstance(project, str) else None
+    except ValueError:
+        project_id = None
+    capability: Capability = "read" if tool.read_only else "delete" if tool.destructive else "write"
+    return tool.name, capability, project_id
 
 
 def _client_info(body: bytes) -> tuple[str, str] | None:

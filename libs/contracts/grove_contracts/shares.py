@@ -54,6 +54,9 @@ class Share(BaseModel):
 
     id: UUID
     target: ShareTarget
+    #: The note's first line (at most 120 characters) or the notebook's name, for the
+    #: owner's list; null once it is deleted.
+    targetName: str | None = None
     title: str | None
     allowIndexing: bool
     status: Literal["active", "expired", "revoked"]

@@ -49,7 +49,12 @@ SHARE_COLUMNS = """
         WHEN 'note' THEN m.file_id IS NULL AND m.deleted_at IS NULL AND m.archived_at IS NULL
                          AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())
         ELSE p.deleted_at IS NULL AND p.archived_at IS NULL
-    END AS available
+    END AS available,
+    CASE s.target_type
+        WHEN 'note' THEN CASE WHEN m.deleted_at IS NULL
+                              THEN left(btrim(split_part(btrim(m.content), E'\n', 1)), 120) END
+        ELSE CASE WHEN p.deleted_at IS NULL THEN p.name END
+    END AS target_name
 """
 SHARE_FROM = """
     FROM shares s
@@ -198,6 +203,7 @@ def _share(row: dict[str, Any]) -> Share:
     return Share(
         id=row["id"],
         target=ShareTarget(type=row["target_type"], id=row["target_id"]),
+        targetName=row["target_name"] or None,
         title=row["title"],
         allowIndexing=row["indexable"],
         status=status,

@@ -138,6 +138,8 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
             "GROVE_CONSOLE_CLIENT_ID": CONSOLE,
             "GROVE_CONSOLE_CLIENT_SECRET": CONSOLE_SECRET,
             "GROVE_CONSOLE_SCOPES": "openid offline_access",
+            "GROVE_MCP_PUBLIC_URL": mcp_url,
+            "GROVE_API_PUBLIC_URL": api.url,
         },
     )
     yield Site(provider, api, mcp, console, share)
@@ -165,20 +167,37 @@ def sign_in(page: Page, site: Site, person: str, path: str = "/connections") -> 
     page.wait_for_url(f"{site.console.url}{path.split('?')[0]}*")
 
 
-def search(url: str, token: str, query: str) -> Any:
+def call_tool(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
     """One agent call, on a thread of its own: Playwright's loop owns this one."""
 
     async def run() -> Any:
         async with agent_session(url, token, name="Browser Test Agent", version="2.0") as session:
-            return await session.call_tool("search_memories", {"query": query})
+            return await session.call_tool(tool, arguments)
 
     with ThreadPoolExecutor(1) as thread:
         return thread.submit(asyncio.run, run()).result(timeout=60)
 
 
+def search(url: str, token: str, query: str) -> Any:
+    return call_tool(url, token, "search_memories", {"query": query})
+
+
+#: Screenshots go to the test's own directory, and also here when it is set (so a
+#: reviewer can look at every page after a run).
+SCREENSHOTS = os.environ.get("GROVE_SCREENSHOTS_DIR")
+#: Desktop and phone widths.
+WIDTHS = {"desktop": 1280, "phone": 390}
+
+
 def shot(page: Page, tmp_path: Path, name: str) -> None:
-    """A screenshot for review, kept with the test's output."""
-    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    """Screenshots for review at desktop and phone width, kept with the test's output."""
+    size = page.viewport_size or {"width": 1280, "height": 800}
+    for label, width in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": 800})
+        for folder in (tmp_path, *([Path(SCREENSHOTS)] if SCREENSHOTS else [])):
+            folder.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(folder / f"{name}-{label}.png"), full_page=True)
+    page.set_viewport_size(size)
 
 
 def test_an_owner_approves_an_agent_in_the_browser_and_revokes_it(
@@ -229,7 +248,14 @@ def test_an_owner_approves_an_agent_in_the_browser_and_revokes_it(
 
     row = page.locator("tr", has_text="Browser Test Agent")
     row.locator("button", has_text="Revoke").click()
+    # Nothing is revoked before the confirmation page is answered.
+    assert page.locator("h1").inner_text() == "Revoke Browser Test Agent?"
+    shot(page, tmp_path, "revoke-confirm")
+    assert not search(site.mcp.url, token, "orbital").is_error
+    page.click("button:text-is('Revoke')")
     page.wait_for_url(f"{site.console.url}/connections*")
+    assert page.locator("tr", has_text="Browser Test Agent").count() == 0  # behind the filter
+    page.click("text=Show 1 revoked")
     assert page.locator("tr", has_text="Browser Test Agent").locator(".status").inner_text() == (
         "revoked"
     )
@@ -255,6 +281,7 @@ def test_keys_are_created_once_and_revoked(
     page.goto(f"{site.console.url}/connections")
     assert secret not in page.content()
     page.locator("tr", has_text="laptop").locator("button", has_text="Revoke").click()
+    page.click("button:text-is('Revoke')")
     page.wait_for_url(f"{site.console.url}/connections*")
     assert key.get("/v1/memories").status_code == 401
 
@@ -343,16 +370,16 @@ def test_a_return_path_never_leads_off_the_website(site: Site, context: BrowserC
     page.goto(f"{site.console.url}/?next=/%09/evil.example")
     page.click("text=Sign in with your identity provider")
     sign_in_at_provider(page, login())
-    page.wait_for_url(f"{site.console.url}/notes")
+    page.wait_for_url(f"{site.console.url}/start")  # home: a new owner has no connection
     here = urlsplit(site.console.url).netloc
     for away in ("/%09/evil.example", "/%5Cevil.example", "//evil.example", "/%252F%252Fevil"):
         page.goto(f"{site.console.url}/?next={away}")  # signed in: straight on
-        assert (urlsplit(page.url).netloc, urlsplit(page.url).path) == (here, "/notes"), away
+        assert (urlsplit(page.url).netloc, urlsplit(page.url).path) == (here, "/start"), away
     page.goto(f"{site.console.url}/?next=/connections")
     assert page.url == f"{site.console.url}/connections"
     for broken in ("/notes%0D%0ASet-Cookie:%20x=1", "/%0A"):  # was a 500
         answer = context.request.get(f"{site.console.url}/?next={broken}", max_redirects=0)
-        assert (answer.status, answer.headers["location"]) == (303, "/notes"), broken
+        assert (answer.status, answer.headers["location"]) == (303, "/start"), broken
 
 
 def test_a_request_of_another_account_is_not_found(site: Site, context: BrowserContext) -> None:
@@ -598,6 +625,8 @@ def test_shares_in_the_browser(site: Site, context: BrowserContext, tmp_path: Pa
     assert link not in page.content()  # the link is shown once
     shot(page, tmp_path, "shares")
     row.locator("text=Revoke").click()
+    assert page.locator("h1").inner_text() == "Revoke Wifi?"
+    page.click("button:text-is('Revoke')")
     page.wait_for_url("**done=revoked")
     assert page.locator("tr", has_text="Wifi").locator(".status").inner_text() == "revoked"
     assert requests.get(link, timeout=10).status_code == 404
@@ -652,6 +681,7 @@ def test_ask_in_the_browser(site: Site, context: BrowserContext, tmp_path: Path)
     assert page.locator("ul.conversations li", has_text="Staging questions").count() == 1
     page.goto(conversation)
     page.click("text=Delete this conversation")
+    page.click("button:text-is('Delete')")
     page.wait_for_url("**done=deleted")
     assert page.locator("ul.conversations li", has_text="Staging questions").count() == 0
 
@@ -800,7 +830,11 @@ def test_pages_of_another_account_are_not_found(site: Site, context: BrowserCont
     for path in (f"/notes/{note}/forget", f"/shares/{share['id']}/revoke", f"/notes/{note}/edit"):
         posted = context.request.post(
             f"{site.console.url}{path}",
-            form={"csrf": csrf, "content": "overwritten", "kind": "fact", "notebook": ""},
+            form={
+                "csrf": csrf,
+                "confirmed": "1",  # past the confirmation page
+                **{"content": "overwritten", "kind": "fact", "notebook": ""},
+            },
         )
         assert posted.status == 404, path
     assert owner.get(f"/v1/memories/{note}").json()["data"]["content"] == "their secret plan"
@@ -1051,3 +1085,191 @@ def test_mcp_remote_signs_in_in_the_browser_and_waits_for_approval(
 def _authorize_url(log: Path) -> str | None:
     match = AUTHORIZE_URL.search(log.read_text())
     return match.group(1) if match else None
+
+
+# --- a new owner's first agent, and pages a person can read ------------------------------
+
+
+def path_of(url: str) -> str:
+    """A website URL's path and query."""
+    parts = urlsplit(url)
+    return f"{parts.path}?{parts.query}" if parts.query else parts.path
+
+
+#: A timestamp as the API sends it: never shown as such on a page.
+RAW_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+
+
+def test_a_new_owner_lands_on_get_started_which_waits_for_the_first_agent(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    page = context.new_page()
+    page.goto(site.console.url)
+    page.click("text=Sign in with your identity provider")
+    sign_in_at_provider(page, person)
+    page.wait_for_url(f"{site.console.url}/start")
+    assert page.locator("#mcp-url").inner_text() == site.mcp.url
+    assert page.locator("#setup-claude-code").inner_text() == (
+        f"claude mcp add --transport http grove {site.mcp.url}"
+    )
+    assert site.mcp.url in page.locator("#setup-mcp-remote").inner_text()
+    assert f"{site.api.url}/v1/memories" in page.locator("#rest-curl").inner_text()
+    assert page.locator("[data-wait]").inner_text().startswith("Waiting for your first agent")
+    shot(page, tmp_path, "start")
+
+    # An agent asks while the page is open: the page turns into its approval.
+    client_id = site.provider.register("Browser Test Agent", AGENT_CALLBACK)
+    token = site.agent_token(person, client_id)
+    assert tool_error(search(site.mcp.url, token, "anything"))["code"] == "connection_required"
+    page.wait_for_url(f"{site.console.url}/connections/approve?request=*", timeout=30_000)
+    assert "Browser Test Agent" in page.locator(".client-name").inner_text()
+
+    # A key from the page works with the REST example's address.
+    page.goto(f"{site.console.url}/start")
+    page.fill("#rest input[name=name]", "script")
+    page.click("#rest button:text-is('Create a key')")
+    key = Client(site.api.url, page.locator("#secret").inner_text())
+    assert key.post("/v1/memories", {"content": "from a script", "kind": "fact"}).status_code == 201
+
+
+def test_an_agents_refused_save_leads_to_an_approval_that_lets_it_save(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    client_id = site.provider.register("Browser Test Agent", AGENT_CALLBACK)
+    token = site.agent_token(person, client_id)
+    note = {"content": "The build cache lives on the NAS", "kind": "fact"}
+    required = tool_error(call_tool(site.mcp.url, token, "remember", note))
+    assert required["code"] == "connection_required"
+
+    page = context.new_page()
+    sign_in(page, site, person, path_of(required["approvalUrl"]))
+    tried = page.locator("ul.tried").inner_text()
+    assert "save or change notes in your personal notes" in tried, tried
+    assert "remember" in tried
+    assert "Grove cannot check it" in page.locator(".unverified").inner_text()
+    text = page.locator("main").inner_text()
+    for jargon in ("openid", "offline_access", "Redirect host", "Asks for"):
+        assert jargon not in text, jargon
+    asked = page.locator("dl.facts time")
+    assert asked.get_attribute("datetime") and asked.get_attribute("title")
+    assert not RAW_TIMESTAMP.search(text)
+    # The defaults let the refused save succeed; the owner could untick them.
+    assert page.locator("input[name=personal]").is_checked()
+    assert page.locator("input[value='memory:write']").is_checked()
+    assert not page.locator("input[value='memory:delete']").is_checked()
+    shot(page, tmp_path, "approve-save")
+    page.click("button[value=approve]")
+    page.wait_for_url(f"{site.console.url}/connections*")
+    assert "may read, write" in page.locator("[role=status]").inner_text()
+
+    saved = call_tool(site.mcp.url, token, "remember", note)
+    assert not saved.is_error, saved
+    listed = site.owner_api(person).get("/v1/memories").json()["data"]["items"]
+    assert [m["content"] for m in listed] == [note["content"]]
+    connections = page.locator("table.connections")
+    assert connections.locator("time").first.get_attribute("title")
+    shot(page, tmp_path, "connections-approved")
+
+
+def test_denying_an_agent_asks_first(site: Site, context: BrowserContext, tmp_path: Path) -> None:
+    person = login()
+    client_id = site.provider.register("Browser Test Agent", AGENT_CALLBACK)
+    token = site.agent_token(person, client_id)
+    approval = tool_error(search(site.mcp.url, token, "x"))["approvalUrl"]
+    page = context.new_page()
+    sign_in(page, site, person, path_of(approval))
+    page.click("button[value=deny]")
+    assert page.locator("h1").inner_text() == "Deny Browser Test Agent?"
+    shot(page, tmp_path, "deny-confirm")
+    page.click("text=Cancel")  # nothing was denied: the request still waits
+    assert page.locator(".status").inner_text() == "pending"
+    page.click("button[value=deny]")
+    page.click("button:text-is('Deny')")
+    page.wait_for_url(f"{site.console.url}/connections*")
+    assert "Denied" in page.locator("[role=status]").inner_text()
+
+
+def test_the_error_page_gives_the_request_id_and_no_internal_code(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    page = context.new_page()
+    sign_in(page, site, login(), "/notes")
+    for path in (f"/notes/{uuid.uuid4()}", "/no-such-page"):
+        response = page.goto(f"{site.console.url}{path}")
+        assert response is not None and response.status == 404, path
+        assert page.locator("h1").inner_text() == "Not found"
+        reference = page.locator(".request-id").inner_text()
+        assert reference and reference == response.headers["x-request-id"]
+        text = page.locator("main").inner_text()
+        assert "not_found" not in text and "(" not in text.split("\n")[1], text
+        assert "404" not in text and "This page cannot do that" not in text
+    shot(page, tmp_path, "error")
+
+
+def test_an_identity_without_an_account_gets_a_page_for_people(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    gone = owner.delete("/v1/account", json={"confirmation": "delete my Grove account"})
+    assert gone.status_code == 200, gone.text
+    page = context.new_page()
+    page.goto(site.console.url)
+    page.click("text=Sign in with your identity provider")
+    sign_in_at_provider(page, person)
+    assert page.locator("h1").inner_text() == "Your account isn't set up yet"
+    text = page.locator("main").inner_text()
+    for operator in ("grove accounts", "GROVE_", "operator", "`"):
+        assert operator not in text, operator
+    assert page.locator("header nav").count() == 0  # every link would refuse the same way
+    assert page.locator(".request-id").inner_text()
+    shot(page, tmp_path, "no-account")
+    page.click("button:text-is('Sign out')")
+    assert page.locator("h1").inner_text() == "Signed out"
+
+
+def test_every_page_reads_well_at_desktop_and_phone_width(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    """Screenshots of each page for review; no raw timestamp on any of them."""
+    person = login()
+    owner = site.owner_api(person)
+    notebook = owner.post("/v1/notebooks", {"name": "Runbooks"}).json()["data"]["id"]
+    note = owner.save("Deploys go out on Tuesdays\nwith a ticket", projectId=notebook)["id"]
+    owner.save("The VPN needs the new certificate")
+    owner.post("/v1/shares", {"target": {"type": "note", "id": note}})
+    owner.post("/v1/shares", {"target": {"type": "notebook", "id": notebook}, "title": "Ops"})
+    owner.post("/v1/keys", {"name": "laptop", "grants": {"capabilities": ["memory:read"]}})
+    conversation = str(uuid.uuid4())
+    assert (
+        owner.post("/v1/conversations", {"id": conversation, "title": "Deploys"}).status_code == 201
+    )
+    page = context.new_page()
+    sign_in(page, site, person, "/notes")
+    pages = {
+        "notes": "/notes",
+        "note": f"/notes/{note}",
+        "notebook": f"/notebooks/{notebook}",
+        "files": "/files",
+        "shares": "/shares",
+        "ask": "/ask",
+        "conversation": f"/ask/{conversation}",
+        "connections": "/connections",
+        "start-later": "/start",
+        "account": "/account",
+    }
+    for name, path in pages.items():
+        response = page.goto(f"{site.console.url}{path}")
+        assert response is not None and response.status == 200, path
+        text = page.locator("main").inner_text()
+        assert not RAW_TIMESTAMP.search(text), (path, RAW_TIMESTAMP.search(text))
+        shot(page, tmp_path, f"page-{name}")
+    page.goto(f"{site.console.url}/shares")
+    names = page.locator(".share-name").all_inner_texts()
+    assert names == ["Ops", "Deploys go out on Tuesdays"], names
+    assert page.locator("td time[title]").count() >= 2
+    # Keyboard: the first Tab reaches the skip link, which is then visible.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +163,7 @@ def test_files_and_storage_in_the_browser(
     runbooks = data_of(owner.post("/v1/notebooks", {"name": "Runbooks"}))["id"]
     page = context.new_page()
     sign_in(page, site, person, "/notes")
-    page.click("header nav >> text=Files & storage")
+    page.click("header nav >> text=Files")
     page.wait_for_url(f"{site.console.url}/files")
     assert page.locator("tr[data-file]").count() == 0
 
@@ -300,7 +301,10 @@ def test_a_notebooks_brief_quotes_its_notes(
         assert links.nth(i).get_attribute("href") == (
             f"/notes/{cited['id']}?version={cited['version']}#v{cited['version']}"
         )
-    assert brief["generatedAt"][:16].replace("T", " ") in section.inner_text()
+    made = section.locator("time")  # in words, the exact instant in the markup
+    made_at = datetime.fromisoformat(made.get_attribute("datetime") or "")
+    assert made_at == datetime.fromisoformat(brief["generatedAt"])
+    assert made.get_attribute("title")
     shot(page, tmp_path, "brief")
     first = brief["citations"][0]
     links.first.click()

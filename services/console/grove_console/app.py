@@ -21,13 +21,25 @@ from psycopg_pool import ConnectionPool
 
 from grove_auth.keys import derive_secret
 from grove_auth.provider import Discovery
-from grove_console import access, account, ask, enrichment, entry, files, notes, shares, signin
-from grove_console.api import Api, ApiError
+from grove_console import (
+    access,
+    account,
+    ask,
+    enrichment,
+    entry,
+    errors,
+    files,
+    notes,
+    shares,
+    signin,
+    start,
+    times,
+)
+from grove_console.api import Api
 from grove_console.page import Deps, Forbidden
 from grove_console.sessions import COOKIE, SessionStore
 from grove_console.settings import ConsoleSettings
 from grove_contracts.errors import error_envelope, success_envelope
-from grove_db.errors import ClientTimeout
 from grove_db.pool import open_pool
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging
@@ -114,55 +126,14 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     app.resp_options.secure_cookies_by_default = deps.settings.secure_cookies
     page = deps
 
-    def forbidden(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
-        resp.status = falcon.HTTP_403
-        resp.content_type = falcon.MEDIA_HTML
-        resp.text = deps.templates.get_template("message.html").render(
-            title="Refused",
-            message="This form is not from your current session: reload the page and try again.",
-            tone="warn",
-            session=None,
-        )
-
-    def too_slow(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
-        resp.status = falcon.HTTP_408
-        resp.content_type = falcon.MEDIA_HTML
-        resp.text = deps.templates.get_template("message.html").render(
-            title="Too slow",
-            message="The form stopped arriving before it was complete: send it again.",
-            tone="warn",
-            session=None,
-        )
-
-    def api_error(req: falcon.Request, resp: falcon.Response, ex: ApiError, params: Any) -> None:
-        resp.status = falcon.code_to_http_status(ex.status)
-        resp.content_type = falcon.MEDIA_HTML
-        resp.text = deps.templates.get_template("message.html").render(
-            title="Grove refused",
-            message=f"{ex.message} ({ex.code})",
-            tone="warn",
-            link={"href": "/notes", "text": "Your notes"},
-            session=req.context.get("session"),
-        )
-
-    def http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError) -> None:
-        resp.content_type = falcon.MEDIA_HTML
-        resp.text = deps.templates.get_template("message.html").render(
-            title=ex.title or "Refused",
-            message=ex.description or "This page cannot do that.",
-            tone="warn",
-            session=req.context.get("session"),
-        )
-
-    app.add_error_handler(Forbidden, forbidden)
-    app.add_error_handler(ApiError, api_error)
-    app.add_error_handler(ClientTimeout, too_slow)
-    app.set_error_serializer(http_error)
+    errors.install(app, deps)
     app.add_route("/", entry.Home(page))
     app.add_route("/auth/login", entry.Login(page))
     app.add_route("/auth/callback", entry.Callback(page))
     app.add_route("/auth/logout", entry.Logout(page))
     app.add_route("/dev/login", entry.DevLogin(page))
+    app.add_route("/start", start.Start(page))
+    app.add_route("/start/status", start.Status(page))
     app.add_route("/connections", access.Connections(page))
     app.add_route("/connections/approve", access.Approve(page))
     app.add_route("/connections/{connection_id:uuid}/revoke", access.Revoke(page))
@@ -220,9 +191,10 @@ def deps_from(settings: ConsoleSettings) -> Deps:
     )
     templates.filters["first_line"] = notes.first_line
     templates.filters["bytes"] = files.human_bytes
+    templates.filters["when"] = times.when
     return Deps(
         store=SessionStore(pool, derive_secret(secret, "console-session")),
-        api=Api(settings.console_api_url),
+        api=Api(settings.api_url),
         provider=provider,
         login_key=derive_secret(secret, "console-login"),
         settings=settings,

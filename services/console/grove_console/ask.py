@@ -186,9 +186,15 @@ class ProposalAction(Conversation):
 
 
 class Delete(Page):
-    """``POST /ask/{id}/delete``: hide the conversation for good (history is retained)."""
+    """``POST /ask/{id}/delete``: after the confirmation page, hide the conversation for
+    good (history is retained)."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
-        self.posted(req)
+        fields = self.posted(req)
+        message = "It leaves your list of conversations for good; your notes stay as they are."
+        back = f"/ask/{conversation_id}"
+        title = "Delete this conversation?"
+        if not self.confirmed(req, resp, fields, title, message, "Delete", back):
+            return
         self.call(req, "DELETE", f"/v1/conversations/{conversation_id}")
         raise falcon.HTTPSeeOther("/ask?done=deleted")

@@ -11,16 +11,20 @@ import falcon
 from grove_auth import devissuer
 from grove_auth.errors import ProviderUnavailable
 from grove_console import signin
-from grove_console.page import Page, now, one, safe_next, set_cookie
+from grove_console.page import DEFAULT_NEXT, Page, now, one, safe_next, set_cookie
 from grove_console.sessions import COOKIE, session_end
 
 
 class Home(Page):
-    """``GET /``: the sign-in page, or on to the notes when signed in."""
+    """``GET /``: the sign-in page; signed in, on to ``next``, else home: Get started
+    while the account has no connection, the notes after."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         next_path = safe_next(req.get_param("next"))
         if req.context.session is not None:
+            if next_path == DEFAULT_NEXT:
+                connections = self.call(req, "GET", "/v1/connections")["items"]
+                next_path = "/notes" if connections else "/start"
             raise falcon.HTTPSeeOther(next_path)
         csrf = secrets.token_urlsafe(16)
         if self.deps.settings.dev_auth:

@@ -237,7 +237,8 @@ class NoteAction(Note):
                 ids = {"ids": [str(memory_id)]}
                 done = self.call(req, "POST", "/v1/tools/archive_memories", ids)
                 if done["results"][0]["outcome"] != "archived":
-                    raise ApiError(404, "not_found", "There is no such note: nothing was archived")
+                    text = "There is no such note any more: nothing was archived."
+                    raise falcon.HTTPNotFound(description=text)
                 raise falcon.HTTPSeeOther(f"{path}?done=archived")
             if action == "unarchive":
                 self.call(req, "POST", "/v1/tools/restore_memory", {"id": str(memory_id)})

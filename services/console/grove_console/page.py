@@ -52,6 +52,8 @@ class Page:
     ) -> None:
         """``template`` with ``values`` and the signed-in session (if any) as ``session``."""
         values.setdefault("session", req.context.get("session"))
+        values.setdefault("request_path", req.path)
+        values.setdefault("request_id", req.context.get("request_id", "-"))
         resp.status = falcon.code_to_http_status(status)
         resp.content_type = falcon.MEDIA_HTML
         resp.text = self.deps.templates.get_template(template).render(**values)
@@ -70,6 +72,36 @@ class Page:
         self.render(
             req, resp, "message.html", status, title=title, message=message, link=link, tone=tone
         )
+
+    def confirmed(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        fields: Fields,
+        title: str,
+        message: str,
+        button: str,
+        back: str,
+    ) -> bool:
+        """Whether a destructive form was confirmed; if not, the confirmation page,
+        which posts the same fields again with ``confirmed=1`` (no script needed)."""
+        if one(fields, "confirmed") == "1":
+            return True
+        keep = [
+            (k, v) for k, values in fields.items() if k not in ("csrf", "confirmed") for v in values
+        ]
+        self.render(
+            req,
+            resp,
+            "confirm.html",
+            title=title,
+            message=message,
+            button=button,
+            back=back,
+            action=req.path,
+            keep=keep,
+        )
+        return False
 
     def session(self, req: falcon.Request) -> Session:
         """The signed-in session, or a redirect to sign in (and back here)."""
@@ -174,8 +206,9 @@ class Page:
 RENEW_MARGIN = timedelta(minutes=1)
 #: The notebook tree shows at most this many pages of 100 notebooks.
 MAX_NOTEBOOK_PAGES = 20
-#: Where sign-in returns to when ``next`` is missing or not a path on this website.
-DEFAULT_NEXT = "/notes"
+#: Where sign-in returns to when ``next`` is missing or not a path on this website: the
+#: home page, which is Get started until the account has a connection, then the notes.
+DEFAULT_NEXT = "/"
 #: A return path is printable ASCII (no space, no control character), as browsers send it.
 PATH_CHARACTERS = re.compile(r"[!-~]+")
 
@@ -215,7 +248,7 @@ def notice(req: falcon.Request, texts: dict[str, str]) -> str | None:
 
 
 def safe_next(value: str | None) -> str:
-    """A return path on this website only (never another host); ``/notes`` otherwise.
+    """A return path on this website only (never another host); the home page otherwise.
 
     A browser reads a ``Location`` more loosely than a Python parser: it drops tabs and
     newlines, takes a backslash for a slash and ``//host`` for another site, so a tab

@@ -12,6 +12,8 @@ from grove_db.slow_clients import ClientTimeoutSettings
 
 DEFAULT_PORT = 8083
 DEFAULT_METRICS_PORT = 9083
+#: grove-api on this host: the development default of ``GROVE_CONSOLE_API_URL``.
+DEFAULT_API_URL = "http://127.0.0.1:8080"
 
 
 class ConsoleSettings(ClientTimeoutSettings):
@@ -28,8 +30,14 @@ class ConsoleSettings(ClientTimeoutSettings):
     console_secret_key: Annotated[SecretStr, Field(min_length=32)] | None = None
     #: The server secret: refused in production; outside it, it may stand in for the above.
     secret_key: Annotated[SecretStr, Field(min_length=32)] | None = None
-    #: Where grove-console reaches grove-api (server to server).
-    console_api_url: str = "http://127.0.0.1:8080"
+    #: Where grove-console reaches grove-api (server to server). Required in production,
+    #: where the development default (the API on this host) is never right.
+    console_api_url: str | None = None
+    #: The URL agents connect to (grove-mcp's own setting): the Get started page shows it.
+    mcp_public_url: str | None = None
+    #: grove-api's public base URL, for the Get started page's REST examples (in
+    #: development ``GROVE_CONSOLE_API_URL`` stands in for it).
+    api_public_url: str | None = None
     #: The website's own public origin: its cookies, redirect URI and CSRF origin check.
     website_origin: Annotated[str, Field(min_length=1)]
     oidc_issuer: str | None = None
@@ -77,6 +85,11 @@ class ConsoleSettings(ClientTimeoutSettings):
                 raise ValueError("GROVE_DEV_AUTH must not be enabled when GROVE_ENV=production")
             if origin.scheme != "https":
                 raise ValueError("GROVE_WEBSITE_ORIGIN must be https in production")
+            if not self.console_api_url:
+                raise ValueError(
+                    "GROVE_CONSOLE_API_URL is required in production: where grove-console"
+                    " reaches grove-api, e.g. http://api:8080"
+                )
         if not self.dev_auth:
             needed = {
                 "GROVE_OIDC_ISSUER": self.oidc_issuer,
@@ -100,6 +113,18 @@ class ConsoleSettings(ClientTimeoutSettings):
     def secure_cookies(self) -> bool:
         """Cookies are ``Secure`` whenever the website is served over https."""
         return self.website_origin.startswith("https://")
+
+    @property
+    def api_url(self) -> str:
+        """Where grove-api answers this website (the development default when unset)."""
+        return self.console_api_url or DEFAULT_API_URL
+
+    @property
+    def public_api_url(self) -> str | None:
+        """The API's address as agents and scripts reach it, if known."""
+        if self.api_public_url:
+            return self.api_public_url.rstrip("/")
+        return self.api_url.rstrip("/") if self.env == "development" else None
 
     @property
     def redirect_uri(self) -> str:

@@ -52,9 +52,14 @@ class Shares(Page):
 
 
 class Revoke(Page):
-    """``POST /shares/{id}/revoke``: the link stops working for good."""
+    """``POST /shares/{id}/revoke``: after the confirmation page, the link stops
+    working for good."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, share_id: UUID) -> None:
-        self.posted(req)
+        fields = self.posted(req)
+        name = one(fields, "shownName") or "this link"
+        message = "Anyone who opens it from now on gets “not found”. This cannot be undone."
+        if not self.confirmed(req, resp, fields, f"Revoke {name}?", message, "Revoke", "/shares"):
+            return
         self.call(req, "DELETE", f"/v1/shares/{share_id}")
         raise falcon.HTTPSeeOther("/shares?done=revoked")

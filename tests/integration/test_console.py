@@ -1266,6 +1266,11 @@ def test_every_page_reads_well_at_desktop_and_phone_width(
         text = page.locator("main").inner_text()
         assert not RAW_TIMESTAMP.search(text), (path, RAW_TIMESTAMP.search(text))
         shot(page, tmp_path, f"page-{name}")
+    page.emulate_media(color_scheme="dark")  # the system's dark mode
+    for name in ("notes", "connections", "start-later"):
+        page.goto(f"{site.console.url}{pages[name]}")
+        shot(page, tmp_path, f"page-{name}-dark")
+    page.emulate_media(color_scheme="light")
     page.goto(f"{site.console.url}/shares")
     names = page.locator(".share-name").all_inner_texts()
     assert names == ["Ops", "Deploys go out on Tuesdays"], names

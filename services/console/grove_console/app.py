@@ -5,9 +5,10 @@ server (``sessions``); the browser holds only an HttpOnly session cookie. Every 
 carries the session's CSRF token and every POST must come from the website's own origin;
 every page is sent with a strict Content-Security-Policy (scripts and styles from this
 origin only, no framing, forms post only here). The pages live by subject: ``entry``
-(sign-in), ``access`` (connections and keys), ``notes``, ``enrichment`` (briefs and
-suggestions), ``files`` (files and storage), ``shares``, ``ask``, ``account``; this module
-holds the one route table.
+(sign-in), ``start`` (Get started), ``access`` (connections and keys), ``notes``,
+``enrichment`` (briefs and suggestions), ``files`` (files and storage), ``shares``,
+``ask``, ``account``; ``errors`` renders every refusal; this module holds the one route
+table.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from tests.integration.test_mcp import error_of as tool_error
 from tests.integration.test_mcp import text_json
 from tests.integration.test_oidc import agent_session
 from tests.support import loopback
+from tests.support.axe import serious_violations
 from tests.support.clients import Client
 from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
 from tests.support.oidc_provider import OidcProvider
@@ -1278,3 +1279,49 @@ def test_every_page_reads_well_at_desktop_and_phone_width(
     # Keyboard: the first Tab reaches the skip link, which is then visible.
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.className") == "skip"
+
+
+def test_no_page_has_a_serious_accessibility_violation(site: Site, browser: Any) -> None:
+    """axe-core on every page (and the approval, confirmation and error pages), light and
+    dark: no serious or critical violation (contrast, names, labels, structure)."""
+    person = login()
+    owner = site.owner_api(person)
+    notebook = owner.post("/v1/notebooks", {"name": "Runbooks"}).json()["data"]["id"]
+    note = owner.save("Deploys go out on Tuesdays", projectId=notebook)["id"]
+    owner.post("/v1/shares", {"target": {"type": "note", "id": note}})
+    conversation = str(uuid.uuid4())
+    assert owner.post("/v1/conversations", {"id": conversation}).status_code == 201
+    client_id = site.provider.register("Browser Test Agent", AGENT_CALLBACK)
+    token = site.agent_token(person, client_id)
+    saving = {"content": "a note", "kind": "fact"}
+    approval = tool_error(call_tool(site.mcp.url, token, "remember", saving))["approvalUrl"]
+    checked = browser.new_context(bypass_csp=True)  # axe's script is put into the page
+    try:
+        page = checked.new_page()
+        sign_in(page, site, person, "/start")
+        paths = [
+            "/start",
+            "/notes",
+            f"/notes/{note}",
+            f"/notebooks/{notebook}",
+            "/notebooks/archived",
+            "/suggestions",
+            "/files",
+            "/shares",
+            "/ask",
+            f"/ask/{conversation}",
+            "/connections",
+            "/account",
+            path_of(approval),
+            f"/notes/{uuid.uuid4()}",  # the error page
+        ]
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            for path in paths:
+                page.goto(f"{site.console.url}{path}")
+                assert serious_violations(page) == [], (path, scheme)
+            page.goto(f"{site.console.url}{path_of(approval)}")
+            page.click("button[value=deny]")  # the confirmation page
+            assert serious_violations(page) == [], ("deny", scheme)
+    finally:
+        checked.close()

@@ -1115,6 +1115,9 @@ def test_a_new_owner_lands_on_get_started_which_waits_for_the_first_agent(
         f"claude mcp add --transport http grove {site.mcp.url}"
     )
     assert site.mcp.url in page.locator("#setup-mcp-remote").inner_text()
+    # The stdio bridge's entry runs the command its own distribution installs.
+    bridge = page.locator("#setup-bridge").inner_text()
+    assert '"grove-mcp-bridge"' in bridge and site.api.url in bridge
     assert f"{site.api.url}/v1/memories" in page.locator("#rest-curl").inner_text()
     assert page.locator("[data-wait]").inner_text().startswith("Waiting for your first agent")
     shot(page, tmp_path, "start")

@@ -29,7 +29,7 @@ from grove_contracts.notes import RememberRequest
 from grove_contracts.project_memory import CreateOrgRequest, CreateProjectRequest
 from grove_contracts.shares import CreateShareRequest, ShareTarget
 from grove_db import embedded, queue
-from grove_db.pool import transaction
+from grove_db.pool import open_pool, transaction
 from grove_memory import (
     conversations,
     enrichment,
@@ -327,7 +327,12 @@ def fill(account: Account, ask: str) -> None:
         ask_address=ask,
         worker_poll_seconds=0.2,
     )
-    with running(settings):
+    with (
+        open_pool(
+            settings.database_url, max_size=4, session_settings=settings.session_settings()
+        ) as pool,
+        running(settings, pool),
+    ):
         wait_until(lambda: not pending(account), timeout=60)
     conversation = uuid.uuid4()
     conversations.create_conversation(store, owner, CreateConversationRequest(id=conversation))

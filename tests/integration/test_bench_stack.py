@@ -24,8 +24,9 @@ from bench.stack import stack
 with stack("disabled") as running:
     running.start_ask()
     with psycopg.connect(running.db.superuser_url) as conn:
+        # Asked while the connection is open: its backend process ends with it.
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    postmaster = psutil.Process(backend).ppid()
+        postmaster = psutil.Process(backend).ppid()
     print(json.dumps({"postmaster": postmaster}), flush=True)
     time.sleep(600)
 """

@@ -77,7 +77,13 @@ def start(service: str, database: embedded.EmbeddedDatabase, tmp_path: Path) -> 
     return running
 
 
-@pytest.fixture(scope="module", params=["api", "share", "console", "mcp"])
+#: The services on gunicorn's threaded worker (grove_db.slow_clients); grove-mcp is the
+#: other of ``SERVICES``, on uvicorn.
+THREADED = ["api", "share", "console"]
+SERVICES = [*THREADED, "mcp"]
+
+
+@pytest.fixture(scope="module", params=SERVICES)
 def service(
     request: pytest.FixtureRequest,
     database: embedded.EmbeddedDatabase,
@@ -243,11 +249,11 @@ def test_a_body_that_stops_arriving_is_cut_at_the_body_timeout(
         assert b'"code":"request_timeout"' in answer.replace(b" ", b""), answer
 
 
+# grove-mcp holds no thread while a body arrives: it has no minimum rate.
+@pytest.mark.parametrize("service", THREADED, indirect=True)
 def test_a_body_trickled_below_the_minimum_rate_is_cut(
     service: Running, database: embedded.EmbeddedDatabase
 ) -> None:
-    if service.name == "grove-mcp":
-        pytest.skip("grove-mcp holds no thread while a body arrives")
     path, media, start = BODY_REQUESTS[service.name]
     key = new_tenant(database, service.url).client.key
     head = (
@@ -294,9 +300,9 @@ def head_of(size: int) -> bytes:
     return head
 
 
+# uvicorn's h11 bounds grove-mcp's head itself, at 16 KiB.
+@pytest.mark.parametrize("service", THREADED, indirect=True)
 def test_a_head_of_64_kib_is_served_and_one_byte_more_is_431(service: Running) -> None:
-    if service.name == "grove-mcp":
-        pytest.skip("uvicorn's h11 bounds a head itself, at 16 KiB")
     with stalled(service, 1, head_of(MAX_HEAD_BYTES)) as (connection,):
         assert read_to_end(connection).startswith(b"HTTP/1.1 200")
     with stalled(service, 1, head_of(MAX_HEAD_BYTES + 1)) as (connection,):

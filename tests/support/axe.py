@@ -8,13 +8,11 @@ context made with ``bypass_csp=True``. Without npm the tests are skipped.
 
 from __future__ import annotations
 
-import fcntl
 import functools
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support.tools import require_tool
+from tests.support.tools import npm_installed
 
 HERE = Path(__file__).resolve().parents[1] / "a11y"
 #: The impacts a page must never have (axe's two highest of four).
@@ -29,17 +27,7 @@ REPORT = """async () => (await axe.run()).violations.map((v) => ({
 @functools.cache
 def script() -> str:
     """axe-core's browser script, installed on first use."""
-    with open(HERE / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (HERE / "node_modules" / "axe-core").is_dir():
-            npm = require_tool("npm", "installs axe-core for the accessibility checks")
-            subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                cwd=HERE,
-                check=True,
-                timeout=300,
-                capture_output=True,
-            )
+    npm_installed(HERE, "axe-core", "installs axe-core for the accessibility checks")
     return (HERE / "node_modules" / "axe-core" / "axe.min.js").read_text()
 
 

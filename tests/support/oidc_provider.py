@@ -9,7 +9,6 @@ would, to get real tokens. Without node the tests are skipped (``require_tool``)
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import html
 import json
@@ -26,7 +25,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import requests
 
 from tests.support.processes import free_port
-from tests.support.tools import require_tool
+from tests.support.tools import npm_installed, require_tool
 
 HERE = Path(__file__).resolve().parents[1] / "oidc"
 FORM = re.compile(r'<form[^>]*action="([^"]+)"', re.IGNORECASE)
@@ -36,18 +35,7 @@ HIDDEN = re.compile(r'<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^
 def install() -> str:
     """``npm install`` the provider's pinned packages once; the node binary to run it."""
     node = require_tool("node", "runs the test OpenID provider (oidc-provider)")
-    # Parallel test workers take turns: `npm ci` first empties node_modules.
-    with open(HERE / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (HERE / "node_modules" / "oidc-provider").is_dir():
-            npm = require_tool("npm", "installs the test OpenID provider")
-            subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                cwd=HERE,
-                check=True,
-                timeout=300,
-                capture_output=True,
-            )
+    npm_installed(HERE, "oidc-provider", "installs the test OpenID provider")
     return node
 
 

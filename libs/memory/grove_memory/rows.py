@@ -8,13 +8,16 @@ import psycopg
 
 from grove_contracts.notes import Memory, PassageSource, Provenance, Revision, SavedBy
 
+#: What a note or revision shows of the connection ``c`` that saved it.
+SAVER_JSON = "jsonb_build_object('name', c.name, 'revoked', c.revoked_at IS NOT NULL)"
+
 
 def saving_connection(alias: str) -> str:
     """The saving connection's name and whether it is revoked now, as JSON (null for the
     owner), of the row ``alias`` (a note or a revision): read when the row is, so a
     renamed or revoked connection shows as it is today."""
     return (
-        "(SELECT jsonb_build_object('name', c.name, 'revoked', c.revoked_at IS NOT NULL)"
+        f"(SELECT {SAVER_JSON}"
         f" FROM connections c WHERE c.account_id = {alias}.account_id"
         f" AND c.id = {alias}.connection_id)"
     )
@@ -34,8 +37,8 @@ MEMORY_COLUMNS = f"{NOTE_COLUMNS}, {saving_connection('m')} AS saver"
 #: candidate statements).
 ROW_COLUMNS = f"{NOTE_COLUMNS}, NULL::jsonb AS saver"
 #: The savers of notes just read by ``ROW_COLUMNS``, by their connections' keys.
-SAVERS = """
-    SELECT c.id, jsonb_build_object('name', c.name, 'revoked', c.revoked_at IS NOT NULL) AS saver
+SAVERS = f"""
+    SELECT c.id, {SAVER_JSON} AS saver
     FROM connections c WHERE c.account_id = %(account_id)s AND c.id = ANY(%(ids)s)
 """
 

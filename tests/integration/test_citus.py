@@ -16,7 +16,7 @@ import pytest
 
 from grove_db import distribution, embedded
 from grove_db.migrate import migrate
-from grove_db.pool import set_tenant
+from grove_db.pool import fan_out, set_tenant
 from tests.integration.test_migrations import NON_TENANT_TABLES, ORG_TABLES, TENANT_TABLES
 from tests.support.clients import data_of
 from tests.support.processes import start_api
@@ -135,11 +135,13 @@ def test_row_level_security_holds_on_the_shards(
         tenant.client.save(f"{WORDS['a']} rls probe")
     a, b = tenants["a"], tenants["b"]
     with psycopg.connect(citus_database.runtime_url) as conn:
-        # No account set: no tenant row on any shard.
+        # No account set: no tenant row on any shard (both reads ask every shard).
         with conn.transaction():
+            fan_out(conn)
             assert conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
         with conn.transaction():
             set_tenant(conn, a.account_id)
+            fan_out(conn)
             accounts = conn.execute("SELECT DISTINCT account_id FROM memories").fetchall()
             assert accounts == [(a.account_id,)]
             # Naming the other account finds nothing: the policy holds on its shard too.
@@ -169,3 +171,21 @@ def test_a_statement_naming_one_account_is_one_task_on_one_node(
             )
         )
     assert "Task Count: 1" in plan, plan
+
+
+def test_a_per_account_statement_that_fans_out_fails(
+    citus_database: embedded.EmbeddedDatabase, tenants: dict[str, Tenant]
+) -> None:
+    """The guard every test on the cluster runs under (``tests/support/cluster.py``): a
+    statement the services run that does not name its account is refused, unless its
+    transaction says it spans accounts by design (``pool.fan_out``)."""
+    a = tenants["a"]
+    with psycopg.connect(citus_database.runtime_url) as conn:
+        with conn.transaction():
+            set_tenant(conn, a.account_id)
+            with pytest.raises(psycopg.errors.InternalError_, match="multi-task"):
+                conn.execute("SELECT count(*) FROM memories").fetchone()
+        with conn.transaction():
+            set_tenant(conn, a.account_id)
+            fan_out(conn)
+            assert conn.execute("SELECT count(*) FROM memories").fetchone() is not None

@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
-from grove_db.pool import Conn, set_locally, set_tenant, transaction
+from grove_db.pool import Conn, fan_out, set_locally, set_tenant, transaction
 
 KEY_PREFIX = "grv_"
 KEY_BYTES = 32
@@ -72,6 +72,9 @@ def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
     digest = hash_key(secret, token)
     with transaction(pool) as conn:
         allow_key_lookup(conn, digest)
+        # On a Citus cluster the hash is looked for on every shard: the key is found
+        # before its account is known (docs/scaling.md, "Lookups").
+        fan_out(conn)
         key = conn.execute(FIND_KEY, (digest,)).fetchone()
         if key is None:
             raise Unauthorized("invalid or revoked API key")

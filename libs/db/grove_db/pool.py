@@ -158,6 +158,21 @@ def set_locally(conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> N
     )
 
 
+#: The Citus setting that logs (or, at ``error``, refuses) a statement planned as more
+#: than one task: one that reads or writes several shards. The test cluster sets it to
+#: ``error`` for the services' roles (``tests/support/cluster.py``), so a per-account
+#: statement that fans out fails its request; work that spans accounts by design says so
+#: with ``fan_out``. On one server it is an unknown setting PostgreSQL keeps as written.
+FAN_OUT_LEVEL = "citus.multi_task_query_log_level"
+
+
+def fan_out(conn: psycopg.Connection[Any]) -> None:
+    """Mark the current transaction as one that spans accounts by design (worker claims,
+    sweeps, gauges, index upkeep; docs/scaling.md lists them): on a Citus cluster its
+    statements may run on every shard without being reported."""
+    set_locally(conn, {FAN_OUT_LEVEL: "off"})
+
+
 def set_tenant(conn: psycopg.Connection[Any], account_id: UUID) -> None:
     """Scope the current transaction to one account (row-level security key)."""
     set_locally(conn, {"grove.account_id": str(account_id)})

@@ -70,7 +70,10 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
     """One page of granted, live notebooks by name, with hidden parents masked."""
     require(principal, "read")
     granted = "(%(all)s OR {column} = ANY(%(ids)s::uuid[]))"
-    where = ["p.deleted_at IS NULL AND p.archived_at IS NULL", granted.format(column="p.id")]
+    where = [
+        "p.account_id = %(account_id)s AND p.deleted_at IS NULL AND p.archived_at IS NULL",
+        granted.format(column="p.id"),
+    ]
     if query.parentId is not None:
         where.append("p.parent_id = %(parent)s")
     elif query.root:
@@ -81,6 +84,7 @@ def list_notebooks(store: Store, principal: Principal, query: NotebookListQuery)
         "f": query.model_dump(mode="json", exclude={"cursor", "limit"}),
     }
     values: dict[str, Any] = {
+        "account_id": principal.account_id,
         "all": principal.all_notebooks,
         "ids": sorted(principal.notebook_ids),
         "parent": query.parentId,

@@ -525,7 +525,7 @@ def _apply(
     elif isinstance(change, OrganizeChange):
         _apply_organize(conn, store, principal, notes, change, written)
     else:
-        _apply_lifecycle(conn, notes, change, written)
+        _apply_lifecycle(conn, principal, notes, change, written)
     return written
 
 
@@ -572,8 +572,12 @@ def _after(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _note_row(conn: Conn, note_id: UUID) -> dict[str, Any]:
-    row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = %s", (note_id,))
+def _note_row(conn: Conn, principal: Principal, note_id: UUID) -> dict[str, Any]:
+    row = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories m"
+        " WHERE m.account_id = %(account_id)s AND m.id = %(id)s",
+        {"account_id": principal.account_id, "id": note_id},
+    )
     found = row.fetchone()
     assert found is not None
     return found
@@ -704,7 +708,7 @@ def _apply_merge(
             written,
         )
     for note_id in originals:
-        _written(written, _note_row(conn, note_id), "archived", None, undo_as="restored")
+        _written(written, _note_row(conn, principal, note_id), "archived", None, undo_as="restored")
 
 
 def _apply_organize(
@@ -764,7 +768,11 @@ def _move_notebook(conn: Conn, notebook_id: UUID, parent: UUID | None) -> UUID |
 
 
 def _apply_lifecycle(
-    conn: Conn, notes: dict[UUID, dict[str, Any]], change: LifecycleChange, written: Written
+    conn: Conn,
+    principal: Principal,
+    notes: dict[UUID, dict[str, Any]],
+    change: LifecycleChange,
+    written: Written,
 ) -> None:
     action = change.action
     if action == "delete":
@@ -779,7 +787,7 @@ def _apply_lifecycle(
         undo_as = "restored" if action == "archive" else "archived"
         for note_id in change.noteIds:
             outcome = "archived" if action == "archive" else "restored"
-            _written(written, _note_row(conn, note_id), outcome, None, undo_as=undo_as)
+            _written(written, _note_row(conn, principal, note_id), outcome, None, undo_as=undo_as)
     for root in change.notebookIds:
         changed = subtrees.change(conn, root, action)
         written.notebooks.append(root)

@@ -15,10 +15,14 @@ SAVER_JSON = "jsonb_build_object('name', c.name, 'revoked', c.revoked_at IS NOT 
 def saving_connection(alias: str) -> str:
     """The saving connection's name and whether it is revoked now, as JSON (null for the
     owner), of the row ``alias`` (a note or a revision): read when the row is, so a
-    renamed or revoked connection shows as it is today."""
+    renamed or revoked connection shows as it is today.
+
+    The account is the statement's ``%(account_id)s`` value, not the row's column: Citus
+    sends a statement whole to one node only when each table in it, the subquery's
+    included, names its account as a value (docs/scaling.md)."""
     return (
         f"(SELECT {SAVER_JSON}"
-        f" FROM connections c WHERE c.account_id = {alias}.account_id"
+        f" FROM connections c WHERE c.account_id = %(account_id)s"
         f" AND c.id = {alias}.connection_id)"
     )
 

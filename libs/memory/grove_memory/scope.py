@@ -63,7 +63,8 @@ def check_notebook(conn: Conn, principal: Principal, notebook_id: UUID | None) -
     if not principal.may_see_notebook(notebook_id):
         raise NotFound("notebook not found")
     row = conn.execute(
-        "SELECT 1 FROM projects WHERE id = %s AND deleted_at IS NULL", (notebook_id,)
+        "SELECT 1 FROM projects WHERE account_id = %s AND id = %s AND deleted_at IS NULL",
+        (principal.account_id, notebook_id),
     ).fetchone()
     if row is None:
         raise NotFound("notebook not found")

@@ -65,6 +65,20 @@ def citus_database() -> Iterator[embedded.EmbeddedDatabase]:
 
 
 @pytest.fixture(scope="session")
+def citus_api(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
+    """A real grove-api (lexical only) on the Citus coordinator, as the runtime role."""
+    running = start_api(
+        {
+            "GROVE_DATABASE_URL": citus_database.runtime_url,
+            "GROVE_API_WORKERS": "1",
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+        }
+    )
+    yield running.url
+    running.stop()
+
+
+@pytest.fixture(scope="session")
 def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
     """Base URL of a real grove-api (gunicorn) on loopback, as the runtime role.
 

@@ -9,8 +9,6 @@ account is planned as one task on one node.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
 import pytest
 
@@ -19,25 +17,10 @@ from grove_db.migrate import migrate
 from grove_db.pool import fan_out, set_tenant
 from tests.integration.test_migrations import NON_TENANT_TABLES, ORG_TABLES, TENANT_TABLES
 from tests.support.clients import data_of
-from tests.support.processes import start_api
 from tests.support.tenants import Tenant, new_tenant
 
 #: Words only one account's notes hold, so a leak would be found by search and recall.
 WORDS = {"a": "xylophone", "b": "zeppelin"}
-
-
-@pytest.fixture(scope="module")
-def citus_api(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
-    """A real grove-api (lexical only) on the coordinator, as the runtime role."""
-    running = start_api(
-        {
-            "GROVE_DATABASE_URL": citus_database.runtime_url,
-            "GROVE_API_WORKERS": "1",
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-        }
-    )
-    yield running.url
-    running.stop()
 
 
 @pytest.fixture(scope="module")

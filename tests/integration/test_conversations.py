@@ -25,7 +25,7 @@ from grove_memory.ask import InferenceUnavailable
 from grove_memory.errors import NotFound
 from grove_memory.inference import EvidenceText, Generated, InferenceClient, InferenceError
 from grove_memory.store import Store
-from grove_memory.turns import ContextUnavailable, TurnInProgress, add_turn
+from grove_memory.turns import ContextUnavailable, GeneratorChanged, TurnInProgress, add_turn
 from tests.integration.test_owner import ISSUER, OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of, race
 from tests.support.processes import Running, start_api, start_ask
@@ -591,6 +591,9 @@ class DeletingFirst:
             question, previous, evidence, markdown=markdown, timeout=timeout, notebooks=notebooks
         )
 
+    def describe(self, *, timeout: float) -> str:
+        return self.inner.describe(timeout=timeout)
+
 
 @pytest.fixture
 def store(stack: Stack) -> Iterator[Store]:
@@ -765,6 +768,9 @@ class Meanwhile:
             question, previous, evidence, markdown=markdown, timeout=timeout, notebooks=notebooks
         )
 
+    def describe(self, *, timeout: float) -> str:
+        return self.inner.describe(timeout=timeout)
+
 
 def stored_turns(stack: Stack, conversation: str) -> list[tuple[str, str | None, str | None]]:
     """Each turn's status, error and answer as the database holds them (deleted or not)."""
@@ -811,3 +817,60 @@ def test_a_turn_stores_no_answer_once_its_conversation_or_notebook_is_gone(
     unchanged = Meanwhile(answerer, lambda: owner.get(kept))
     reply, _ = add_turn(store, unchanged, principal, uuid.UUID(kept), request, 5)
     assert reply.turn.status == "completed" and reply.turn.answer is not None
+
+
+@dataclass
+class Redeployed:
+    """Answers through the grove-ask that ran when the turn began, then grove-ask is
+    replaced by ``now`` (another model) before the answer is stored."""
+
+    before: InferenceClient
+    now: InferenceClient
+
+    def answer(
+        self,
+        question: str,
+        previous: Sequence[str],
+        evidence: Sequence[EvidenceText],
+        *,
+        markdown: bool,
+        timeout: float,
+        notebooks: Sequence[tuple[str, str]] = (),
+    ) -> Generated:
+        return self.before.answer(
+            question, previous, evidence, markdown=markdown, timeout=timeout, notebooks=notebooks
+        )
+
+    def describe(self, *, timeout: float) -> str:
+        return self.now.describe(timeout=timeout)
+
+
+def test_an_answer_written_before_the_model_changed_is_not_stored_as_the_new_ones(
+    stack: Stack, owner: Owner, store: Store, answerer: InferenceClient
+) -> None:
+    owner.key.save(DEPLOY)
+    principal = owner.principal()
+    conversation = uuid.UUID(owner.create()["id"])
+    replacement = start_ask(
+        {
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ANSWER_GENERATOR": "openai",
+            "GROVE_ANSWER_OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+            "GROVE_ANSWER_OPENAI_MODEL": "model-b",
+        }
+    )
+    replaced = InferenceClient(replacement.url, "disabled")
+    try:
+        assert replaced.describe(timeout=5) == "openai:model-b"
+        request = TurnRequest(id=uuid.uuid4(), query="When do we deploy?", expectedVersion=1)
+        switching = Redeployed(answerer, replaced)
+        with pytest.raises(GeneratorChanged, match="written by extractive"):
+            add_turn(store, switching, principal, conversation, request, 5)
+        assert stored_turns(stack, str(conversation)) == [("failed", "generator_changed", None)]
+        # Asked again (the same turn) with the settings unchanged, it is answered and stored.
+        reply, fresh = add_turn(store, answerer, principal, conversation, request, 5)
+        assert fresh and reply.turn.status == "completed" and reply.turn.answer is not None
+        assert reply.turn.answer.generator == "extractive"
+    finally:
+        replaced.close()
+        replacement.stop()

@@ -36,6 +36,7 @@ ERROR_STATUS: dict[str, int] = {
     "automatic_capture_paused": 409,
     "context_unavailable": 409,
     "turn_in_progress": 409,
+    "generator_changed": 409,
     "conversation_full": 409,
     "import_in_progress": 409,
     "import_refused": 400,

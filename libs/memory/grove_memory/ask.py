@@ -103,6 +103,10 @@ class Answerer(Protocol):
         """
         ...
 
+    def describe(self, *, timeout: float) -> str:
+        """The generator and settings it answers with now (``Generated.configuration``)."""
+        ...
+
 
 def ask(
     store: Store, answerer: Answerer, principal: Principal, req: AskRequest, timeout: float
@@ -191,11 +195,25 @@ def generate(
     except InferenceError as ex:
         if ex.reason == "disabled":
             return None
-        if ex.reason == TIMEOUT:
-            raise InferenceTimeout() from ex
-        if ex.reason == GONE:
-            raise ClientGone() from ex
-        raise InferenceUnavailable() from ex
+        raise _failed(ex) from ex
+
+
+def configuration(answerer: Answerer, timeout: float) -> str:
+    """The generator settings the ask service answers with now (``Describe``); its
+    failures are ``generate``'s."""
+    try:
+        return answerer.describe(timeout=timeout)
+    except InferenceError as ex:
+        raise _failed(ex) from ex
+
+
+def _failed(ex: InferenceError) -> ServiceError:
+    """The service error of a failed inference call: 504, 499 or 503."""
+    if ex.reason == TIMEOUT:
+        return InferenceTimeout()
+    if ex.reason == GONE:
+        return ClientGone()
+    return InferenceUnavailable()
 
 
 def find_sources(store: Store, principal: Principal, req: AskRequest) -> list[dict[str, Any]]:

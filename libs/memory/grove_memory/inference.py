@@ -77,6 +77,8 @@ class Generated:
     citations: list[QuotedSpan]
     proposals: list[ProposalDraft] = field(default_factory=list)
     proposals_dropped: int = 0
+    #: grove-ask's generator settings when it wrote this (``Describe``'s words).
+    configuration: str = ""
 
 
 class InferenceClient:
@@ -136,10 +138,18 @@ class InferenceClient:
                 for c in response.citations
             ],
             proposals=proposals[:MAX_PROPOSALS],
+            configuration=response.configuration,
             proposals_dropped=response.proposals_dropped
             + len(response.proposals)
             - min(len(proposals), MAX_PROPOSALS),
         )
+
+    def describe(self, *, timeout: float) -> str:
+        """The generator and settings grove-ask answers with now (``disabled``,
+        ``extractive``, ``openai:<model>``)."""
+        request = inference_pb2.DescribeRequest()
+        response = self._call("Describe", self._stub.Describe, request, timeout, UNAVAILABLE)
+        return str(response.configuration)
 
     def _call(
         self, method: str, stub_method: Any, request: Any, timeout: float, timeout_reason: str

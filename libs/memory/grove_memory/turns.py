@@ -9,7 +9,11 @@ while an answer is generated:
    the turn ``in_progress`` with a five-minute attempt lease and advance the version.
 2. *Generate* (no transaction): strict context alone, or the context plus scoped evidence
    retrieved afresh by ``grove_memory.ask`` with the latest questions for references;
-   then the ask service's ``Answer``, and ``verify_citations``.
+   then the ask service's ``Answer``, and ``verify_citations``. Then ask the ask service
+   (``Describe``) which generator and settings it answers with now: if they are not
+   the ones that wrote the answer (the model was changed, or answering switched off,
+   meanwhile), the turn fails with 409 ``generator_changed`` and stores nothing, so an
+   answer is never kept as if the new configuration had written it.
 3. *Complete* (one transaction): re-check the account, the owner session, the
    conversation (still there, its notebook still available: what the claim checked)
    and that the attempt still holds the turn, drop citations (and sources) of notes
@@ -83,6 +87,14 @@ class TurnInProgress(ServiceError):
     status = 409
 
 
+class GeneratorChanged(ServiceError):
+    """The ask service's answer generator or its settings changed while this answer was
+    written; nothing was stored: ask again."""
+
+    code = "generator_changed"
+    status = 409
+
+
 class ConversationFull(ServiceError):
     """This conversation holds the most turns it may; start a new conversation."""
 
@@ -135,6 +147,7 @@ def add_turn(
         return claim.done, False
     try:
         produced = _generate(store, answerer, principal, claim, body, timeout)
+        _recheck_generator(answerer, produced, timeout)
         return _complete(store, principal, claim, produced), True
     except Exception as ex:
         _fail(store, principal, claim, getattr(ex, "code", "internal"))
@@ -398,6 +411,18 @@ def _generate(
     if not generated.text or not citations:
         return Outcome("no_evidence", sources=sources)
     return Outcome("answered", generated, citations, sources)
+
+
+def _recheck_generator(answerer: ask.Answerer, produced: Outcome, timeout: float) -> None:
+    """Refuse an answer written with settings the ask service no longer has."""
+    if produced.generated is None:
+        return
+    now = ask.configuration(answerer, timeout)
+    if now != produced.generated.configuration:
+        raise GeneratorChanged(
+            f"the answer was written by {produced.generated.configuration or 'unknown'}"
+            f" but the ask service now answers with {now}; nothing was stored: ask again"
+        )
 
 
 def _retrieve(store: Store, principal: Principal, claim: Claim, query: str) -> list[dict[str, Any]]:

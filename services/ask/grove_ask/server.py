@@ -1,4 +1,5 @@
-"""The gRPC server: ``Inference.Embed`` and ``Answer`` plus the standard health service."""
+"""The gRPC server: ``Inference.Embed``, ``Answer`` and ``Describe`` plus the standard
+health service."""
 
 from __future__ import annotations
 
@@ -39,11 +40,17 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):
     """Embeds texts with the one configured profile; answers with the configured generator."""
 
     def __init__(
-        self, batcher: Batcher | None, profile: str, generator: Generator | None = None
+        self,
+        batcher: Batcher | None,
+        profile: str,
+        generator: Generator | None = None,
+        configuration: str = "extractive",
     ) -> None:
         self._batcher = batcher
         self._profile = profile
         self._generator = generator
+        #: What ``Describe`` and every answer report (``configuration_of``).
+        self._configuration = configuration if generator is not None else "disabled"
 
     def Embed(self, request: Any, context: grpc.ServicerContext) -> Any:  # gRPC method name
         problem = _invalid(request)
@@ -124,7 +131,11 @@ class InferenceService(inference_pb2_grpc.InferenceServicer):
                 for p in answer.proposals
             ],
             proposals_dropped=answer.proposals_dropped,
+            configuration=self._configuration,
         )
+
+    def Describe(self, request: Any, context: grpc.ServicerContext) -> Any:  # gRPC method name
+        return inference_pb2.DescribeResponse(configuration=self._configuration)
 
 
 def _invalid_answer(request: Any) -> str | None:
@@ -202,7 +213,12 @@ def create_server(
         ],
     )
     inference_pb2_grpc.add_InferenceServicer_to_server(  # type: ignore[no-untyped-call]
-        InferenceService(batcher, settings.embedding_profile, _generator(settings, batcher)),
+        InferenceService(
+            batcher,
+            settings.embedding_profile,
+            _generator(settings, batcher),
+            configuration_of(settings),
+        ),
         server,
     )
     health_servicer = health.HealthServicer()
@@ -211,6 +227,14 @@ def create_server(
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     port = server.add_insecure_port(address)
     return server, port
+
+
+def configuration_of(settings: AskSettings) -> str:
+    """The answer generator and the settings that change what it writes: ``disabled``,
+    ``extractive`` or ``openai:<model>`` (a new model is a new configuration)."""
+    if settings.answer_generator == "openai":
+        return f"openai:{settings.answer_openai_model}"
+    return settings.answer_generator
 
 
 def _generator(settings: AskSettings, batcher: Batcher | None) -> Generator | None:

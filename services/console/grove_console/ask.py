@@ -38,6 +38,10 @@ REFUSED = {
         " Nothing was asked: read the newest turns below, then ask again."
     ),
     "turn_in_progress": "The previous question is still being answered: reload in a moment.",
+    "generator_changed": (
+        "Grove's answering model was changed while your answer was written, so it was not"
+        " kept: ask again."
+    ),
     "context_unavailable": (
         "A note or notebook you picked as context is gone, archived or not yours: pick again."
     ),

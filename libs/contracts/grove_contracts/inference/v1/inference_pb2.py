@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,grove_contracts/inference/v1/inference.proto\x12\x12grove.inference.v1\"\\\n\x0c\x45mbedRequest\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\r\n\x05texts\x18\x02 \x03(\t\x12,\n\x07purpose\x18\x03 \x01(\x0e\x32\x1b.grove.inference.v1.Purpose\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"a\n\rEmbedResponse\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\x12\n\ndimensions\x18\x02 \x01(\x05\x12+\n\x07vectors\x18\x03 \x03(\x0b\x32\x1a.grove.inference.v1.Vector\"=\n\x08\x45vidence\x12\x0f\n\x07note_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\"\xcd\x01\n\rAnswerRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x1a\n\x12previous_questions\x18\x02 \x03(\t\x12.\n\x08\x65vidence\x18\x03 \x03(\x0b\x32\x1c.grove.inference.v1.Evidence\x12*\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x1a.grove.inference.v1.Format\x12\x32\n\tnotebooks\x18\x05 \x03(\x0b\x32\x1f.grove.inference.v1.NotebookRef\"\'\n\x0bNotebookRef\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"5\n\rProposalDraft\x12\x0f\n\x07summary\x18\x01 \x01(\t\x12\x13\n\x0b\x63hange_json\x18\x02 \x01(\t\"W\n\x08\x43itation\x12\x0f\n\x07note_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\r\n\x05quote\x18\x03 \x01(\t\x12\r\n\x05start\x18\x04 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x05 \x01(\x05\"\xdf\x01\n\x0e\x41nswerResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12*\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x1a.grove.inference.v1.Format\x12\x11\n\tgenerator\x18\x03 \x01(\t\x12/\n\tcitations\x18\x04 \x03(\x0b\x32\x1c.grove.inference.v1.Citation\x12\x34\n\tproposals\x18\x05 \x03(\x0b\x32!.grove.inference.v1.ProposalDraft\x12\x19\n\x11proposals_dropped\x18\x06 \x01(\x05*;\n\x07Purpose\x12\x17\n\x13PURPOSE_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x44OCUMENT\x10\x01\x12\t\n\x05QUERY\x10\x02*9\n\x06\x46ormat\x12\x16\n\x12\x46ORMAT_UNSPECIFIED\x10\x00\x12\t\n\x05PLAIN\x10\x01\x12\x0c\n\x08MARKDOWN\x10\x02\x32\xaa\x01\n\tInference\x12L\n\x05\x45mbed\x12 .grove.inference.v1.EmbedRequest\x1a!.grove.inference.v1.EmbedResponse\x12O\n\x06\x41nswer\x12!.grove.inference.v1.AnswerRequest\x1a\".grove.inference.v1.AnswerResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,grove_contracts/inference/v1/inference.proto\x12\x12grove.inference.v1\"\\\n\x0c\x45mbedRequest\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\r\n\x05texts\x18\x02 \x03(\t\x12,\n\x07purpose\x18\x03 \x01(\x0e\x32\x1b.grove.inference.v1.Purpose\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"a\n\rEmbedResponse\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\x12\n\ndimensions\x18\x02 \x01(\x05\x12+\n\x07vectors\x18\x03 \x03(\x0b\x32\x1a.grove.inference.v1.Vector\"=\n\x08\x45vidence\x12\x0f\n\x07note_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\"\xcd\x01\n\rAnswerRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x1a\n\x12previous_questions\x18\x02 \x03(\t\x12.\n\x08\x65vidence\x18\x03 \x03(\x0b\x32\x1c.grove.inference.v1.Evidence\x12*\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x1a.grove.inference.v1.Format\x12\x32\n\tnotebooks\x18\x05 \x03(\x0b\x32\x1f.grove.inference.v1.NotebookRef\"\'\n\x0bNotebookRef\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"5\n\rProposalDraft\x12\x0f\n\x07summary\x18\x01 \x01(\t\x12\x13\n\x0b\x63hange_json\x18\x02 \x01(\t\"W\n\x08\x43itation\x12\x0f\n\x07note_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\r\n\x05quote\x18\x03 \x01(\t\x12\r\n\x05start\x18\x04 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x05 \x01(\x05\"\xf6\x01\n\x0e\x41nswerResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12*\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x1a.grove.inference.v1.Format\x12\x11\n\tgenerator\x18\x03 \x01(\t\x12/\n\tcitations\x18\x04 \x03(\x0b\x32\x1c.grove.inference.v1.Citation\x12\x34\n\tproposals\x18\x05 \x03(\x0b\x32!.grove.inference.v1.ProposalDraft\x12\x19\n\x11proposals_dropped\x18\x06 \x01(\x05\x12\x15\n\rconfiguration\x18\x07 \x01(\t\"\x11\n\x0f\x44\x65scribeRequest\")\n\x10\x44\x65scribeResponse\x12\x15\n\rconfiguration\x18\x01 \x01(\t*;\n\x07Purpose\x12\x17\n\x13PURPOSE_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x44OCUMENT\x10\x01\x12\t\n\x05QUERY\x10\x02*9\n\x06\x46ormat\x12\x16\n\x12\x46ORMAT_UNSPECIFIED\x10\x00\x12\t\n\x05PLAIN\x10\x01\x12\x0c\n\x08MARKDOWN\x10\x02\x32\x81\x02\n\tInference\x12L\n\x05\x45mbed\x12 .grove.inference.v1.EmbedRequest\x1a!.grove.inference.v1.EmbedResponse\x12O\n\x06\x41nswer\x12!.grove.inference.v1.AnswerRequest\x1a\".grove.inference.v1.AnswerResponse\x12U\n\x08\x44\x65scribe\x12#.grove.inference.v1.DescribeRequest\x1a$.grove.inference.v1.DescribeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'grove_contracts.inference.v1.inference_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PURPOSE']._serialized_start=969
-  _globals['_PURPOSE']._serialized_end=1028
-  _globals['_FORMAT']._serialized_start=1030
-  _globals['_FORMAT']._serialized_end=1087
+  _globals['_PURPOSE']._serialized_start=1054
+  _globals['_PURPOSE']._serialized_end=1113
+  _globals['_FORMAT']._serialized_start=1115
+  _globals['_FORMAT']._serialized_end=1172
   _globals['_EMBEDREQUEST']._serialized_start=68
   _globals['_EMBEDREQUEST']._serialized_end=160
   _globals['_VECTOR']._serialized_start=162
@@ -52,7 +52,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CITATION']._serialized_start=654
   _globals['_CITATION']._serialized_end=741
   _globals['_ANSWERRESPONSE']._serialized_start=744
-  _globals['_ANSWERRESPONSE']._serialized_end=967
-  _globals['_INFERENCE']._serialized_start=1090
-  _globals['_INFERENCE']._serialized_end=1260
+  _globals['_ANSWERRESPONSE']._serialized_end=990
+  _globals['_DESCRIBEREQUEST']._serialized_start=992
+  _globals['_DESCRIBEREQUEST']._serialized_end=1009
+  _globals['_DESCRIBERESPONSE']._serialized_start=1011
+  _globals['_DESCRIBERESPONSE']._serialized_end=1052
+  _globals['_INFERENCE']._serialized_start=1175
+  _globals['_INFERENCE']._serialized_end=1432
 # @@protoc_insertion_point(module_scope)

@@ -106,17 +106,29 @@ class Citation(_message.Message):
     def __init__(self, note_id: _Optional[str] = ..., version: _Optional[int] = ..., quote: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
 class AnswerResponse(_message.Message):
-    __slots__ = ("text", "format", "generator", "citations", "proposals", "proposals_dropped")
+    __slots__ = ("text", "format", "generator", "citations", "proposals", "proposals_dropped", "configuration")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     GENERATOR_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
     PROPOSALS_FIELD_NUMBER: _ClassVar[int]
     PROPOSALS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURATION_FIELD_NUMBER: _ClassVar[int]
     text: str
     format: Format
     generator: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     proposals: _containers.RepeatedCompositeFieldContainer[ProposalDraft]
     proposals_dropped: int
-    def __init__(self, text: _Optional[str] = ..., format: _Optional[_Union[Format, str]] = ..., generator: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., proposals: _Optional[_Iterable[_Union[ProposalDraft, _Mapping]]] = ..., proposals_dropped: _Optional[int] = ...) -> None: ...
+    configuration: str
+    def __init__(self, text: _Optional[str] = ..., format: _Optional[_Union[Format, str]] = ..., generator: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., proposals: _Optional[_Iterable[_Union[ProposalDraft, _Mapping]]] = ..., proposals_dropped: _Optional[int] = ..., configuration: _Optional[str] = ...) -> None: ...
+
+class DescribeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeResponse(_message.Message):
+    __slots__ = ("configuration",)
+    CONFIGURATION_FIELD_NUMBER: _ClassVar[int]
+    configuration: str
+    def __init__(self, configuration: _Optional[str] = ...) -> None: ...

@@ -44,6 +44,11 @@ class InferenceStub:
                 request_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerRequest.SerializeToString,
                 response_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerResponse.FromString,
                 _registered_method=True)
+        self.Describe = channel.unary_unary(
+                '/grove.inference.v1.Inference/Describe',
+                request_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.DescribeRequest.SerializeToString,
+                response_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.DescribeResponse.FromString,
+                _registered_method=True)
 
 
 class InferenceServicer:
@@ -72,6 +77,16 @@ class InferenceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Describe(self, request, context):
+        """The answer generator this server runs now and its settings, as Answer reports them
+        ("disabled", "extractive", "openai:<model>"): a caller compares the two before it
+        stores an answer, so an answer written before a change is never kept as if the
+        new configuration had written it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InferenceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -84,6 +99,11 @@ def add_InferenceServicer_to_server(servicer, server):
                     servicer.Answer,
                     request_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerRequest.FromString,
                     response_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerResponse.SerializeToString,
+            ),
+            'Describe': grpc.unary_unary_rpc_method_handler(
+                    servicer.Describe,
+                    request_deserializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.DescribeRequest.FromString,
+                    response_serializer=grove__contracts_dot_inference_dot_v1_dot_inference__pb2.DescribeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -140,6 +160,33 @@ class Inference:
             '/grove.inference.v1.Inference/Answer',
             grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerRequest.SerializeToString,
             grove__contracts_dot_inference_dot_v1_dot_inference__pb2.AnswerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Describe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/grove.inference.v1.Inference/Describe',
+            grove__contracts_dot_inference_dot_v1_dot_inference__pb2.DescribeRequest.SerializeToString,
+            grove__contracts_dot_inference_dot_v1_dot_inference__pb2.DescribeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -15,6 +15,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,7 +49,7 @@ from tests.integration.test_mcp import text_json
 from tests.integration.test_oidc import agent_session
 from tests.support import loopback
 from tests.support.axe import serious_violations
-from tests.support.clients import Client
+from tests.support.clients import Client, data_of
 from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
 from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import (
@@ -90,6 +91,13 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
+    with running_site(database) as started:
+        yield started
+
+
+@contextmanager
+def running_site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
+    """The test provider, grove-ask, -share, -api, -mcp and -console on ``database``."""
     console_port, mcp_port = free_port(), free_port()
     origin = f"http://127.0.0.1:{console_port}"
     mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
@@ -143,10 +151,12 @@ def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
             "GROVE_API_PUBLIC_URL": api.url,
         },
     )
-    yield Site(provider, api, mcp, console, share)
-    for running in (console, mcp, api, share, ask):
-        running.stop()
-    provider.stop()
+    try:
+        yield Site(provider, api, mcp, console, share)
+    finally:
+        for running in (console, mcp, api, share, ask):
+            running.stop()
+        provider.stop()
 
 
 def login() -> str:
@@ -842,6 +852,216 @@ def test_pages_of_another_account_are_not_found(site: Site, context: BrowserCont
     assert requests.get(share["url"], timeout=10).status_code == 200
 
 
+# --- project memory: an org project's shared pool, for its members -------------------
+
+
+@dataclass
+class Team:
+    """An org of ``admin``'s with one project, ``member`` in it with ``role``; a record
+    written by an agent's project key of the admin's."""
+
+    admin: str
+    member: str
+    org: str
+    project: str
+
+    @property
+    def page(self) -> str:
+        return f"/projects/{self.org}/{self.project}"
+
+    @property
+    def pool(self) -> str:
+        return f"/v1/orgs/{self.org}/projects/{self.project}/memory"
+
+
+def account_id(client: Client) -> str:
+    """The signed-in owner's account ID, as a project of their own lists its members."""
+    org = data_of(client.post("/v1/orgs", {"name": "Own"}))["id"]
+    project = data_of(client.post(f"/v1/orgs/{org}/projects", {"name": "Own"}))["id"]
+    members = data_of(client.get(f"/v1/orgs/{org}/projects/{project}/members"))["members"]
+    return str(members[0]["accountId"])
+
+
+def agent_record(key: str = "deploy.day") -> dict[str, Any]:
+    return {
+        "key": key,
+        "title": "Deploy day",
+        "body": "We deploy on Tuesdays after the standup.",
+        "kind": "fact",
+        "provenance": {
+            "source": "slack #ops",
+            "ref": "https://chat.example/c/123",
+            "verification": "unverified",
+            "observedAt": "2026-11-02T09:30:00+00:00",
+        },
+    }
+
+
+def own_pool(site: Site, owner: Client) -> tuple[str, str]:
+    """An org and project of ``owner``'s (its admin), with a record written by an
+    agent's project key of theirs; their IDs."""
+    org = data_of(owner.post("/v1/orgs", {"name": "Acme"}))["id"]
+    project = data_of(owner.post(f"/v1/orgs/{org}/projects", {"name": "Rocket"}))["id"]
+    scopes = ["project_memory:read", "project_memory:write"]
+    created = owner.post(
+        f"/v1/orgs/{org}/projects/{project}/keys", {"name": "ci agent", "scopes": scopes}
+    )
+    agent = Client(site.api.url, data_of(created)["key"])
+    written = agent.put(f"/v1/orgs/{org}/projects/{project}/memory/entry", agent_record())
+    assert written.status_code == 200, written.text
+    return org, project
+
+
+def new_team(site: Site, role: str = "contributor") -> Team:
+    admin, member = login(), login()
+    org, project = own_pool(site, site.owner_api(admin))
+    added = site.owner_api(admin).post(
+        f"/v1/orgs/{org}/projects/{project}/members",
+        {"accountId": account_id(site.owner_api(member)), "role": role},
+    )
+    assert added.status_code == 201, added.text
+    return Team(admin, member, org, project)
+
+
+def test_project_memory_in_the_browser_for_a_projects_member(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    team = new_team(site)
+    page = context.new_page()
+    sign_in(page, site, team.member, "/projects")
+    assert page.locator("header nav a[aria-current]").inner_text() == "Projects"
+    page.click("text=Rocket")
+    page.wait_for_url(f"{site.console.url}{team.page}")
+    assert page.locator(".role").inner_text() == "contributor"
+    row = page.locator("tr[data-record='deploy.day']")
+    assert "observed" in row.inner_text() and "slack #ops" in row.inner_text()
+    shot(page, tmp_path, "project")
+    # Read: provenance and authority beside the text, and who wrote it.
+    row.locator("a").click()
+    assert page.locator(".authority").inner_text() == "observed"
+    assert page.locator(".ref").inner_text() == "https://chat.example/c/123"
+    assert page.locator(".written-by").inner_text().startswith("an agent's project key")
+    assert page.locator(".record-body").inner_text() == "We deploy on Tuesdays after the standup."
+    shot(page, tmp_path, "project-record")
+    # Write, with a key that needs encoding; the member's own write says so.
+    page.goto(f"{site.console.url}{team.page}")
+    page.fill("input[name=key]", "team/on call & 100%")
+    page.fill("input[name=title]", "Who is on call")
+    page.fill("textarea[name=body]", "Priya is on call this week.\nThen Sam.")
+    page.fill("input[name=source]", "the rota")
+    page.fill("input[name=ref]", "https://wiki.example/rota")
+    page.select_option("select[name=kind]", "state")
+    page.fill("input[name=expiresAt]", "2099-01-01T09:00")
+    page.click("text=Save record")
+    assert page.locator("[role=status]").inner_text() == "The record was saved."
+    assert page.locator(".key").inner_text() == "team/on call & 100%"
+    assert page.locator(".written-by").inner_text().startswith("a member, signed in")
+    stored = site.owner_api(team.admin).get(
+        team.pool + "/entry", params={"key": "team/on call & 100%"}
+    )
+    record = data_of(stored)["record"]
+    assert record["body"] == "Priya is on call this week.\nThen Sam."
+    assert record["provenance"]["source"] == "the rota" and record["kind"] == "state"
+    assert record["expiresAt"].startswith("2099-01-01T09:00:00")
+    # A claim the member may not make is refused on the page, the form kept, nothing stored.
+    page.goto(f"{site.console.url}{team.page}")
+    page.fill("input[name=key]", "rule.pinned")
+    page.fill("input[name=title]", "Never deploy on Fridays")
+    page.fill("textarea[name=body]", "No deploys on Fridays.")
+    page.fill("input[name=source]", "me")
+    page.fill("input[name=ref]", "https://wiki.example/rules")
+    page.select_option("select[name=authority]", "pinned")
+    response = page.click("text=Save record")
+    assert "owner_confirmed" in page.locator("[role=alert]").inner_text()
+    assert page.locator("input[name=key]").input_value() == "rule.pinned"
+    missing = site.owner_api(team.admin).get(team.pool + "/entry", params={"key": "rule.pinned"})
+    assert missing.status_code == 404 and response is None
+    # Retrieve: the search ranks the record that answers.
+    page.fill("input[name=q]", "who is on call")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url("**q=who*")
+    found = page.locator("tr[data-record]")
+    assert found.first.get_attribute("data-record") == "team/on call & 100%"
+    shot(page, tmp_path, "project-search")
+    # Delete, after the confirmation page.
+    found.first.locator("a").click()
+    page.click("button:text-is('Delete…')")
+    page.click("button:text-is('Delete')")
+    page.wait_for_url(f"{site.console.url}{team.page}?done=deleted")
+    assert page.locator("tr[data-record='team/on call & 100%']").count() == 0
+    gone = site.owner_api(team.admin).get(
+        team.pool + "/entry", params={"key": "team/on call & 100%"}
+    )
+    assert gone.status_code == 404
+
+
+def test_a_projects_viewer_reads_its_memory_but_gets_no_write_form(
+    site: Site, context: BrowserContext
+) -> None:
+    team = new_team(site, role="viewer")
+    page = context.new_page()
+    sign_in(page, site, team.member, team.page)
+    assert page.locator(".role").inner_text() == "viewer"
+    assert page.locator("tr[data-record='deploy.day']").count() == 1
+    assert page.locator("form[method=post] input[name=key]").count() == 0
+    page.goto(f"{site.console.url}{team.page}/record?key=deploy.day")
+    assert page.locator("button:text-is('Delete…')").count() == 0
+    csrf = page.locator("input[name=csrf]").first.get_attribute("value") or ""
+    refused = context.request.post(
+        f"{site.console.url}{team.page}/delete",
+        form={"csrf": csrf, "confirmed": "1", "key": "deploy.day"},
+    )
+    assert refused.status == 403
+    kept = site.owner_api(team.admin).get(team.pool + "/entry", params={"key": "deploy.day"})
+    assert kept.status_code == 200
+
+
+def test_project_memory_pages_of_a_project_you_are_not_in_are_not_found(
+    site: Site, browser: Any, context: BrowserContext
+) -> None:
+    team = new_team(site)
+    paths = (team.page, f"{team.page}/record?key=deploy.day", f"{team.page}?q=deploy")
+    member = browser.new_context()  # the control: the project's member reads them
+    try:
+        page = member.new_page()
+        sign_in(page, site, team.member, "/projects")
+        for path in paths:
+            response = page.goto(f"{site.console.url}{path}")
+            assert response is not None and response.status == 200, path
+            assert "Tuesdays" in page.content() or "Deploy day" in page.content()
+    finally:
+        member.close()
+    stranger = login()
+    site.owner_api(stranger).post("/v1/orgs", {"name": "Elsewhere"})  # an org of their own
+    page = context.new_page()
+    sign_in(page, site, stranger, "/projects")
+    assert "Rocket" not in page.locator("main").inner_text()
+    assert page.locator(f"[data-org='{team.org}']").count() == 0
+    for path in paths:
+        response = page.goto(f"{site.console.url}{path}")
+        assert response is not None and response.status == 404, path
+        assert "Tuesdays" not in page.content()
+    csrf = page.locator("input[name=csrf]").first.get_attribute("value") or ""
+    for path, form in (
+        (f"{team.page}/delete", {"key": "deploy.day", "confirmed": "1"}),
+        (
+            team.page,
+            {
+                **{k: "x" for k in ("title", "body", "source")},
+                "key": "deploy.day",
+                "ref": "https://x.example",
+                "kind": "fact",
+            },
+        ),
+    ):
+        posted = context.request.post(f"{site.console.url}{path}", form={"csrf": csrf, **form})
+        assert posted.status == 404, path
+    kept = data_of(
+        site.owner_api(team.admin).get(team.pool + "/entry", params={"key": "deploy.day"})
+    )
+    assert kept["record"]["title"] == "Deploy day" and kept["record"]["version"] == 1
+
+
 def test_the_session_table_is_sealed_off(database: embedded.EmbeddedDatabase) -> None:
     # Only grove-console's functions reach it; its role reaches nothing else.
     for url in (database.runtime_url, database.share_url, database.console_url):
@@ -1250,6 +1470,7 @@ def test_every_page_reads_well_at_desktop_and_phone_width(
     assert (
         owner.post("/v1/conversations", {"id": conversation, "title": "Deploys"}).status_code == 201
     )
+    org, project = own_pool(site, owner)
     page = context.new_page()
     sign_in(page, site, person, "/notes")
     pages = {
@@ -1263,6 +1484,9 @@ def test_every_page_reads_well_at_desktop_and_phone_width(
         "connections": "/connections",
         "start-later": "/start",
         "account": "/account",
+        "projects": "/projects",
+        "project": f"/projects/{org}/{project}",
+        "project-record": f"/projects/{org}/{project}/record?key=deploy.day",
     }
     for name, path in pages.items():
         response = page.goto(f"{site.console.url}{path}")
@@ -1271,7 +1495,7 @@ def test_every_page_reads_well_at_desktop_and_phone_width(
         assert not RAW_TIMESTAMP.search(text), (path, RAW_TIMESTAMP.search(text))
         shot(page, tmp_path, f"page-{name}")
     page.emulate_media(color_scheme="dark")  # the system's dark mode
-    for name in ("notes", "connections", "start-later"):
+    for name in ("notes", "connections", "start-later", "project"):
         page.goto(f"{site.console.url}{pages[name]}")
         shot(page, tmp_path, f"page-{name}-dark")
     page.emulate_media(color_scheme="light")
@@ -1298,6 +1522,7 @@ def test_no_page_has_a_serious_accessibility_violation(site: Site, browser: Any)
     token = site.agent_token(person, client_id)
     saving = {"content": "a note", "kind": "fact"}
     approval = tool_error(call_tool(site.mcp.url, token, "remember", saving))["approvalUrl"]
+    org, project = own_pool(site, owner)
     checked = browser.new_context(bypass_csp=True)  # axe's script is put into the page
     try:
         page = checked.new_page()
@@ -1315,6 +1540,10 @@ def test_no_page_has_a_serious_accessibility_violation(site: Site, browser: Any)
             f"/ask/{conversation}",
             "/connections",
             "/account",
+            "/projects",
+            f"/projects/{org}/{project}",
+            f"/projects/{org}/{project}?q=deploy",
+            f"/projects/{org}/{project}/record?key=deploy.day",
             path_of(approval),
             f"/notes/{uuid.uuid4()}",  # the error page
         ]

@@ -16,11 +16,15 @@ CHUNK_BYTES = 64 * 1024
 class ApiError(Exception):
     """grove-api refused: its status, stable code and message, shown on the page."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, details: list[str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        #: Each refused field as "field: why" (a validation error's ``details``).
+        self.details = details or []
 
 
 class SignedOut(Exception):
@@ -145,5 +149,6 @@ class Api:
                 response.status_code,
                 str(error.get("code", "error")),
                 str(error.get("message", "the request failed")),
+                [f"{d.get('field')}: {d.get('message')}" for d in error.get("details") or []],
             )
         return envelope.get("data")

@@ -7,8 +7,8 @@ every page is sent with a strict Content-Security-Policy (scripts and styles fro
 origin only, no framing, forms post only here). The pages live by subject: ``entry``
 (sign-in), ``start`` (Get started), ``access`` (connections and keys), ``notes``,
 ``enrichment`` (briefs and suggestions), ``files`` (files and storage), ``shares``,
-``ask``, ``account``; ``errors`` renders every refusal; this module holds the one route
-table.
+``ask``, ``projects`` (org projects' shared memory), ``account``; ``errors`` renders
+every refusal; this module holds the one route table.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from grove_console import (
     errors,
     files,
     notes,
+    projects,
     shares,
     signin,
     start,
@@ -163,6 +164,10 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
         "/ask/{conversation_id:uuid}/proposals/{proposal_id:uuid}/{action}",
         ask.ProposalAction(page),
     )
+    app.add_route("/projects", projects.Projects(page))
+    app.add_route("/projects/{org_id:uuid}/{project_id:uuid}", projects.ProjectMemory(page))
+    app.add_route("/projects/{org_id:uuid}/{project_id:uuid}/record", projects.Record(page))
+    app.add_route("/projects/{org_id:uuid}/{project_id:uuid}/delete", projects.Delete(page))
     app.add_route("/account", account.Account(page))
     app.add_route("/account/export", account.Export(page))
     app.add_route("/account/delete", account.Delete(page))

@@ -13,3 +13,14 @@ def test_ci_run_exports_ci_true_before_the_checks() -> None:
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert "export CI=true" in lines
     assert lines.index("export CI=true") < lines.index("make lint") < lines.index("make test")
+
+
+def test_ci_run_runs_the_live_project_memory_acceptance() -> None:
+    # Under CI=true no test may skip: the opt-in live acceptance gets its three settings
+    # (a temporary output folder, the runner "ci", the commit) before the tests run.
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    export = "export MEMORY_LIVE_OUT MEMORY_LIVE_RUNNER MEMORY_LIVE_COMMIT"
+    assert lines.index(export) < lines.index("make test")
+    assert 'MEMORY_LIVE_RUNNER="${MEMORY_LIVE_RUNNER:-ci}"' in lines
+    assert any(line.startswith('MEMORY_LIVE_COMMIT="$(git rev-parse HEAD') for line in lines)
+    assert any(line.startswith('MEMORY_LIVE_OUT="${MEMORY_LIVE_OUT:-$(mktemp -d') for line in lines)

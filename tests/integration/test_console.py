@@ -940,6 +940,7 @@ def test_project_memory_in_the_browser_for_a_projects_member(
     row.locator("a").click()
     assert page.locator(".authority").inner_text() == "observed"
     assert page.locator(".ref").inner_text() == "https://chat.example/c/123"
+    assert page.locator(".ref a").get_attribute("href") == "https://chat.example/c/123"
     assert page.locator(".written-by").inner_text().startswith("an agent's project key")
     assert page.locator(".record-body").inner_text() == "We deploy on Tuesdays after the standup."
     shot(page, tmp_path, "project-record")
@@ -1006,6 +1007,15 @@ def test_a_projects_viewer_reads_its_memory_but_gets_no_write_form(
     assert page.locator("form[method=post] input[name=key]").count() == 0
     page.goto(f"{site.console.url}{team.page}/record?key=deploy.day")
     assert page.locator("button:text-is('Delete…')").count() == 0
+    # A reference is a link only on the web: a script URL stays text.
+    scripted = {**agent_record("scripted"), "provenance": {**agent_record()["provenance"]}}
+    scripted["provenance"]["ref"] = "javascript:alert(1)"
+    admin = site.owner_api(team.admin)
+    assert admin.put(team.pool + "/entry", scripted).status_code == 200
+    page.goto(f"{site.console.url}{team.page}/record?key=scripted")
+    assert page.locator(".ref").inner_text() == "javascript:alert(1)"
+    assert page.locator(".ref a").count() == 0
+    page.goto(f"{site.console.url}{team.page}/record?key=deploy.day")
     csrf = page.locator("input[name=csrf]").first.get_attribute("value") or ""
     refused = context.request.post(
         f"{site.console.url}{team.page}/delete",

@@ -92,6 +92,21 @@ def cmd_accounts_delete(args: argparse.Namespace) -> None:
     print(f"deleted {args.account}")
 
 
+def cmd_accounts_isolate(args: argparse.Namespace) -> None:
+    from grove_cli import shards
+
+    try:
+        shard, split = shards.isolate(_env("GROVE_ADMIN_DATABASE_URL"), UUID(args.account))
+    except (LookupError, shards.NeedsCitus, shards.NeedsBypass) as ex:
+        sys.exit(f"grove: {ex}")
+    except shards.IsolationFailed as ex:
+        sys.exit(f"grove: isolating the account failed: {ex}")
+    if split:
+        print(f"account {args.account} now has shard {shard.shard_id} of its own on {shard.node}")
+    else:
+        print(f"account {args.account} is already alone on shard {shard.shard_id} on {shard.node}")
+
+
 def cmd_accounts_quota(args: argparse.Namespace) -> None:
     url, account = _env("GROVE_MIGRATION_DATABASE_URL"), UUID(args.account)
     limits = {
@@ -284,6 +299,17 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--account", required=True)
     p.set_defaults(func=cmd_accounts_delete)
+
+    p = accounts.add_parser(
+        "isolate",
+        help="give a very large account shards of its own on a Citus cluster",
+        description="Splits the account's rows out of the shards it shares, in every"
+        " distributed table (isolate_tenant_to_new_shard, CASCADE), on the same node;"
+        " an account already alone is left as it is. Connects as GROVE_ADMIN_DATABASE_URL,"
+        " a superuser of the coordinator (docs/scaling.md).",
+    )
+    p.add_argument("account", help="the account's ID")
+    p.set_defaults(func=cmd_accounts_isolate)
 
     p = accounts.add_parser(
         "quota",

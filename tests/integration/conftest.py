@@ -41,18 +41,23 @@ def database() -> Iterator[embedded.EmbeddedDatabase]:
 
 
 @pytest.fixture(scope="session")
-def citus_database() -> Iterator[embedded.EmbeddedDatabase]:
-    """A Citus cluster on loopback (a coordinator and two workers, ``grove_db.citus``),
-    migrated with ``--citus``: its URLs are the coordinator's. One per run, shared by
-    pytest-xdist's processes (``tests.support.cluster``).
-
-    Citus comes from ``../shared/tools/citus`` beside the repository (or
-    ``GROVE_CITUS_TOOLS``); without it the tests skip, and fail under CI.
-    """
+def citus_tools() -> Path:
+    """The folder of the Citus build: ``../shared/tools/citus`` beside the repository (or
+    ``GROVE_CITUS_TOOLS``); without it the tests that need it skip, and fail under CI."""
     tools = citus.tools_folder(Path(__file__).resolve().parents[2])
     why = citus.missing(tools)
     if why:
         missing(f"Citus is not available: {why}")
+    return tools
+
+
+@pytest.fixture(scope="session")
+def citus_database(citus_tools: Path) -> Iterator[embedded.EmbeddedDatabase]:
+    """A Citus cluster on loopback (a coordinator and two workers, ``grove_db.citus``),
+    migrated with ``--citus``: its URLs are the coordinator's. One per run, shared by
+    pytest-xdist's processes (``tests.support.cluster``).
+    """
+    tools = citus_tools
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     folder = (
         Path(tempfile.gettempdir()) / f"grove-citus-{run}"

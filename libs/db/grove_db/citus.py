@@ -37,6 +37,11 @@ NODE_SETTINGS = {
     "shared_preload_libraries": "'citus'",
     "listen_addresses": "'127.0.0.1'",
     "max_connections": "200",
+    # Shard moves and splits (the rebalancer, ``grove accounts isolate``) copy rows by
+    # logical replication, so that writes go on meanwhile.
+    "wal_level": "logical",
+    # This build trusts only the output plugins named here; Citus decodes with its own.
+    "output_plugin_libraries": "'pgoutput, test_decoding, citus'",
     "fsync": "off",  # a throwaway cluster: nothing to keep across a crash
     "synchronous_commit": "off",
     "full_page_writes": "off",

@@ -6,6 +6,11 @@ once, starts grove-ask and waits for its model to serve, then grove-worker, grov
 and grove-mcp as the runtime role, grove-share and grove-console (the owner website) as
 their own roles, writes ``.grove/dev.env`` when everything answers, and stops it all on
 Ctrl-C, each service once with SIGTERM: the doors, then the worker, then grove-ask.
+
+With ``--citus`` the database is a Citus cluster instead (``grove_db.citus``: a
+coordinator and two workers on loopback, from a copy of the embedded PostgreSQL with
+the shared tools folder's Citus build installed), new for each run and removed on stop,
+migrated with ``--citus``; the services connect to the coordinator.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import os
 import secrets
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import FrameType
@@ -25,7 +31,7 @@ import requests
 from grove_auth import devissuer
 from grove_auth.private_files import write_private
 from grove_cli import admin, launch
-from grove_db import embedded
+from grove_db import citus, embedded
 from grove_db.migrate import migrate
 
 STATE_DIR = Path(".grove")
@@ -42,13 +48,52 @@ DEFAULT_CONSOLE_PORT = "8083"
 DEV_OWNER = "dev-owner"
 
 
-def run() -> int:
-    """Run until interrupted; the exit status is the services' if one dies."""
+def run(*, distributed: bool = False) -> int:
+    """Run until interrupted; the exit status is the services' if one dies.
+
+    ``distributed``: on a Citus cluster of this run (``CitusMissing`` without the build).
+    """
     STATE_DIR.mkdir(exist_ok=True)
     secret = _secret()
-    db = embedded.start((STATE_DIR / "pgdata").resolve(), cleanup_mode="stop")
-    migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE, embedded.CONSOLE_ROLE)
-    key = _demo_key(db.migration_url, secret)
+    if not distributed:
+        db = embedded.start((STATE_DIR / "pgdata").resolve(), cleanup_mode="stop")
+        return _serve(db, secret, STATE_DIR / "demo.json")
+    db = start_cluster()
+    try:
+        return _serve(db, secret, STATE_DIR / "citus-demo.json")
+    finally:
+        db.server.cleanup()
+        (STATE_DIR / "citus-demo.json").unlink(missing_ok=True)
+
+
+def start_cluster() -> embedded.EmbeddedDatabase:
+    """A coordinator and two workers on loopback, new for this run, in a folder under
+    the system's temporary folder (a short path: each node's socket is in its data
+    directory). Citus comes from ``../shared/tools/citus`` beside this checkout, or
+    ``GROVE_CITUS_TOOLS``."""
+    tools = citus.tools_folder(Path.cwd().resolve())
+    reason = citus.missing(tools)
+    if reason:
+        raise citus.CitusMissing(
+            f"Citus is not available: {reason}. Put the Citus build there (the shared tools"
+            " folder's citus/: citus-14.0.1-pg18-linux-x86_64.tar.gz and install.sh) or set"
+            " GROVE_CITUS_TOOLS to its folder (docs/scaling.md)"
+        )
+    root = Path(tempfile.mkdtemp(prefix="grove-dev-citus-"))
+    print(f"grove dev: starting a Citus coordinator and two workers in {root}", flush=True)
+    return citus.start(tools, root)
+
+
+def _serve(db: embedded.EmbeddedDatabase, secret: str, demo: Path) -> int:
+    """Migrate ``db``, then run every service on it until interrupted."""
+    migrate(
+        db.migration_url,
+        embedded.RUNTIME_ROLE,
+        embedded.SHARE_ROLE,
+        embedded.CONSOLE_ROLE,
+        citus=isinstance(db.server, citus.Cluster),
+    )
+    key = _demo_key(db.migration_url, secret, demo)
     port = os.environ.get("GROVE_API_PORT", DEFAULT_API_PORT)
     ask_port = os.environ.get("GROVE_ASK_PORT", DEFAULT_ASK_PORT)
     profile = os.environ.get("GROVE_EMBEDDING_PROFILE", "minilm")
@@ -125,14 +170,14 @@ def run() -> int:
                 "GROVE_SHARE_URL": share_url,
                 "GROVE_CONSOLE_URL": console_url,
                 "GROVE_ASK_ADDRESS": ask_address,
-                "GROVE_DEMO_ACCOUNT": _demo_account(),
+                "GROVE_DEMO_ACCOUNT": _demo_account(demo),
                 **identity,
             },
             db,
         )
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        _banner(api_url, mcp_url, share_url, console_url, key)
+        _banner(api_url, mcp_url, share_url, console_url, key, db)
         while not stopping and all(s.process.poll() is None for s in services.values()):
             time.sleep(0.2)
         for name, service in services.items():
@@ -203,8 +248,8 @@ def dev_identity(api_url: str, mcp_url: str, console_url: str) -> dict[str, str]
     }
 
 
-def _demo_account() -> str:
-    return str(json.loads((STATE_DIR / "demo.json").read_text())["accountId"])
+def _demo_account(demo: Path) -> str:
+    return str(json.loads(demo.read_text())["accountId"])
 
 
 def _secret(name: str = "secret") -> str:
@@ -215,9 +260,9 @@ def _secret(name: str = "secret") -> str:
     return path.read_text().strip()
 
 
-def _demo_key(migration_url: str, secret: str) -> str:
-    """The demo account's key, created on the first run and reused afterwards."""
-    path = STATE_DIR / "demo.json"
+def _demo_key(migration_url: str, secret: str, path: Path) -> str:
+    """The demo account's key, created on the first run on a database and reused
+    afterwards (kept in ``path``)."""
     if path.exists():
         return str(json.loads(path.read_text())["key"])
     account_id: UUID = admin.create_account(migration_url, "Demo")
@@ -253,10 +298,30 @@ def _write_env(urls: dict[str, str], db: embedded.EmbeddedDatabase) -> None:
     write_private(STATE_DIR / "dev.env", ("\n".join(lines) + "\n").encode())
 
 
-def _banner(api_url: str, mcp_url: str, share_url: str, console_url: str, key: str) -> None:
+def _database(db: embedded.EmbeddedDatabase) -> str:
+    """What the banner says of the database: the embedded server, or the cluster's nodes."""
+    cluster = db.server
+    if not isinstance(cluster, citus.Cluster):
+        return "the embedded PostgreSQL (.grove/pgdata)"
+    workers = ", ".join(f"127.0.0.1:{node.port}" for node in cluster.workers)
+    return (
+        f"Citus: coordinator 127.0.0.1:{cluster.coordinator.port}, workers {workers}"
+        " (removed on stop)"
+    )
+
+
+def _banner(
+    api_url: str,
+    mcp_url: str,
+    share_url: str,
+    console_url: str,
+    key: str,
+    db: embedded.EmbeddedDatabase,
+) -> None:
     print(
         f"""
 Grove is running.
+  database   {_database(db)}
   REST API   {api_url}/v1        (key: {key})
   MCP        {mcp_url}     (the same key as a Bearer token)
   shares     {share_url}/public/shares/…   (public links; see README "Public share links")

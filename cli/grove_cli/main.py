@@ -249,11 +249,12 @@ def cmd_secrets_share_token(args: argparse.Namespace) -> None:
 
 def cmd_dev(args: argparse.Namespace) -> None:
     from grove_cli.dev import run
+    from grove_db.citus import CitusMissing
     from grove_db.embedded import NotInstalled
 
     try:
-        sys.exit(run())
-    except NotInstalled as ex:
+        sys.exit(run(distributed=args.citus))
+    except (NotInstalled, CitusMissing) as ex:
         sys.exit(f"grove: {ex}")
 
 
@@ -408,6 +409,12 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_secrets_share_token)
 
     p = commands.add_parser("dev", help="run everything locally on the embedded PostgreSQL")
+    p.add_argument(
+        "--citus",
+        action="store_true",
+        help="on a Citus cluster on loopback instead: a coordinator and two workers, new"
+        " for this run (docs/scaling.md)",
+    )
     p.set_defaults(func=cmd_dev)
 
     import_from.add_parser(commands)

@@ -36,7 +36,7 @@ def test_without_the_extra_start_names_what_to_install(
 def test_grove_dev_without_the_extra_exits_with_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def run() -> int:
+    def run(*, distributed: bool = False) -> int:
         raise embedded.NotInstalled
 
     monkeypatch.setattr(dev, "run", run)

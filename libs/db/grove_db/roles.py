@@ -48,6 +48,11 @@ DEFINER_ROLE_CHECK = """
                    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
                      AND n.nspname NOT LIKE 'pg_toast%%'
                      AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+                     -- An extension's own views (Citus's citus_tables and citus_schemas,
+                     -- readable by PUBLIC) are its catalog, not Grove's data.
+                     AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                                     WHERE d.classid = 'pg_class'::regclass
+                                       AND d.objid = c.oid AND d.deptype = 'e')
                      AND (pg_has_role(r.rolname, c.relowner, 'MEMBER')
                           OR has_table_privilege(r.rolname, c.oid,
                                'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')

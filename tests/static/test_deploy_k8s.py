@@ -33,6 +33,7 @@ KUSTOMIZATIONS = {
     "base": K8S / "base",
     "dev": K8S / "overlays" / "dev",
     "prod": K8S / "overlays" / "prod",
+    "citus": K8S / "overlays" / "citus",
 }
 KUBERNETES_VERSION = "1.37"
 CUSTOM_KINDS = {"ServiceMonitor", "PrometheusRule"}
@@ -81,6 +82,7 @@ SECRET_KEYS = frozenset(
         "share-token-secret",
         "console-secret-key",
         "console-client-secret",
+        "citus-postgres-password",  # the Citus nodes' superuser (components/citus)
     }
 )
 SENSITIVE_WORDS = ("SECRET", "PASSWORD", "DATABASE_URL", "TOKEN", "API_KEY")
@@ -165,8 +167,21 @@ def selects(selector: Manifest, labels: dict[str, str]) -> bool:
 
 
 def template_labels(objects: tuple[Manifest, ...]) -> dict[str, dict[str, str]]:
-    """Pod labels of every Deployment, Job and CronJob, by ``kind/name``."""
-    return {name: t["metadata"].get("labels", {}) for name, t in pod_templates(objects)}
+    """Pod labels of every Deployment, Job, CronJob and StatefulSet, by ``kind/name``."""
+    labels = {name: t["metadata"].get("labels", {}) for name, t in pod_templates(objects)}
+    for name, workload in by_name(objects, "StatefulSet").items():
+        labels[f"StatefulSet/{name}"] = workload["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def workloads(objects: tuple[Manifest, ...]) -> dict[str, Manifest]:
+    """The Deployments and StatefulSets (the Citus nodes), by name."""
+    return {**by_name(objects, "Deployment"), **by_name(objects, "StatefulSet")}
+
+
+def is_grove_image(image: str) -> bool:
+    """Whether a container runs one of Grove's own images (not the Citus nodes')."""
+    return image.rsplit("/", 1)[-1].split(":")[0] in ("grove", "grove-ask")
 
 
 def container_ports(container: Manifest) -> dict[str, int]:
@@ -411,7 +426,7 @@ def test_each_service_gets_exactly_the_credentials_it_needs(
     }
     for service, keys in expected.items():
         assert secret_keys_of(deployment_container(rendered, service)) == keys, service
-    (job,) = of_kind(rendered, "Job")
+    job = by_name(rendered, "Job")["grove-migrate"]
     (migrate,) = job["spec"]["template"]["spec"]["containers"]
     assert secret_keys_of(migrate) == {
         "GROVE_MIGRATION_DATABASE_URL": "migration-database-url",
@@ -436,7 +451,7 @@ def test_the_migration_grants_each_own_role_and_it_never_sees_the_runtime_role(
     rendered: tuple[Manifest, ...], service: str
 ) -> None:
     setting, role = OWN_ROLES[service]
-    (job,) = of_kind(rendered, "Job")
+    job = by_name(rendered, "Job")["grove-migrate"]
     (migrate,) = job["spec"]["template"]["spec"]["containers"]
     assert env_value(migrate, setting) == role
     container = deployment_container(rendered, service)
@@ -452,13 +467,17 @@ def test_every_command_is_an_installed_console_script(rendered: tuple[Manifest, 
     scripts = console_scripts()
     for name, template in pod_templates(rendered):
         for container in containers(template):
+            if not is_grove_image(container["image"]):
+                continue  # the Citus nodes' image: psql and the shell
             command = container.get("command")
             assert command, f"{name}: set the command; the image default is only grove-api"
             assert command[0] in scripts, f"{name}: {command[0]} is not in [project.scripts]"
     for service, script in COMMANDS.items():
         assert deployment_container(rendered, service)["command"] == [script]
-    (job,) = of_kind(rendered, "Job")
-    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["grove", "migrate"]
+    job = by_name(rendered, "Job")["grove-migrate"]
+    migrate = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    citus = "grove-citus-nodes" in by_name(rendered, "Job")
+    assert migrate == ["grove", "migrate", *(["--citus"] if citus else [])]
 
 
 def test_port_settings_match_the_declared_ports(rendered: tuple[Manifest, ...]) -> None:
@@ -557,7 +576,7 @@ def test_console_reaches_the_api_service_on_its_http_port(
 def test_services_select_pods_and_target_their_named_ports(
     rendered: tuple[Manifest, ...],
 ) -> None:
-    deployments = by_name(rendered, "Deployment")
+    deployments = workloads(rendered)
     for service in of_kind(rendered, "Service"):
         name = service["metadata"]["name"]
         matches = [
@@ -568,7 +587,7 @@ def test_services_select_pods_and_target_their_named_ports(
                 d["spec"]["template"]["metadata"]["labels"],
             )
         ]
-        assert len(matches) == 1, f"Service {name} selects {len(matches)} Deployments"
+        assert len(matches) == 1, f"Service {name} selects {len(matches)} workloads"
         (container,) = matches[0]["spec"]["template"]["spec"]["containers"]
         for port in service["spec"]["ports"]:
             assert port["targetPort"] in container_ports(container), f"{name}: {port}"
@@ -594,8 +613,8 @@ def test_autoscalers_target_existing_deployments(rendered: tuple[Manifest, ...])
     assert targets == set(AUTOSCALED)
 
 
-def test_each_disruption_budget_selects_one_deployment(rendered: tuple[Manifest, ...]) -> None:
-    deployments = by_name(rendered, "Deployment")
+def test_each_disruption_budget_selects_one_workload(rendered: tuple[Manifest, ...]) -> None:
+    deployments = workloads(rendered)
     covered = set()
     for pdb in of_kind(rendered, "PodDisruptionBudget"):
         matches = [

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import sys
 import tempfile
@@ -58,12 +59,24 @@ def run(*, distributed: bool = False) -> int:
     if not distributed:
         db = embedded.start((STATE_DIR / "pgdata").resolve(), cleanup_mode="stop")
         return _serve(db, secret, STATE_DIR / "demo.json")
-    db = start_cluster()
+    # Three servers start before the services do: SIGTERM stops them as Ctrl-C does,
+    # rather than leaving them running.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        db = start_cluster()
+    except KeyboardInterrupt:  # citus.start stops the nodes it had started
+        return 130
     try:
         return _serve(db, secret, STATE_DIR / "citus-demo.json")
+    except KeyboardInterrupt:  # during the migration, before the services
+        return 130
     finally:
         db.server.cleanup()
         (STATE_DIR / "citus-demo.json").unlink(missing_ok=True)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def start_cluster() -> embedded.EmbeddedDatabase:
@@ -81,7 +94,11 @@ def start_cluster() -> embedded.EmbeddedDatabase:
         )
     root = Path(tempfile.mkdtemp(prefix="grove-dev-citus-"))
     print(f"grove dev: starting a Citus coordinator and two workers in {root}", flush=True)
-    return citus.start(tools, root)
+    try:
+        return citus.start(tools, root)
+    except BaseException:  # nodes already started are stopped by citus.start itself
+        shutil.rmtree(root, ignore_errors=True)
+        raise
 
 
 def _serve(db: embedded.EmbeddedDatabase, secret: str, demo: Path) -> int:
@@ -132,15 +149,12 @@ def _serve(db: embedded.EmbeddedDatabase, secret: str, demo: Path) -> int:
     services: dict[str, launch.Running] = {}
     stopping = False
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
     def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
 
     # Until everything answers, SIGTERM ends the start-up as Ctrl-C does.
-    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if profile != "disabled":
             # The model first: the services started after it connect to a grove-ask that

@@ -96,7 +96,7 @@ def cmd_accounts_isolate(args: argparse.Namespace) -> None:
     from grove_cli import shards
 
     try:
-        shard, split = shards.isolate(_env("GROVE_ADMIN_DATABASE_URL"), UUID(args.account))
+        shard, split = shards.isolate(_env("GROVE_ADMIN_DATABASE_URL"), args.account)
     except (LookupError, shards.NeedsCitus, shards.NeedsBypass) as ex:
         sys.exit(f"grove: {ex}")
     except shards.IsolationFailed as ex:
@@ -309,7 +309,7 @@ def parser() -> argparse.ArgumentParser:
         " an account already alone is left as it is. Connects as GROVE_ADMIN_DATABASE_URL,"
         " a superuser of the coordinator (docs/scaling.md).",
     )
-    p.add_argument("account", help="the account's ID")
+    p.add_argument("account", type=UUID, help="the account's ID")
     p.set_defaults(func=cmd_accounts_isolate)
 
     p = accounts.add_parser(

@@ -183,3 +183,16 @@ def test_isolating_on_one_postgresql_needs_a_citus_cluster(
     assert (code, out) == (1, "")
     assert err.startswith("grove: this database is not distributed: isolating an account")
     assert "needs a Citus cluster" in err and "Traceback" not in err
+
+
+def test_isolating_needs_an_account_id_and_the_admin_url() -> None:
+    bad = run_script("grove", "accounts", "isolate", "not-an-id", env={})
+    assert bad.returncode == 2 and "invalid UUID value: 'not-an-id'" in bad.stderr
+    unset = run_script(
+        "grove",
+        "accounts",
+        "isolate",
+        "00000000-0000-4000-8000-000000000000",
+        env={"GROVE_ADMIN_DATABASE_URL": ""},
+    )
+    assert (unset.returncode, unset.stderr.strip()) == (1, "grove: set GROVE_ADMIN_DATABASE_URL")

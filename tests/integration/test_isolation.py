@@ -278,6 +278,20 @@ def test_other_account_filtering_by_a_foreign_connection_finds_nothing(world: Wo
     assert {r["memoryId"] for r in own.json()["data"]["items"]} == world.note_ids
 
 
+def test_other_account_duplicates_show_only_its_own_notes(world: World) -> None:
+    text = f"{WORD} the billing deploy runs every Tuesday at ten"
+    owners = {world.owner.client.save(text)["id"], world.owner.client.save(text + ".")["id"]}
+    own = {world.intruder.client.save(text)["id"], world.intruder.client.save(text + "!")["id"]}
+
+    def grouped(client: Client) -> list[set[str]]:
+        response = client.get("/v1/duplicates")
+        assert response.status_code == 200, response.text
+        return [{n["id"] for n in g["notes"]} for g in response.json()["data"]["groups"]]
+
+    assert grouped(world.intruder.client) == [own]
+    assert grouped(world.owner.client) == [owners]
+
+
 def test_other_account_cannot_recall_or_search_in_foreign_notebook(world: World) -> None:
     client = world.intruder.client
     assert_error(

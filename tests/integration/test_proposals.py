@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from grove_contracts.proposals import ProposalDraft
 from grove_db.pool import open_pool, transaction
-from grove_memory import proposals, proposer
+from grove_memory import cleanup, proposals, proposer
 from grove_memory.conversations import conversation_row
 from grove_memory.store import Store
 from tests.integration.test_conversations import Owner, Stack, new_owner, stack
@@ -644,5 +644,114 @@ def test_the_proposer_uses_the_indexed_vectors_when_both_notes_have_them(
         return [d.change.action for d in drafts]
 
     # The words say "same", so the vectors decide: far apart, no merge; close, a merge.
+    assert suggested([0.0, 1.0, 0.0]) == []
+    assert suggested([0.9, 0.1, 0.0]) == ["merge"]
+
+
+# --- the whole scope: the duplicates listing and clean-up questions ----------------------
+
+STANDUP = "The team standup is at 9:30 every weekday in the blue room."
+STANDUP_AGAIN = "Every weekday the team standup is at 9:30 in the blue room."
+
+
+def duplicate_groups(client: Client) -> list[list[str]]:
+    """``GET /v1/duplicates``: each group's note IDs (freshest first)."""
+    response = client.get("/v1/duplicates")
+    assert response.status_code == 200, response.text
+    return [[n["id"] for n in g["notes"]] for g in data_of(response)["groups"]]
+
+
+def test_duplicates_lists_every_scopes_groups_with_the_merge_a_turn_offers(owner: Owner) -> None:
+    deploys = owner.tenant.notebook("deploys")
+    older = owner.key.save(DEPLOY, projectId=deploys)
+    newer = owner.key.save(DEPLOY_AGAIN, projectId=deploys)
+    owner.key.save(DEPLOY)  # the same words in another scope: never grouped with those
+    standup = owner.key.save(STANDUP)
+    standup_again = owner.key.save(STANDUP_AGAIN)
+    owner.key.save(PLANT, projectId=deploys)
+    listed = data_of(owner.session.get("/v1/duplicates"))
+    assert listed["scanned"] == 6
+    groups = listed["groups"]
+    assert [[n["id"] for n in g["notes"]] for g in groups] == [
+        [standup_again["id"], standup["id"]],  # the group with the freshest note first
+        [newer["id"], older["id"]],
+    ]
+    assert groups[1]["notes"][0]["savedBy"]["kind"] == "connection"
+    merge = groups[1]["merge"]
+    assert merge["change"] == {
+        "action": "merge",
+        "noteIds": [newer["id"], older["id"]],
+        "into": newer["id"],
+        "content": DEPLOY_AGAIN,
+        "kind": None,
+    }
+    # A turn given exactly that group offers exactly that change.
+    conversation = owner.create()["id"]
+    context = {"notes": merge["change"]["noteIds"], "only": True}
+    turn = owner.answered(conversation, "Merge these notes", 1, context=context)["turn"]
+    assert [p["change"] for p in turn["proposals"]] == [merge["change"]]
+    # Once merged, the group is gone; a key sees only the groups its grants cover.
+    done(owner, conversation, turn["proposals"][0], "apply")
+    assert duplicate_groups(owner.session) == [[standup_again["id"], standup["id"]]]
+    notebook_only = owner.tenant.key(
+        "deploys only", personal=False, all_notebooks=False, notebook_ids=[uuid.UUID(deploys)]
+    )
+    assert duplicate_groups(notebook_only) == []
+    assert duplicate_groups(owner.key) == [[standup_again["id"], standup["id"]]]
+
+
+def test_a_cleanup_question_proposes_for_the_whole_scope(owner: Owner) -> None:
+    older = owner.key.save(DEPLOY)
+    newer = owner.key.save(DEPLOY_AGAIN)
+    soon = owner.key.save(
+        "Handoff: finish the billing deploy checklist.",
+        kind="handoff",
+        taskId="t1",
+        retentionDays=2,
+    )
+    owner.key.save(PLANT)
+    for question in ("Find duplicates", "What's stale?", "clean up my notes", "any dupes?"):
+        _, turn = ask(owner, question)
+        assert turn["sources"] == [], question  # a search for those words finds nothing
+        assert [p["change"]["action"] for p in turn["proposals"]] == ["archive", "merge"], question
+        archive, merge = turn["proposals"]
+        assert archive["change"]["noteIds"] == [soon["id"]]
+        assert merge["change"]["noteIds"] == [newer["id"], older["id"]]
+    # A topic named: the proposals stay with the notes its search found (the plant).
+    _, topical = ask(owner, "Find duplicates about the office plant")
+    assert topical["proposals"] == []
+
+
+def test_a_cleanup_question_in_one_notebook_proposes_only_there(owner: Owner) -> None:
+    deploys = owner.tenant.notebook("deploys")
+    owner.key.save(DEPLOY)
+    owner.key.save(DEPLOY_AGAIN)
+    inside = [owner.key.save(s, projectId=deploys)["id"] for s in (STANDUP, STANDUP_AGAIN)]
+    _, turn = ask(owner, "find duplicates", projectId=deploys)
+    assert [set(p["change"]["noteIds"]) for p in turn["proposals"]] == [set(inside)]
+
+
+def test_the_whole_scope_scan_uses_the_indexed_vectors_when_both_notes_have_them(
+    owner: Owner, store: Store, stack: Stack
+) -> None:
+    a = owner.key.save(DEPLOY)
+    b = owner.key.save(DEPLOY_AGAIN)
+    ids = [uuid.UUID(a["id"]), uuid.UUID(b["id"])]
+
+    def suggested(second: list[float]) -> list[str]:
+        with psycopg.connect(stack.database.grove_superuser_url) as conn:
+            conn.execute("DELETE FROM embeddings WHERE memory_id = ANY(%s)", (ids,))
+            for note, vector in zip(ids, ([1.0, 0.0, 0.0], second), strict=True):
+                conn.execute(
+                    "INSERT INTO embeddings (account_id, memory_id, version, profile, dimensions,"
+                    " embedding) VALUES (%s, %s, 1, 'probe', 3, %s::vector)",
+                    (owner.tenant.account_id, note, str(vector)),
+                )
+        probe = Store(pool=store.pool, cursor_secret=b"x", profile="probe")
+        principal = owner.principal()
+        with transaction(store.pool, principal.account_id) as conn:
+            drafts = cleanup.suggest(conn, probe, principal, "true", {})
+        return [d.change.action for d in drafts]
+
     assert suggested([0.0, 1.0, 0.0]) == []
     assert suggested([0.9, 0.1, 0.0]) == ["merge"]

@@ -17,7 +17,7 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from grove_contracts.notebooks import Name
-from grove_contracts.notes import NOT_BLANK, Content, RetentionDays, Strict
+from grove_contracts.notes import NOT_BLANK, Content, Memory, RetentionDays, Strict
 
 #: Proposals one turn may carry.
 MAX_PROPOSALS = 5
@@ -236,3 +236,25 @@ class ProposalNoteResult(BaseModel):
 
 
 ProposalOutcome.model_rebuild()
+
+
+class DuplicateGroup(BaseModel):
+    """Notes in one scope that say the same thing, freshest first, and the merge the
+    deterministic proposer offers for them: into the freshest, adding what only the
+    others say (a turn asked about these notes offers the same change)."""
+
+    notes: list[Memory]
+    merge: ProposalDraft
+
+
+class DuplicateList(BaseModel):
+    """The near-duplicate groups among the ``scanned`` most recently updated live notes
+    the caller may read (``GET /v1/duplicates``), the groups with the freshest notes
+    first, at most ``MAX_DUPLICATE_GROUPS``."""
+
+    groups: list[DuplicateGroup]
+    scanned: int
+
+
+#: Groups ``GET /v1/duplicates`` lists at most.
+MAX_DUPLICATE_GROUPS = 20

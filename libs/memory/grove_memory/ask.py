@@ -219,7 +219,7 @@ def _failed(ex: InferenceError) -> ServiceError:
 def find_sources(store: Store, principal: Principal, req: AskRequest) -> list[dict[str, Any]]:
     """The best notes in ``req``'s scope as sources (with content), best first: fused from
     BM25 and MiniLM similarity in one transaction."""
-    scope, values = _scope(req)
+    scope, values = scope_predicate(req)
     vector = query_vector(store, req.query)  # before the transaction: no connection waits
     with transaction(store.pool, principal.account_id) as conn:
         if "projectId" in req.model_fields_set:
@@ -242,7 +242,7 @@ def _ranked(
     return fuse(lexical, semantic, store.lexical_weight)[:EVIDENCE_NOTES]
 
 
-def _scope(req: AskRequest) -> tuple[str, dict[str, Any]]:
+def scope_predicate(req: AskRequest) -> tuple[str, dict[str, Any]]:
     """The scope predicate: omitted ``projectId`` is every granted scope, null personal."""
     values: dict[str, Any] = {"limit": CANDIDATES}
     if "projectId" not in req.model_fields_set:

@@ -11,7 +11,7 @@ go through ``grove_memory.proposals.prepare`` like a model's.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -66,32 +66,49 @@ def suggest(
     the same scope (``grove_memory.duplicates``: cosine and lexical overlap; lexical
     alone for notes not embedded yet) merged into the most recently updated one, and
     handoffs that expire within ``HANDOFF_NOTICE`` archived."""
-    values = params(principal, ids=list(note_ids), notice=HANDOFF_NOTICE)
-    rows = conn.execute(LIVE_CANDIDATES, values).fetchall()
+    rows = live_candidates(conn, principal, note_ids)
     cosines: dict[frozenset[UUID], float] = {}
     if store.profile is not None and len(rows) > 1:
         pairs = conn.execute(
             PAIR_COSINES, {"profile": store.profile, "ids": [r["id"] for r in rows]}
         )
         cosines = {frozenset((p["a"], p["b"])): float(p["cosine"]) for p in pairs.fetchall()}
-    drafts = [_merge_draft(group) for group in _duplicate_groups(rows, cosines)]
+    drafts = [merge_draft(group) for group in duplicate_groups(rows, cosines)]
     expiring = [r["id"] for r in rows if r["kind"] == "handoff" and r["expiring"]]
-    expiring = expiring[:MAX_PROPOSAL_TARGETS]
     if expiring:
-        drafts.append(
-            ProposalDraft(
-                summary=f"Archive {_count(len(expiring), 'handoff')} that expire within"
-                f" {HANDOFF_NOTICE.days} days",
-                change=LifecycleChange(action="archive", noteIds=expiring, notebookIds=[]),
-            )
-        )
+        drafts.append(expiring_draft(expiring))
     return drafts
 
 
-def _duplicate_groups(
-    rows: list[dict[str, Any]], cosines: dict[frozenset[UUID], float]
+def live_candidates(
+    conn: Conn, principal: Principal, note_ids: Sequence[UUID]
+) -> list[dict[str, Any]]:
+    """The live, unarchived notes of ``note_ids`` the caller may see (with their savers
+    and whether each expires within ``HANDOFF_NOTICE``), most recently updated first."""
+    values = params(principal, ids=list(note_ids), notice=HANDOFF_NOTICE)
+    return conn.execute(LIVE_CANDIDATES, values).fetchall()
+
+
+def expiring_draft(note_ids: Sequence[UUID]) -> ProposalDraft:
+    """Archive handoffs about to expire (at most ``MAX_PROPOSAL_TARGETS`` of them)."""
+    expiring = list(note_ids[:MAX_PROPOSAL_TARGETS])
+    return ProposalDraft(
+        summary=f"Archive {_count(len(expiring), 'handoff')} that expire within"
+        f" {HANDOFF_NOTICE.days} days",
+        change=LifecycleChange(action="archive", noteIds=expiring, notebookIds=[]),
+    )
+
+
+def duplicate_groups(
+    rows: list[dict[str, Any]],
+    cosines: dict[frozenset[UUID], float],
+    pairs: Iterable[tuple[UUID, UUID]] | None = None,
 ) -> list[list[dict[str, Any]]]:
-    """Rows joined into groups of near-duplicates (same scope), each freshest first."""
+    """Rows joined into groups of near-duplicates (same scope), each freshest first as
+    ``rows`` are, at most ``MAX_MERGE_NOTES`` each; only ``pairs`` are compared (every
+    pair of rows when None)."""
+    by_id = {r["id"]: r for r in rows}
+    said = {r["id"]: duplicates.words(r["content"]) for r in rows}
     group = {r["id"]: r["id"] for r in rows}
 
     def root(note_id: UUID) -> UUID:
@@ -99,18 +116,22 @@ def _duplicate_groups(
             note_id = group[note_id]
         return note_id
 
-    for i, a in enumerate(rows):
-        for b in rows[i + 1 :]:
-            if a["project_id"] != b["project_id"] or "handoff" in (a["kind"], b["kind"]):
-                continue
-            lexical = duplicates.lexical_similarity(a["content"], b["content"])
-            cosine = cosines.get(frozenset((a["id"], b["id"])))
-            if cosine is None:
-                same = lexical >= duplicates.SAVE_LEXICAL_THRESHOLD
-            else:
-                same = duplicates.is_near_duplicate(cosine, lexical)
-            if same:
-                group[root(b["id"])] = root(a["id"])
+    if pairs is None:
+        pairs = ((a["id"], b["id"]) for i, a in enumerate(rows) for b in rows[i + 1 :])
+    for first, second in pairs:
+        a, b = by_id.get(first), by_id.get(second)
+        if a is None or b is None or a["project_id"] != b["project_id"]:
+            continue
+        if "handoff" in (a["kind"], b["kind"]):
+            continue
+        lexical = duplicates.word_similarity(said[first], said[second])
+        cosine = cosines.get(frozenset((first, second)))
+        if cosine is None:
+            same = lexical >= duplicates.SAVE_LEXICAL_THRESHOLD
+        else:
+            same = duplicates.is_near_duplicate(cosine, lexical)
+        if same:
+            group[root(second)] = root(first)
     members: dict[UUID, list[dict[str, Any]]] = {}
     for row in rows:  # freshest first, as selected
         members.setdefault(root(row["id"]), []).append(row)
@@ -120,7 +141,7 @@ def _duplicate_groups(
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def _merge_draft(group: list[dict[str, Any]]) -> ProposalDraft:
+def merge_draft(group: list[dict[str, Any]]) -> ProposalDraft:
     """Merge a group into its freshest note, adding the sentences only the others have
     (unless that would make it too long: then the freshest note's text stands)."""
     kept, others = group[0], group[1:]

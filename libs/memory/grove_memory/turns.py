@@ -46,7 +46,7 @@ from grove_contracts.conversations import (
 )
 from grove_contracts.proposals import MAX_PROPOSAL_NOTEBOOKS, ProposalDraft, ProposalSource
 from grove_db.pool import Conn, transaction
-from grove_memory import ask, proposals, proposer
+from grove_memory import ask, cleanup, proposals, proposer
 from grove_memory.conversations import (
     CONVERSATION_COLUMNS,
     SELECT_TURNS,
@@ -114,6 +114,7 @@ class Claim:
     selectors: dict[str, Any] | None = None
     notebooks: list[tuple[str, str]] = field(default_factory=list)
     coverage: dict[str, int] | None = None
+    cleanup: bool = False
     done: TurnReply | None = None
 
 
@@ -194,6 +195,7 @@ def _claim(
         if body.context is None or not body.context.only:
             completed = [t["query"] for t in turns if t["status"] == "completed"]
             claim.previous = completed[-HISTORY_TURNS:]
+            claim.cleanup = cleanup.is_cleanup(body.query)
         claim.conversation = conversation_row(conn, conversation_id) or conversation
         rows = conn.execute(PROPOSABLE_NOTEBOOKS, (MAX_PROPOSAL_NOTEBOOKS,)).fetchall()
         claim.notebooks = [(str(r["id"]), r["name"]) for r in rows]
@@ -433,11 +435,15 @@ def _retrieve(store: Store, principal: Principal, claim: Claim, query: str) -> l
     """
     if len(query.split()) < SHORT_QUESTION_WORDS and claim.previous:
         query = f"{claim.previous[-1]} {query}"[:MAX_ASK_QUERY_CHARS]
-    conversation = claim.conversation
+    return ask.find_sources(store, principal, _scoped(claim.conversation, query))
+
+
+def _scoped(conversation: dict[str, Any], query: str) -> AskRequest:
+    """A search for ``query`` in the conversation's scope."""
     scope: dict[str, Any] = {"includePersonal": conversation["include_personal"]}
     if not conversation["all_scopes"]:
         scope["projectId"] = conversation["project_id"]
-    return ask.find_sources(store, principal, AskRequest(query=query, mode="search", **scope))
+    return AskRequest(query=query, mode="search", **scope)
 
 
 #: The turn's attempt, locked: only the attempt that still holds the turn completes it.
@@ -509,12 +515,18 @@ def _propose(
     sources: list[dict[str, Any]],
 ) -> None:
     """Store the turn's proposals: the model's, then the deterministic proposer's over
-    the notes the turn was given, each checked against the turn's scope."""
+    the notes the turn was given (over its whole scope for a clean-up question, which
+    names no topic to search for), each checked against the turn's scope."""
     given = [UUID(s["noteId"]) for s in sources]
     drafts: list[tuple[ProposalSource, ProposalDraft]] = []
     if generated is not None:
         drafts += [("model", d) for d in generated.proposals]
-    drafts += [("deterministic", d) for d in proposer.suggest(conn, store, principal, given)]
+    if claim.cleanup:
+        predicate, values = ask.scope_predicate(_scoped(claim.conversation, "clean up"))
+        found = cleanup.suggest(conn, store, principal, predicate, values)
+    else:
+        found = proposer.suggest(conn, store, principal, given)
+    drafts += [("deterministic", d) for d in found]
     if drafts:
         scope = proposals.scope_of(claim.conversation, claim.selectors, given)
         earlier = proposals.earlier_changes(conn, claim.conversation["id"])

@@ -129,7 +129,12 @@ from grove_contracts.project_memory import (
     UpdateOrgRequest,
     WriteRecordRequest,
 )
-from grove_contracts.proposals import ProposalActionRequest, ProposalOutcome
+from grove_contracts.proposals import (
+    MAX_DUPLICATE_GROUPS,
+    DuplicateList,
+    ProposalActionRequest,
+    ProposalOutcome,
+)
 from grove_contracts.shares import (
     CreatedShare,
     CreateShareRequest,
@@ -138,6 +143,7 @@ from grove_contracts.shares import (
     ShareListQuery,
 )
 from grove_contracts.tools import OWNER_TOOLS, TOOLS, ToolList
+from grove_memory.cleanup import SCAN_NOTES
 from grove_memory.subtrees import APPLY
 
 OPENAPI_VERSION = "3.1.0"
@@ -282,6 +288,16 @@ ORIGINAL_HEADERS = (
     "Answered with the file's `mediaType` as `Content-Type` (HTML, or any type not"
     " accepted, as `application/octet-stream`), `Content-Disposition: attachment` and"
     " `X-Content-Type-Options: nosniff`."
+)
+DUPLICATES = (
+    "Groups of notes in one scope that say the same thing (the proposer's rules: cosine of"
+    " the vectors and shared words, or shared words alone for a note not embedded yet),"
+    " found among the `scanned` most recently updated live notes you may read (at most"
+    f" {SCAN_NOTES:,}), the group with the freshest note first, at most"
+    f" {MAX_DUPLICATE_GROUPS}. Each carries the merge"
+    " the proposer offers (`merge`: into the freshest note, adding what only the others"
+    " say). To apply it, ask a conversation turn with the group's notes as its only context"
+    " and apply the merge proposal it carries: the same change, fenced and undoable."
 )
 PROPOSAL_FLOW = (
     "A completed turn may carry `proposals` (see `Turn`). `apply` writes the change in one"
@@ -439,6 +455,18 @@ ROUTES: tuple[Route, ...] = (
                 "Recent activity: the revisions saved lately, newest first, and who saved each",
                 ActivityPage,
                 query=ActivityQuery,
+            ),
+        ),
+    ),
+    Route(
+        resources.Duplicates,
+        (
+            Operation(
+                "GET",
+                "/v1/duplicates",
+                "The near-duplicate groups among your notes, each with the merge proposed",
+                DuplicateList,
+                description=DUPLICATES,
             ),
         ),
     ),

@@ -42,6 +42,7 @@ from grove_contracts.tools import INSTRUCTIONS, TOOLS
 from grove_memory import (
     activity,
     batch,
+    cleanup,
     enrichment,
     export,
     imports,
@@ -147,6 +148,14 @@ class Activity(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ActivityQuery)
         _ok(resp, activity.recent_revisions(self.store, req.context.principal, query))
+
+
+class Duplicates(Resource):
+    """``GET /v1/duplicates``: the near-duplicate groups among the caller's notes, each
+    with the merge the proposer offers (an owner applies it through an Ask turn)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        _ok(resp, cleanup.list_duplicates(self.store, req.context.principal))
 
 
 class Search(Resource):

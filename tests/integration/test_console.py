@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import mcp_types as types
@@ -829,8 +829,24 @@ def test_pages_of_another_account_are_not_found(site: Site, context: BrowserCont
     assert owner.post("/v1/conversations", {"id": conversation}).status_code == 201
     share = owner.post("/v1/shares", {"target": {"type": "note", "id": note}}).json()["data"]
 
+    twins = [owner.save(STANDUP)["id"], owner.save(STANDUP_AGAIN)["id"]]
+    merged = owner.post(
+        f"/v1/conversations/{conversation}/turns",
+        {
+            "id": str(uuid.uuid4()),
+            "query": "Merge these",
+            "expectedVersion": 1,
+            "context": {"notes": twins, "only": True},
+        },
+    ).json()["data"]["turn"]["proposals"][0]["id"]
+
     page = context.new_page()
     sign_in(page, site, stranger, "/notes")
+    page.goto(f"{site.console.url}/duplicates")
+    assert page.locator(".duplicate-group").count() == 0
+    assert "standup" not in page.content()
+    gone = page.goto(f"{site.console.url}/duplicates?merged={conversation}/{merged}")
+    assert gone is not None and gone.status == 404
     for path in (f"/notes/{note}", f"/notebooks/{notebook}", f"/ask/{conversation}"):
         response = page.goto(f"{site.console.url}{path}")
         assert response is not None and response.status == 404, path
@@ -848,6 +864,20 @@ def test_pages_of_another_account_are_not_found(site: Site, context: BrowserCont
             },
         )
         assert posted.status == 404, path
+    # Their group, merged or undone from this account: nothing is changed.
+    ids = {"conversation": conversation, "turn": str(uuid.uuid4())}
+    merge = context.request.post(
+        f"{site.console.url}/duplicates/merge",
+        form={"csrf": csrf, **ids, "note": twins[0]},
+        max_redirects=0,
+    )
+    assert merge.status == 409
+    undo = context.request.post(
+        f"{site.console.url}/duplicates/undo",
+        form={"csrf": csrf, "conversation": conversation, "proposal": merged},
+    )
+    assert undo.status == 404
+    assert [owner.get(f"/v1/memories/{n}").json()["data"]["version"] for n in twins] == [1, 1]
     assert owner.get(f"/v1/memories/{note}").json()["data"]["content"] == "their secret plan"
     assert requests.get(share["url"], timeout=10).status_code == 200
 
@@ -1327,11 +1357,88 @@ def path_of(url: str) -> str:
     return f"{parts.path}?{parts.query}" if parts.query else parts.path
 
 
+STANDUP = "The team standup is at 9:30 every weekday in the blue room."
+STANDUP_AGAIN = "Every weekday the team standup is at 9:30 in the blue room."
+#: The duplicates page after a merge.
+MERGED = re.compile(r".*/duplicates\?merged=[0-9a-f-]{36}%2F[0-9a-f-]{36}$")
+
+
+def test_duplicates_are_merged_and_undone_in_the_browser(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    made = owner.post("/v1/keys", {"name": "laptop", "grants": {"personal": True}})
+    laptop = Client(site.api.url, made.json()["data"]["key"])
+    older = laptop.save(STANDUP + " Bring the sprint board.")["id"]
+    newer = owner.save(STANDUP_AGAIN)["id"]
+    owner.save("The VPN needs the new certificate")
+    page = context.new_page()
+    sign_in(page, site, person, "/notes")
+    page.click("header nav >> text=Duplicates")
+    page.wait_for_url(f"{site.console.url}/duplicates")
+    assert page.locator("header nav a[aria-current]").inner_text() == "Duplicates"
+    group = page.locator(".duplicate-group")
+    assert group.count() == 1
+    rows = group.locator("tr[data-note]")
+    assert [rows.nth(i).get_attribute("data-note") for i in range(2)] == [newer, older]
+    assert [s.strip() for s in group.locator(".saver").all_inner_texts()] == ["you", "laptop"]
+    assert group.locator("td time[title]").count() == 2
+    assert "Bring the sprint board." in (group.locator("blockquote").text_content() or "")
+    shot(page, tmp_path, "duplicates")
+    stale = context.new_page()  # the same group, open in a second tab
+    stale.goto(f"{site.console.url}/duplicates")
+
+    form = group.locator("form[action='/duplicates/merge']")
+    fields = [
+        (i.get_attribute("name") or "", i.get_attribute("value") or "")
+        for i in form.locator("input").all()
+    ]
+    group.locator("button:text-is('Merge')").click()
+    page.wait_for_url(MERGED)
+    merged = page.locator(".merged")
+    assert merged.get_attribute("data-state") == "applied"
+    assert "Merged 2 notes" in merged.inner_text()
+    assert owner.get(f"/v1/memories/{older}").json()["data"]["archived"] is True
+    kept = owner.get(f"/v1/memories/{newer}").json()["data"]
+    assert kept["content"] == STANDUP_AGAIN + "\nBring the sprint board."
+    assert page.locator(".duplicate-group").count() == 0
+    assert "No duplicates" in page.locator(".empty").inner_text()
+    shot(page, tmp_path, "duplicates-merged")
+    # The same form sent again (a double click): the same turn and proposal, applied once.
+    again = context.request.post(
+        f"{site.console.url}/duplicates/merge",
+        data=urlencode(fields),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        max_redirects=0,
+    )
+    assert again.status == 303 and page.url.endswith(again.headers["location"])
+    assert owner.get(f"/v1/memories/{newer}").json()["data"]["version"] == 2
+    # The second tab's Merge: its notes changed since it was shown; nothing more is merged.
+    stale.locator(".duplicate-group button:text-is('Merge')").click()
+    assert "Nothing was merged" in stale.locator("[role=alert]").inner_text()
+    assert owner.get(f"/v1/memories/{newer}").json()["data"]["version"] == 2
+
+    page.click("button:text-is('Undo the merge')")
+    page.wait_for_url("**done=undone")
+    assert "undone" in page.locator("[role=status]").inner_text()
+    assert owner.get(f"/v1/memories/{older}").json()["data"]["archived"] is False
+    assert owner.get(f"/v1/memories/{newer}").json()["data"]["content"] == STANDUP_AGAIN
+    assert page.locator(".duplicate-group").count() == 1
+
+    # A note archived after the page was shown: nothing is merged, and the page says so.
+    page.goto(f"{site.console.url}/duplicates")
+    assert owner.post("/v1/tools/archive_memories", {"ids": [older]}).status_code == 200
+    page.locator(".duplicate-group button:text-is('Merge')").click()
+    assert "Nothing was merged" in page.locator("[role=alert]").inner_text()
+    assert owner.get(f"/v1/memories/{newer}").json()["data"]["version"] == 3
+
+
 #: A timestamp as the API sends it: never shown as such on a page.
 RAW_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 
 
-def test_a_new_owner_lands_on_get_started_which_waits_for_the_first_agent(
+def test_a_new_owner_gets_started_approves_an_agent_and_sees_what_it_saved(
     site: Site, context: BrowserContext, tmp_path: Path
 ) -> None:
     person = login()
@@ -1352,12 +1459,28 @@ def test_a_new_owner_lands_on_get_started_which_waits_for_the_first_agent(
     assert page.locator("[data-wait]").inner_text().startswith("Waiting for your first agent")
     shot(page, tmp_path, "start")
 
-    # An agent asks while the page is open: the page turns into its approval.
+    # An agent tries to save while the page is open: the page turns into its approval.
     client_id = site.provider.register("Browser Test Agent", AGENT_CALLBACK)
     token = site.agent_token(person, client_id)
-    assert tool_error(search(site.mcp.url, token, "anything"))["code"] == "connection_required"
+    note = {"content": "The release train leaves every second Thursday", "kind": "fact"}
+    refused = tool_error(call_tool(site.mcp.url, token, "remember", note))
+    assert refused["code"] == "connection_required"
     page.wait_for_url(f"{site.console.url}/connections/approve?request=*", timeout=30_000)
     assert "Browser Test Agent" in page.locator(".client-name").inner_text()
+
+    # Approved as proposed, the agent saves; its note says who saved it.
+    page.click("button[value=approve]")
+    page.wait_for_url(f"{site.console.url}/connections*")
+    saved = call_tool(site.mcp.url, token, "remember", note)
+    assert not saved.is_error, saved
+    page.click("header nav >> text=Notes")
+    page.click(f"text={note['content']}")
+    page.wait_for_url(f"{site.console.url}/notes/{text_json(saved)['id']}")
+    saver = page.locator(".saved-by .saver")
+    assert "Browser Test Agent" in saver.inner_text()
+    shot(page, tmp_path, "first-note")
+    saver.click()  # to what that agent saved
+    assert page.locator("tr[data-note]").count() == 1
 
     # A key from the page works with the REST example's address.
     page.goto(f"{site.console.url}/start")
@@ -1488,6 +1611,7 @@ def test_every_page_reads_well_at_desktop_and_phone_width(
         "note": f"/notes/{note}",
         "notebook": f"/notebooks/{notebook}",
         "files": "/files",
+        "duplicates": "/duplicates",
         "shares": "/shares",
         "ask": "/ask",
         "conversation": f"/ask/{conversation}",
@@ -1526,6 +1650,8 @@ def test_no_page_has_a_serious_accessibility_violation(site: Site, browser: Any)
     notebook = owner.post("/v1/notebooks", {"name": "Runbooks"}).json()["data"]["id"]
     note = owner.save("Deploys go out on Tuesdays", projectId=notebook)["id"]
     owner.post("/v1/shares", {"target": {"type": "note", "id": note}})
+    owner.save(STANDUP)
+    owner.save(STANDUP_AGAIN)  # a group on the duplicates page
     conversation = str(uuid.uuid4())
     assert owner.post("/v1/conversations", {"id": conversation}).status_code == 201
     client_id = site.provider.register("Browser Test Agent", AGENT_CALLBACK)
@@ -1544,6 +1670,7 @@ def test_no_page_has_a_serious_accessibility_violation(site: Site, browser: Any)
             f"/notebooks/{notebook}",
             "/notebooks/archived",
             "/suggestions",
+            "/duplicates",
             "/files",
             "/shares",
             "/ask",
@@ -1562,6 +1689,12 @@ def test_no_page_has_a_serious_accessibility_violation(site: Site, browser: Any)
             for path in paths:
                 page.goto(f"{site.console.url}{path}")
                 assert serious_violations(page) == [], (path, scheme)
+            page.goto(f"{site.console.url}/duplicates")  # after a merge: its Undo
+            page.click(".duplicate-group button:text-is('Merge')")
+            page.wait_for_url(MERGED)
+            assert serious_violations(page) == [], ("merged", scheme)
+            page.click("button:text-is('Undo the merge')")
+            page.wait_for_url("**done=undone")
             page.goto(f"{site.console.url}{path_of(approval)}")
             page.click("button[value=deny]")  # the confirmation page
             assert serious_violations(page) == [], ("deny", scheme)

@@ -6,9 +6,9 @@ carries the session's CSRF token and every POST must come from the website's own
 every page is sent with a strict Content-Security-Policy (scripts and styles from this
 origin only, no framing, forms post only here). The pages live by subject: ``entry``
 (sign-in), ``start`` (Get started), ``access`` (connections and keys), ``notes``,
-``enrichment`` (briefs and suggestions), ``files`` (files and storage), ``shares``,
-``ask``, ``projects`` (org projects' shared memory), ``account``; ``errors`` renders
-every refusal; this module holds the one route table.
+``enrichment`` (briefs and suggestions), ``duplicates``, ``files`` (files and storage),
+``shares``, ``ask``, ``projects`` (org projects' shared memory), ``account``; ``errors``
+renders every refusal; this module holds the one route table.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from grove_console import (
     access,
     account,
     ask,
+    duplicates,
     enrichment,
     entry,
     errors,
@@ -143,6 +144,9 @@ def create_app(deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     app.add_route("/keys", access.Keys(page))
     app.add_route("/notes", notes.Notes(page))
     app.add_route("/activity", notes.Activity(page))
+    app.add_route("/duplicates", duplicates.Duplicates(page))
+    app.add_route("/duplicates/merge", duplicates.Merge(page))
+    app.add_route("/duplicates/undo", duplicates.Undo(page))
     app.add_route("/notes/{memory_id:uuid}", notes.Note(page))
     app.add_route("/notes/{memory_id:uuid}/{action}", notes.NoteAction(page))
     app.add_route("/notebooks", notes.NotebookCreate(page))

@@ -20,7 +20,7 @@ import pytest
 import requests
 from psycopg.types.json import Jsonb
 
-from grove_contracts.proposals import ProposalDraft
+from grove_contracts.proposals import MAX_DUPLICATE_GROUPS, MAX_MERGE_NOTES, ProposalDraft
 from grove_db.pool import open_pool, transaction
 from grove_memory import cleanup, proposals, proposer
 from grove_memory.conversations import conversation_row
@@ -755,3 +755,56 @@ def test_the_whole_scope_scan_uses_the_indexed_vectors_when_both_notes_have_them
 
     assert suggested([0.0, 1.0, 0.0]) == []
     assert suggested([0.9, 0.1, 0.0]) == ["merge"]
+
+
+#: Digits as letters: made-up words without digits (which ``duplicates`` weighs double).
+LETTERS = str.maketrans("0123456789", "ghijklmnop")
+
+
+def distinct_words() -> list[str]:
+    """Six made-up words no other call shares (so their notes resemble nothing else)."""
+    return [uuid.uuid4().hex[:10].translate(LETTERS) for _ in range(6)]
+
+
+def save_all(owner: Owner, contents: list[str]) -> list[str]:
+    """Save ``contents`` in order, a batch of up to 100 at a time; their IDs."""
+    ids = []
+    for start in range(0, len(contents), 100):
+        items = [{"content": c, "kind": "fact"} for c in contents[start : start + 100]]
+        response = owner.key.post("/v1/memories/batch", {"items": items})
+        assert response.status_code == 200, response.text
+        saved = data_of(response)["items"]
+        assert {r["status"] for r in saved} == {"created"}, saved
+        ids += [r["memory"]["id"] for r in saved]
+    return ids
+
+
+def test_duplicates_lists_the_twenty_freshest_groups(owner: Owner) -> None:
+    contents = []
+    for _ in range(MAX_DUPLICATE_GROUPS + 1):
+        words = distinct_words()
+        contents += [" ".join(words), " ".join(reversed(words)) + "."]
+    ids = save_all(owner, contents)
+    groups = duplicate_groups(owner.session)
+    assert len(groups) == MAX_DUPLICATE_GROUPS
+    assert groups[0] == [ids[-1], ids[-2]] and groups[-1] == [ids[3], ids[2]]
+    assert ids[0] not in {i for group in groups for i in group}  # the oldest group is left
+
+
+def test_copies_of_a_note_saved_many_times_are_one_group(owner: Owner) -> None:
+    # Every band of the copies is held by more than COMMON_BAND notes: only neighbours
+    # are compared, and the copies still join one group (its freshest MAX_MERGE_NOTES).
+    ids = save_all(owner, [DEPLOY] * (cleanup.COMMON_BAND + 1))
+    assert duplicate_groups(owner.session) == [list(reversed(ids))[:MAX_MERGE_NOTES]]
+
+
+def test_duplicates_compare_the_two_thousand_most_recently_updated_notes(owner: Owner) -> None:
+    pair = save_all(owner, [DEPLOY, DEPLOY_AGAIN])
+    fillers = [" ".join(distinct_words()) for _ in range(cleanup.SCAN_NOTES - 2)]
+    save_all(owner, fillers)
+    listed = data_of(owner.session.get("/v1/duplicates"))
+    assert listed["scanned"] == cleanup.SCAN_NOTES
+    assert [[n["id"] for n in g["notes"]] for g in listed["groups"]] == [pair[::-1]]
+    save_all(owner, [" ".join(distinct_words())])  # the oldest note leaves the scan
+    listed = data_of(owner.session.get("/v1/duplicates"))
+    assert listed["scanned"] == cleanup.SCAN_NOTES and listed["groups"] == []

@@ -6,10 +6,12 @@ duplicates page (``GET /v1/duplicates``), names no topic: the notes to compare a
 note in scope. Comparing every pair is quadratic, so candidates come from the save
 warning's MinHash bands (``note_bands``, migration 0037: two notes of one scope sharing
 a band share a pair of their words): the pairs among the ``SCAN_NOTES`` most recently
-updated live notes that share a band, those sharing the most first, at most
+updated live notes that share a band (of a band held by more than ``COMMON_BAND`` of
+them, only neighbours), those sharing the most bands first, at most
 ``CANDIDATE_PAIRS``; then the proposer's own rules decide (cosine and lexical overlap,
 lexical alone for a note not embedded yet), so a group found here is the group a turn
-about its notes offers to merge.
+about its notes offers to merge. On a busy two-core machine a scan of an account of
+20,000 varied notes (``bench.bulk``) took about 0.6 s.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from grove_contracts.proposals import (
 )
 from grove_db.pool import Conn, transaction
 from grove_memory import proposer
+from grove_memory.notes import SIMILAR_POSTINGS
 from grove_memory.rows import memory_of
 from grove_memory.scope import SAVED, VISIBLE, params
 from grove_memory.store import Store, require
@@ -35,7 +38,10 @@ from grove_memory.store import Store, require
 #: The most recently updated live notes a scan compares (its work is bounded by them).
 SCAN_NOTES = 2000
 #: Pairs sharing a band that a scan scores at most, those sharing the most bands first.
-CANDIDATE_PAIRS = 5000
+CANDIDATE_PAIRS = 2000
+#: A band more of the scanned notes hold pairs each with the next only (``PAIRS``): as
+#: many as the save warning reads of one band (``notes.SIMILAR_POSTINGS``).
+COMMON_BAND = SIMILAR_POSTINGS
 
 #: The scan's notes: live, not archived, saved by callers (not file passages), in
 #: ``{scope}``, most recently updated first.
@@ -45,17 +51,28 @@ RECENT = f"""
     ORDER BY m.updated_at DESC, m.id LIMIT %(scan)s
 """
 #: Pairs of those notes sharing a band (a band is hashed with its scope, so both are in
-#: one scope), by bands shared.
-PAIRS = """
-    WITH recent AS MATERIALIZED ({recent})
-    SELECT a.memory_id AS a, b.memory_id AS b
-    FROM note_bands a
-    JOIN note_bands b ON b.band = a.band AND b.account_id = a.account_id
-         AND b.memory_id > a.memory_id
-    WHERE a.account_id = %(account_id)s
-      AND a.memory_id IN (SELECT id FROM recent) AND b.memory_id IN (SELECT id FROM recent)
-    GROUP BY a.memory_id, b.memory_id
-    ORDER BY count(*) DESC, a.memory_id, b.memory_id
+#: one scope), by bands shared. Only the scanned notes' own bands are read (21 each, by
+#: the index on the note). A band more than ``COMMON_BAND`` of them hold (a common pair
+#: of words, or a note saved many times over) pairs each holder with the next only, so
+#: its pairs grow with its holders, not their square, and copies still join one group.
+PAIRS = f"""
+    WITH recent AS MATERIALIZED ({{recent}}),
+    bands AS MATERIALIZED (
+        SELECT v.band, v.memory_id, count(*) OVER (PARTITION BY v.band) AS holders,
+               row_number() OVER (PARTITION BY v.band ORDER BY v.memory_id) AS n
+        FROM note_bands v
+        WHERE v.account_id = %(account_id)s AND v.memory_id IN (SELECT id FROM recent)
+    ), shared AS (
+        SELECT a.memory_id AS a, b.memory_id AS b
+        FROM bands a JOIN bands b ON b.band = a.band AND b.memory_id > a.memory_id
+        WHERE a.holders BETWEEN 2 AND {COMMON_BAND}
+        UNION ALL
+        SELECT a.memory_id, b.memory_id
+        FROM bands a JOIN bands b ON b.band = a.band AND b.n = a.n + 1
+        WHERE a.holders > {COMMON_BAND}
+    )
+    SELECT a, b FROM shared GROUP BY a, b
+    ORDER BY count(*) DESC, a, b
     LIMIT %(pairs)s
 """
 #: The current vectors of each candidate pair, compared (cosine similarity).

@@ -1434,6 +1434,30 @@ def test_duplicates_are_merged_and_undone_in_the_browser(
     assert owner.get(f"/v1/memories/{newer}").json()["data"]["version"] == 3
 
 
+def test_asking_to_find_duplicates_proposes_merges_over_every_note(
+    site: Site, context: BrowserContext
+) -> None:
+    person = login()
+    owner = site.owner_api(person)
+    twins = {owner.save(STANDUP)["id"], owner.save(STANDUP_AGAIN)["id"]}
+    owner.save("The VPN needs the new certificate")
+    page = context.new_page()
+    sign_in(page, site, person, "/ask")
+    page.click("text=New conversation")
+    page.wait_for_url(re.compile(r".*/ask/[0-9a-f-]{36}$"))
+    page.fill("textarea[name=query]", "Find duplicates")
+    page.click("button:text-is('Ask')")
+    page.wait_for_url("**#turn-1")
+    merge = page.locator("#turn-1 .proposal[data-action=merge]")
+    links = merge.locator(".preview a").all()
+    assert {(a.get_attribute("href") or "").split("?")[0][len("/notes/") :] for a in links} == twins
+    merge.locator("button:text-is('Apply')").click()
+    page.wait_for_url("**done=apply*")
+    assert page.locator("#turn-1 .proposal[data-action=merge]").get_attribute("data-state") == (
+        "applied"
+    )
+
+
 #: A timestamp as the API sends it: never shown as such on a page.
 RAW_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 

@@ -68,7 +68,7 @@ def revoke(migration_url: str, account_id: UUID, key_id: UUID) -> bool:
     """Revoke a key (and its connection) permanently; False if there was no live key."""
     with psycopg.connect(migration_url, row_factory=dict_row) as conn, conn.transaction():
         set_tenant(conn, account_id)
-        return revoke_key(conn, key_id)
+        return revoke_key(conn, account_id, key_id)
 
 
 def set_automatic_capture(migration_url: str, account_id: UUID, paused: bool) -> bool:

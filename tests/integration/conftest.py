@@ -23,7 +23,7 @@ from tests.support import cluster
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
 from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
-from tests.support.processes import start_api, start_ask, start_mcp, start_worker
+from tests.support.processes import start_api, start_ask, start_mcp, start_share, start_worker
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.tools import missing, require_tool
 
@@ -79,6 +79,15 @@ def citus_api(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
             "GROVE_EMBEDDING_PROFILE": "disabled",
         }
     )
+    yield running.url
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def citus_share(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
+    """A real grove-share on the Citus coordinator, as the share role (whose statements
+    the cluster refuses to fan out, as the api's); its base URL."""
+    running = start_share(citus_database)
     yield running.url
     running.stop()
 

@@ -278,6 +278,8 @@ NO_MARK = {
     "account_enrichment": "the count of enrichment runs a day",
     "operations": "idempotency records, replayed only to the account's credentials: revoked",
     "imports": "an import's state and counts, no content",
+    "api_key_lookup": "a key's hash and account, no content; the key's own row is revoked",
+    "share_lookup": "a link's hash and account, no content; the link's own row is revoked",
 }
 ACCOUNT_TABLES = """
     SELECT c.table_name AS name FROM information_schema.columns c

@@ -45,8 +45,12 @@ def test_every_tenant_table_is_distributed_by_account_and_co_located(
     reference = set(distribution.REFERENCE_TABLES)
     tombstones = {"identity_tombstones", "operation_tombstones"}
     assert reference == {"accounts", "account_owners"} | tombstones | ORG_TABLES
-    distributed = TENANT_TABLES - reference
-    assert {t for t, (kind, _, _) in placed.items() if kind == "distributed"} == distributed
+    lookups = distribution.LOOKUP_TABLES  # found by a hash: distributed by it
+    distributed = TENANT_TABLES - reference - lookups.keys()
+    assert {t for t, (kind, _, _) in placed.items() if kind == "distributed"} == (
+        distributed | lookups.keys()
+    )
+    assert {t: placed[t][1] for t in lookups} == lookups
     assert {placed[t][1] for t in distributed} == {"account_id"}
     assert len({placed[t][2] for t in distributed}) == 1  # one co-location group
     assert {t for t, (kind, _, _) in placed.items() if kind == "reference"} == reference

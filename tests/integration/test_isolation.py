@@ -32,6 +32,7 @@ TENANT_TABLES = (
     "connections",
     "connection_projects",
     "api_keys",
+    "api_key_lookup",
     "jobs",
     "embeddings",
     "account_owners",

@@ -35,18 +35,21 @@ from grove_contracts.connections import (
 from grove_db.errors import QuotaExceeded
 from grove_db.pool import Conn, transaction
 
-#: Connections with their grants and key prefix; each use adds a ``WHERE`` (or not) and
-#: ``GROUP BY c.account_id, c.id``.
+#: Connections with their grants and key prefix, of the account ``%(account)s`` (named as
+#: a value on every table, so that on a Citus cluster the statement is sent whole to the
+#: account's node); each use adds an ``AND`` (or not) and ``GROUP BY c.account_id, c.id``.
 SELECT_CONNECTIONS = """
     SELECT c.id, c.name, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
            c.created_at, c.revoked_at, c.last_contact_at, c.approved_at, c.oauth_client_id,
            c.request_id, c.request_expires_at, c.request_expires_at > now() AS request_live,
            c.request,
-           (SELECT k.prefix FROM api_keys k WHERE k.connection_id = c.id LIMIT 1) AS key_prefix,
+           (SELECT k.prefix FROM api_keys k
+            WHERE k.account_id = %(account)s AND k.connection_id = c.id LIMIT 1) AS key_prefix,
            coalesce(array_agg(cp.project_id ORDER BY cp.project_id)
                     FILTER (WHERE cp.project_id IS NOT NULL), '{}') AS notebook_ids
     FROM connections c
-    LEFT JOIN connection_projects cp ON cp.account_id = c.account_id AND cp.connection_id = c.id
+    LEFT JOIN connection_projects cp ON cp.account_id = %(account)s AND cp.connection_id = c.id
+    WHERE c.account_id = %(account)s
 """
 
 #: Live connections an account may hold (API keys and approved agents, not revoked).
@@ -108,7 +111,7 @@ def list_connections(pool: ConnectionPool, principal: Principal) -> list[dict[st
     """Every connection of the owner's account, newest first."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        rows = conn.execute(LIST_CONNECTIONS).fetchall()
+        rows = conn.execute(LIST_CONNECTIONS, {"account": principal.account_id}).fetchall()
     return [connection_json(r) for r in rows]
 
 
@@ -117,21 +120,28 @@ def update_connection(
 ) -> dict[str, Any]:
     """Replace a live connection's grants if its state is still ``expectedState``."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
-        current = _lock(conn, connection_id)
+    account_id = principal.account_id
+    with transaction(pool, account_id) as conn:
+        current = _lock(conn, account_id, connection_id)
         if current["revoked"]:
             raise ConnectionConflict("the connection is revoked; revocation is permanent")
         if req.expectedState is not None and req.expectedState != current["state"]:
             raise ConnectionConflict()
-        _write_grants(conn, principal.account_id, connection_id, req.grants)
-        _drop_request(conn, connection_id)
-        return _one(conn, connection_id)
+        _write_grants(conn, account_id, connection_id, req.grants)
+        _drop_request(conn, account_id, connection_id)
+        return _one(conn, account_id, connection_id)
 
 
-#: Revoking twice keeps the first revocation time (of the connection and of its keys).
-REVOKE_CONNECTION = "UPDATE connections SET revoked_at = coalesce(revoked_at, now()) WHERE id = %s"
+#: Revoking twice keeps the first revocation time (of the connection and of its keys):
+#: a row already revoked is left alone (rather than ``coalesce(revoked_at, now())``,
+#: which Citus refuses in an UPDATE: ``now()`` is not immutable).
+REVOKE_CONNECTION = """
+    UPDATE connections SET revoked_at = now()
+    WHERE account_id = %s AND id = %s AND revoked_at IS NULL
+"""
 REVOKE_CONNECTION_KEYS = """
-    UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE connection_id = %s
+    UPDATE api_keys SET revoked_at = now()
+    WHERE account_id = %s AND connection_id = %s AND revoked_at IS NULL
 """
 
 
@@ -140,16 +150,17 @@ def revoke_connection(
 ) -> dict[str, Any]:
     """Revoke a connection and its keys, for good (revoking twice changes nothing)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
-        _lock(conn, connection_id)
-        conn.execute(REVOKE_CONNECTION, (connection_id,))
-        conn.execute(REVOKE_CONNECTION_KEYS, (connection_id,))
-        _drop_request(conn, connection_id)
-        return _one(conn, connection_id)
+    account_id = principal.account_id
+    with transaction(pool, account_id) as conn:
+        _lock(conn, account_id, connection_id)
+        conn.execute(REVOKE_CONNECTION, (account_id, connection_id))
+        conn.execute(REVOKE_CONNECTION_KEYS, (account_id, connection_id))
+        _drop_request(conn, account_id, connection_id)
+        return _one(conn, account_id, connection_id)
 
 
 SELECT_REQUEST = f"""
-    {SELECT_CONNECTIONS} WHERE c.request_id = %s GROUP BY c.account_id, c.id
+    {SELECT_CONNECTIONS} AND c.request_id = %(request)s GROUP BY c.account_id, c.id
 """
 
 
@@ -159,7 +170,9 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
     ``denied``, ``withdrawn`` by a grant edit or revocation) or ``expired``."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        row = conn.execute(SELECT_REQUEST, (request_id,)).fetchone()
+        row = conn.execute(
+            SELECT_REQUEST, {"account": principal.account_id, "request": request_id}
+        ).fetchone()
     if row is None:
         raise ConnectionNotFound(
             "no such connection request (a newer request of the same client replaces it)"
@@ -189,18 +202,23 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
 LOCK_REQUEST = """
     SELECT id, approved_at, revoked_at, request_expires_at, request,
            request_expires_at > now() AS live
-    FROM connections WHERE request_id = %s FOR UPDATE
+    FROM connections WHERE account_id = %s AND request_id = %s FOR UPDATE
 """
-#: Approves and closes the request. ``authorized_after`` is cut to whole seconds, like a
-#: token's ``iat``, so a token minted right after this counts.
+#: Approves and closes the request.
 APPROVE = """
     UPDATE connections SET approved_at = now(), request_expires_at = NULL,
+        request = coalesce(request, '{}') || jsonb_build_object('outcome', 'approved')
+    WHERE account_id = %s AND id = %s
+"""
+#: Approves a revoked client again, with a cutoff: ``authorized_after`` is cut to whole
+#: seconds, like a token's ``iat``, so a token minted right after this counts. A second
+#: statement rather than a CASE on ``revoked_at``: Citus refuses ``now()`` in a CASE of
+#: an UPDATE, and the locked row says which applies.
+APPROVE_REVOKED = """
+    UPDATE connections SET approved_at = now(), request_expires_at = NULL,
         request = coalesce(request, '{}') || jsonb_build_object('outcome', 'approved'),
-        authorized_after = CASE WHEN revoked_at IS NOT NULL
-                                THEN date_trunc('second', now())
-                                ELSE authorized_after END,
-        revoked_at = NULL
-    WHERE id = %s
+        authorized_after = date_trunc('second', now()), revoked_at = NULL
+    WHERE account_id = %s AND id = %s
 """
 
 
@@ -216,25 +234,27 @@ def approve_request(
     Re-approving a revoked client sets a cutoff: its tokens issued before now stop working.
     """
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
-        row = conn.execute(LOCK_REQUEST, (request_id,)).fetchone()
+    account_id = principal.account_id
+    with transaction(pool, account_id) as conn:
+        row = conn.execute(LOCK_REQUEST, (account_id, request_id)).fetchone()
         if row is None:
             raise ConnectionNotFound("no such connection request")
         outcome = (row["request"] or {}).get("outcome")
         if outcome == "approved" and not row["revoked_at"]:
-            return _one(conn, row["id"])  # already approved by this request
+            return _one(conn, account_id, row["id"])  # already approved by this request
         if outcome is not None:
             raise ConnectionConflict(f"the connection request was already {outcome}")
         if not row["live"]:
             raise ConnectionConflict("the connection request expired; the client must ask again")
-        _check_room(conn, principal.account_id, max_live)
-        _write_grants(conn, principal.account_id, row["id"], grants)
-        conn.execute(APPROVE, (row["id"],))
-        return _one(conn, row["id"])
+        _check_room(conn, account_id, max_live)
+        _write_grants(conn, account_id, row["id"], grants)
+        conn.execute(APPROVE_REVOKED if row["revoked_at"] else APPROVE, (account_id, row["id"]))
+        return _one(conn, account_id, row["id"])
 
 
 LOCK_PENDING_REQUEST = """
-    SELECT id FROM connections WHERE request_id = %s AND request_expires_at IS NOT NULL
+    SELECT id FROM connections
+    WHERE account_id = %s AND request_id = %s AND request_expires_at IS NOT NULL
     FOR UPDATE
 """
 
@@ -242,26 +262,29 @@ LOCK_PENDING_REQUEST = """
 def deny_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -> dict[str, Any]:
     """Refuse a pending OAuth client: the request is gone, the client stays unapproved."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
-        row = conn.execute(LOCK_PENDING_REQUEST, (request_id,)).fetchone()
+    account_id = principal.account_id
+    with transaction(pool, account_id) as conn:
+        row = conn.execute(LOCK_PENDING_REQUEST, (account_id, request_id)).fetchone()
         if row is None:
             raise ConnectionNotFound("no such pending connection request")
-        _drop_request(conn, row["id"], "denied")
-        return _one(conn, row["id"])
+        _drop_request(conn, account_id, row["id"], "denied")
+        return _one(conn, account_id, row["id"])
 
 
 #: Closes an outstanding request, keeping it with its outcome.
 DROP_REQUEST = """
     UPDATE connections SET request_expires_at = NULL,
         request = coalesce(request, '{}') || jsonb_build_object('outcome', %s::text)
-    WHERE id = %s AND request_expires_at IS NOT NULL
+    WHERE account_id = %s AND id = %s AND request_expires_at IS NOT NULL
 """
 
 
-def _drop_request(conn: Conn, connection_id: UUID, outcome: str = "withdrawn") -> None:
+def _drop_request(
+    conn: Conn, account_id: UUID, connection_id: UUID, outcome: str = "withdrawn"
+) -> None:
     """Close an outstanding approval request with its outcome (grant edits and
     revocation withdraw it); the page can still say what became of it."""
-    conn.execute(DROP_REQUEST, (outcome, connection_id))
+    conn.execute(DROP_REQUEST, (outcome, account_id, connection_id))
 
 
 def create_key(
@@ -291,14 +314,15 @@ def create_key(
         return {
             "id": str(issued.id),
             "key": issued.key,
-            "connection": _one(conn, issued.connection_id),
+            "connection": _one(conn, principal.account_id, issued.connection_id),
         }
 
 
 #: The account's keys, newest first, each with its connection's ID.
 LIST_KEYS = """
     SELECT k.id AS key_id, c.id FROM api_keys k JOIN connections c
-      ON c.account_id = k.account_id AND c.id = k.connection_id
+      ON c.account_id = %(account)s AND c.id = k.connection_id
+    WHERE k.account_id = %(account)s
     ORDER BY k.created_at DESC, k.id
 """
 
@@ -307,18 +331,21 @@ def list_keys(pool: ConnectionPool, principal: Principal) -> list[dict[str, Any]
     """The account's API keys (prefix, name, grants, status; never the secret)."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        rows = conn.execute(LIST_KEYS).fetchall()
-        return [{"id": str(r["key_id"]), "connection": _one(conn, r["id"])} for r in rows]
+        account_id = principal.account_id
+        rows = conn.execute(LIST_KEYS, {"account": account_id}).fetchall()
+        return [
+            {"id": str(r["key_id"]), "connection": _one(conn, account_id, r["id"])} for r in rows
+        ]
 
 
-KEY_CONNECTION = "SELECT connection_id FROM api_keys WHERE id = %s"
+KEY_CONNECTION = "SELECT connection_id FROM api_keys WHERE account_id = %s AND id = %s"
 
 
 def revoke_key(pool: ConnectionPool, principal: Principal, key_id: UUID) -> dict[str, Any]:
     """Revoke an API key and its connection, for good."""
     require_owner(principal)
     with transaction(pool, principal.account_id) as conn:
-        row = conn.execute(KEY_CONNECTION, (key_id,)).fetchone()
+        row = conn.execute(KEY_CONNECTION, (principal.account_id, key_id)).fetchone()
     if row is None:
         raise ConnectionNotFound()
     return revoke_connection(pool, principal, row["connection_id"])
@@ -328,7 +355,7 @@ def revoke_key(pool: ConnectionPool, principal: Principal, key_id: UUID) -> dict
 LOCK_ACCOUNT_CONNECTIONS = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 #: Live connections: not revoked, and not an OAuth client still waiting for approval.
 COUNT_LIVE = """
-    SELECT count(*) AS live FROM connections WHERE revoked_at IS NULL
+    SELECT count(*) AS live FROM connections WHERE account_id = %s AND revoked_at IS NULL
       AND (oauth_client_id IS NULL OR approved_at IS NOT NULL)
 """
 
@@ -339,7 +366,7 @@ def _check_room(conn: Conn, account_id: UUID, max_live: int) -> None:
     if not max_live:
         return
     conn.execute(LOCK_ACCOUNT_CONNECTIONS, (f"connections:{account_id}",))
-    row = conn.execute(COUNT_LIVE).fetchone()
+    row = conn.execute(COUNT_LIVE, (account_id,)).fetchone()
     if row is not None and row["live"] >= max_live:
         raise QuotaExceeded(
             f"this account holds {row['live']} live connections and keys, the most it may"
@@ -347,26 +374,28 @@ def _check_room(conn: Conn, account_id: UUID, max_live: int) -> None:
         )
 
 
-LOCK_CONNECTION = "SELECT 1 FROM connections WHERE id = %s FOR UPDATE"
+LOCK_CONNECTION = "SELECT 1 FROM connections WHERE account_id = %s AND id = %s FOR UPDATE"
 
 
-def _lock(conn: Conn, connection_id: UUID) -> dict[str, Any]:
+def _lock(conn: Conn, account_id: UUID, connection_id: UUID) -> dict[str, Any]:
     """Lock the connection's row, then read its state: read after the lock (each statement
     sees what committed before it), so an edit that waited sees the one it waited for."""
-    locked = conn.execute(LOCK_CONNECTION, (connection_id,)).fetchone()
+    locked = conn.execute(LOCK_CONNECTION, (account_id, connection_id)).fetchone()
     if locked is None:
         raise ConnectionNotFound()
-    resource = _one(conn, connection_id)
+    resource = _one(conn, account_id, connection_id)
     return {"state": resource["state"], "revoked": resource["status"] == "revoked"}
 
 
 SELECT_CONNECTION = f"""
-    {SELECT_CONNECTIONS} WHERE c.id = %s GROUP BY c.account_id, c.id
+    {SELECT_CONNECTIONS} AND c.id = %(connection)s GROUP BY c.account_id, c.id
 """
 
 
-def _one(conn: Conn, connection_id: UUID) -> dict[str, Any]:
-    row = conn.execute(SELECT_CONNECTION, (connection_id,)).fetchone()
+def _one(conn: Conn, account_id: UUID, connection_id: UUID) -> dict[str, Any]:
+    row = conn.execute(
+        SELECT_CONNECTION, {"account": account_id, "connection": connection_id}
+    ).fetchone()
     assert row is not None
     return connection_json(row)
 
@@ -389,9 +418,9 @@ def _grants(row: dict[str, Any]) -> Grants:
 WRITE_GRANTS = """
     UPDATE connections SET personal = %s, all_projects = %s, can_read = %s,
         can_write = %s, can_delete = %s
-    WHERE id = %s
+    WHERE account_id = %s AND id = %s
 """
-CLEAR_NOTEBOOKS = "DELETE FROM connection_projects WHERE connection_id = %s"
+CLEAR_NOTEBOOKS = "DELETE FROM connection_projects WHERE account_id = %s AND connection_id = %s"
 ADD_NOTEBOOK = """
     INSERT INTO connection_projects (account_id, connection_id, project_id)
     VALUES (%s, %s, %s)
@@ -408,10 +437,11 @@ def _write_grants(conn: Conn, account_id: UUID, connection_id: UUID, grants: Gra
             "memory:read" in held,
             "memory:write" in held,
             "memory:delete" in held,
+            account_id,
             connection_id,
         ),
     )
-    conn.execute(CLEAR_NOTEBOOKS, (connection_id,))
+    conn.execute(CLEAR_NOTEBOOKS, (account_id, connection_id))
     try:
         with conn.transaction():
             for notebook_id in dict.fromkeys(grants.projectIds):

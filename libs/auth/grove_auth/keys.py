@@ -18,15 +18,18 @@ from psycopg_pool import ConnectionPool
 
 from grove_auth.errors import Unauthorized
 from grove_auth.principal import Principal
-from grove_db.pool import Conn, fan_out, set_locally, set_tenant, transaction
+from grove_db.pool import Conn, set_locally, set_tenant, transaction
 
 KEY_PREFIX = "grv_"
 KEY_BYTES = 32
 VISIBLE_PREFIX_CHARS = 12
 
+#: The account holding a key's hash (migration 0052): on a Citus cluster one task on
+#: the node holding the hash, before the account's own rows are read naming it.
+FIND_ACCOUNT = "SELECT account_id FROM api_key_lookup WHERE key_hash = %s"
 FIND_KEY = """
-    SELECT k.account_id, k.connection_id FROM api_keys k
-    WHERE k.key_hash = %s AND k.revoked_at IS NULL
+    SELECT k.connection_id FROM api_keys k
+    WHERE k.account_id = %s AND k.key_hash = %s AND k.revoked_at IS NULL
 """
 #: A connection whose last contact is older than this is touched again (its owner's list
 #: shows the last contact to the minute; a request in between writes nothing).
@@ -38,14 +41,15 @@ FIND_CONNECTION = f"""
                AS notebook_ids
     FROM connections c
     LEFT JOIN connection_projects cp
-           ON cp.account_id = c.account_id AND cp.connection_id = c.id
-    WHERE c.id = %s AND c.revoked_at IS NULL
+           ON cp.account_id = %(account)s AND cp.connection_id = c.id
+    WHERE c.account_id = %(account)s AND c.id = %(connection)s AND c.revoked_at IS NULL
     GROUP BY c.account_id, c.id
 """
 
 #: Record the last contact, for the owner's connection list (at most once a minute).
 TOUCH_CONNECTION = f"""
-    UPDATE connections c SET last_contact_at = now() WHERE c.id = %s AND ({CONTACT_STALE})
+    UPDATE connections c SET last_contact_at = now()
+    WHERE c.account_id = %s AND c.id = %s AND ({CONTACT_STALE})
 """
 
 
@@ -72,19 +76,22 @@ def authenticate(pool: ConnectionPool, secret: bytes, token: str) -> Principal:
     digest = hash_key(secret, token)
     with transaction(pool) as conn:
         allow_key_lookup(conn, digest)
-        # On a Citus cluster the hash is looked for on every shard: the key is found
-        # before its account is known (docs/scaling.md, "Lookups").
-        fan_out(conn)
-        key = conn.execute(FIND_KEY, (digest,)).fetchone()
+        found = conn.execute(FIND_ACCOUNT, (digest,)).fetchone()
+        if found is None:
+            raise Unauthorized("invalid or revoked API key")
+        account_id = found["account_id"]
+        set_tenant(conn, account_id)
+        key = conn.execute(FIND_KEY, (account_id, digest)).fetchone()
         if key is None:
             raise Unauthorized("invalid or revoked API key")
-        account_id, connection_id = key["account_id"], key["connection_id"]
-        set_tenant(conn, account_id)
-        grant = conn.execute(FIND_CONNECTION, (connection_id,)).fetchone()
+        connection_id = key["connection_id"]
+        grant = conn.execute(
+            FIND_CONNECTION, {"account": account_id, "connection": connection_id}
+        ).fetchone()
         if grant is None:
             raise Unauthorized("invalid or revoked API key")
         if grant["stale"]:  # else touched within the minute: no write, no round trip
-            conn.execute(TOUCH_CONNECTION, (connection_id,))
+            conn.execute(TOUCH_CONNECTION, (account_id, connection_id))
     return _principal(account_id, connection_id, grant)
 
 
@@ -136,27 +143,33 @@ def issue_key(
             " VALUES (%s, %s, %s)",
             (account_id, connection_id, notebook_id),
         )
+    digest = hash_key(secret, key)
     conn.execute(
         "INSERT INTO api_keys (account_id, id, connection_id, prefix, key_hash)"
         " VALUES (%s, %s, %s, %s, %s)",
-        (account_id, key_id, connection_id, key[:VISIBLE_PREFIX_CHARS], hash_key(secret, key)),
+        (account_id, key_id, connection_id, key[:VISIBLE_PREFIX_CHARS], digest),
+    )
+    # Where the key is found before its account is known, written with the key.
+    conn.execute(
+        "INSERT INTO api_key_lookup (key_hash, account_id) VALUES (%s, %s)", (digest, account_id)
     )
     return IssuedKey(key_id, connection_id, key, key[:VISIBLE_PREFIX_CHARS])
 
 
-def revoke_key(conn: Conn, key_id: UUID) -> bool:
-    """Revoke a key and its connection for good; False if no live key has that ID."""
+def revoke_key(conn: Conn, account_id: UUID, key_id: UUID) -> bool:
+    """Revoke a key of the account and its connection for good; False if the account has
+    no live key with that ID."""
     row = conn.execute(
-        "UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL"
-        " RETURNING connection_id",
-        (key_id,),
+        "UPDATE api_keys SET revoked_at = now()"
+        " WHERE account_id = %s AND id = %s AND revoked_at IS NULL RETURNING connection_id",
+        (account_id, key_id),
     ).fetchone()
     if row is None:
         return False
-    connection_id = row["connection_id"]
     conn.execute(
-        "UPDATE connections SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL",
-        (connection_id,),
+        "UPDATE connections SET revoked_at = now()"
+        " WHERE account_id = %s AND id = %s AND revoked_at IS NULL",
+        (account_id, row["connection_id"]),
     )
     return True
 

@@ -34,9 +34,10 @@ LOCK_CLIENT = """
     SELECT c.id, c.personal, c.all_projects, c.can_read, c.can_write, c.can_delete,
            c.approved_at, c.revoked_at, c.authorized_after, c.request_id, c.request_expires_at,
            coalesce((SELECT array_agg(cp.project_id) FROM connection_projects cp
-                     WHERE cp.account_id = c.account_id AND cp.connection_id = c.id), '{}')
+                     WHERE cp.account_id = %(account)s AND cp.connection_id = c.id), '{}')
                AS notebook_ids
-    FROM connections c WHERE c.oauth_client_id = %s FOR UPDATE OF c
+    FROM connections c
+    WHERE c.account_id = %(account)s AND c.oauth_client_id = %(client)s FOR UPDATE OF c
 """
 
 
@@ -95,17 +96,19 @@ def agent_principal(
     client_id = str(client_of(claims))
     with transaction(pool) as conn:
         account_id = find_account(conn, config.issuer, subject, config.provisioning)
-        row = conn.execute(LOCK_CLIENT, (client_id,)).fetchone()
+        row = conn.execute(LOCK_CLIENT, {"account": account_id, "client": client_id}).fetchone()
         if row is None:
             row = _new_connection(conn, account_id, client_id, subject)
-        conn.execute(TOUCH_CONNECTION, (row["id"],))  # the owner's list shows last contact
+        conn.execute(
+            TOUCH_CONNECTION, (account_id, row["id"])
+        )  # the owner's list shows last contact
         if row["approved_at"] is not None and row["revoked_at"] is None:
             issued = claims.get("iat")
             cutoff = row["authorized_after"]
             if cutoff is not None and (issued is None or issued < cutoff.timestamp()):
                 raise Unauthorized("token issued before this client was authorized; sign in again")
             return _granted(account_id, row, client_id)
-        request_id = _pending_request(conn, row, client_id, subject, claims, now())
+        request_id = _pending_request(conn, account_id, row, client_id, subject, claims, now())
     return Principal(
         revoked=row["revoked_at"] is not None,
         account_id=account_id,
@@ -126,13 +129,14 @@ def _new_connection(conn: Conn, account_id: Any, client_id: str, subject: str) -
         " VALUES (%s, %s, %s, false, false, false, false, false, %s, %s)",
         (account_id, uuid.uuid4(), client_id[:200], client_id, subject),
     )
-    row = conn.execute(LOCK_CLIENT, (client_id,)).fetchone()
+    row = conn.execute(LOCK_CLIENT, {"account": account_id, "client": client_id}).fetchone()
     assert row is not None
     return row
 
 
 def _pending_request(
     conn: Conn,
+    account_id: Any,
     row: dict[str, Any],
     client_id: str,
     subject: str,
@@ -152,8 +156,8 @@ def _pending_request(
     }
     conn.execute(
         "UPDATE connections SET request_id = %s, request_expires_at = %s, request = %s"
-        " WHERE id = %s",
-        (request_id, now + REQUEST_TTL, Jsonb(request), row["id"]),
+        " WHERE account_id = %s AND id = %s",
+        (request_id, now + REQUEST_TTL, Jsonb(request), account_id, row["id"]),
     )
     return request_id
 
@@ -178,10 +182,10 @@ def describe_client(pool: ConnectionPool, principal: Principal, name: str, versi
             "UPDATE connections SET request = request"
             " || jsonb_build_object('clientName', %s::text, 'clientVersion', %s::text),"
             " name = CASE WHEN approved_at IS NULL THEN %s ELSE name END"
-            " WHERE id = %s AND request_expires_at IS NOT NULL"
+            " WHERE account_id = %s AND id = %s AND request_expires_at IS NOT NULL"
             " AND (request->>'clientName', request->>'clientVersion')"
             " IS DISTINCT FROM (%s, %s)",
-            (name, version, name, principal.connection_id, name, version),
+            (name, version, name, principal.account_id, principal.connection_id, name, version),
         )
 
 
@@ -207,9 +211,9 @@ def record_attempt(
     attempt = {"tool": tool, "capability": capability, "projectId": project_id and str(project_id)}
     with transaction(pool, principal.account_id) as conn:
         row = conn.execute(
-            "SELECT request FROM connections WHERE id = %s AND request_expires_at IS NOT NULL"
-            " FOR UPDATE",
-            (principal.connection_id,),
+            "SELECT request FROM connections WHERE account_id = %s AND id = %s"
+            " AND request_expires_at IS NOT NULL FOR UPDATE",
+            (principal.account_id, principal.connection_id),
         ).fetchone()
         if row is None:
             return
@@ -217,8 +221,8 @@ def record_attempt(
         attempts = [a for a in request.get("attempts", []) if a != attempt] + [attempt]
         request["attempts"] = attempts[-MAX_ATTEMPTS:]
         conn.execute(
-            "UPDATE connections SET request = %s WHERE id = %s",
-            (Jsonb(request), principal.connection_id),
+            "UPDATE connections SET request = %s WHERE account_id = %s AND id = %s",
+            (Jsonb(request), principal.account_id, principal.connection_id),
         )
 
 

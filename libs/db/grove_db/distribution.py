@@ -43,12 +43,20 @@ LOCAL_TABLES = ("schema_migrations", "rate_limits", "console_sessions")
 COLUMN = "account_id"
 #: Unique keys without ``account_id`` that Citus cannot keep across shards: each is a
 #: credential's hash, found before its account is known. Under Citus each becomes a
-#: unique key within its account plus a plain index on the hash (a lookup probes every
-#: shard's index); single-node keeps the global key.
+#: unique key within its account; the hash stays unique across accounts through its
+#: lookup table's primary key (``LOOKUP_TABLES``). Single-node keeps the global key.
 GLOBAL_KEYS = {
     "api_keys": ("api_keys_key_hash_key", "key_hash"),
     "shares": ("shares_token_hash_key", "token_hash"),
 }
+#: What is found before its account is known, each distributed by its hash (migration
+#: 0052): a presented API key or share link is one task on the node holding its hash,
+#: which names the account; every statement after it is a router query for that account.
+LOOKUP_TABLES = {"api_key_lookup": "key_hash", "share_lookup": "token_hash"}
+#: SECURITY DEFINER functions that work on one account, named by their first argument:
+#: distributed functions co-located with that account's rows, so that Citus keeps them
+#: on every node and runs a call on the node holding the account.
+ACCOUNT_FUNCTIONS = {"grove_add_usage(uuid, text, bigint, bigint)": "account_usage"}
 
 FOREIGN_KEYS: LiteralString = """
     SELECT c.conrelid::regclass::text AS table, c.conname AS name,
@@ -90,6 +98,8 @@ def distribute(conn: psycopg.Connection[Any]) -> list[str]:
         )
     )
     if is_distributed(conn):
+        with conn.transaction():
+            _place_later(conn)  # made by a migration after the first placement
         return []
     with conn.transaction():  # all or nothing: a failed step leaves the tables as they were
         # One connection per node for the whole step: placing a table after another has
@@ -104,7 +114,7 @@ def _place(conn: psycopg.Connection[Any]) -> list[str]:
     # requires a key's referenced table to be placed first, and placing a reference
     # table would otherwise turn every local table pointing at it into a Citus local table.
     keys = conn.execute(FOREIGN_KEYS).fetchall()
-    tenants = [r[0] for r in conn.execute(TENANT_TABLES, (list(REFERENCE_TABLES),))]
+    tenants = [r[0] for r in conn.execute(TENANT_TABLES, ([*REFERENCE_TABLES, *LOOKUP_TABLES],))]
     # Triggers on distributed tables run on the shards (each node runs them for its own
     # rows); Citus asks for this setting to allow them.
     conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
@@ -126,6 +136,7 @@ def _place(conn: psycopg.Connection[Any]) -> list[str]:
             "SELECT create_distributed_table(%s, %s, colocate_with => %s)",
             (table, COLUMN, "default" if table == first else first),
         )
+    _place_later(conn)
     for table, name, definition in keys:
         conn.execute(
             sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} ").format(
@@ -136,8 +147,30 @@ def _place(conn: psycopg.Connection[Any]) -> list[str]:
     return tenants
 
 
+def _place_later(conn: psycopg.Connection[Any]) -> None:
+    """Distribute each lookup table not placed yet by its hash (``LOOKUP_TABLES``), and
+    make the per-account functions distributed ones (``ACCOUNT_FUNCTIONS``; again is
+    harmless): on the first placement, and after a migration that made them."""
+    placed = {
+        r[0]
+        for r in conn.execute(
+            "SELECT logicalrelid::regclass::text FROM pg_dist_partition"
+            " WHERE partmethod = 'h' AND logicalrelid::regclass::text = ANY(%s)",
+            (list(LOOKUP_TABLES),),
+        )
+    }
+    for table, column in LOOKUP_TABLES.items():
+        if table not in placed:
+            conn.execute("SELECT create_distributed_table(%s, %s)", (table, column))
+    for function, colocated in ACCOUNT_FUNCTIONS.items():
+        conn.execute(
+            "SELECT create_distributed_function(%s, '$1', colocate_with => %s)",
+            (function, colocated),
+        )
+
+
 def _scope_key(conn: psycopg.Connection[Any], table: str, key: str, column: str) -> None:
-    """Make a global unique key unique within each account, plus an index on the hash."""
+    """Make a global unique key unique within each account (``GLOBAL_KEYS``)."""
     conn.execute(
         sql.SQL(
             "ALTER TABLE {table} DROP CONSTRAINT {key},"
@@ -147,11 +180,6 @@ def _scope_key(conn: psycopg.Connection[Any], table: str, key: str, column: str)
             key=sql.Identifier(key),
             account=sql.Identifier(COLUMN),
             column=sql.Identifier(column),
-        )
-    )
-    conn.execute(
-        sql.SQL("CREATE INDEX {} ON {} ({})").format(
-            sql.Identifier(f"{table}_{column}"), sql.Identifier(table), sql.Identifier(column)
         )
     )
 

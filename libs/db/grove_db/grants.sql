@@ -20,6 +20,9 @@ GRANT SELECT, INSERT ON operation_tombstones TO {role};
 -- rate_limits: counters, not tenant data; the worker deletes windows long over.
 GRANT SELECT, INSERT, UPDATE, DELETE ON rate_limits TO {role};
 GRANT SELECT, INSERT ON shares TO {role};
+-- The credentials' lookup tables (migration 0052): written with the key or link, never
+-- changed (revocation is the key's or link's own row).
+GRANT SELECT, INSERT ON api_key_lookup, share_lookup TO {role};
 GRANT UPDATE (revoked_at) ON shares TO {role};
 GRANT SELECT, INSERT ON conversations, conversation_turns TO {role};
 GRANT UPDATE (title, version, updated_at, deleted_at) ON conversations TO {role};

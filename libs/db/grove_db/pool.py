@@ -42,6 +42,20 @@ def _operation(query: Any) -> str:
     return words[0].upper() if words else "SQL"
 
 
+class Pool(ConnectionPool):
+    """A pool of runtime connections that knows its connections' per-session settings.
+
+    Each tenant transaction (``transaction``) repeats them with ``SET LOCAL``: on a Citus
+    cluster the coordinator carries a ``SET LOCAL`` to every node the transaction
+    touches, and a session's own settings to none, so the quota defaults that the usage
+    triggers read on the account's node would otherwise be missing there.
+    """
+
+    def __init__(self, *args: Any, local_settings: Mapping[str, str], **kwargs: Any) -> None:
+        self.local_settings = dict(local_settings)
+        super().__init__(*args, **kwargs)
+
+
 def open_pool(
     url: str,
     *,
@@ -59,7 +73,7 @@ def open_pool(
     transaction waits on its client longer than that (nothing holds back VACUUM for
     long, whatever the code above does). ``timeout`` is how long to wait for a free
     connection. ``session_settings`` are set on every connection (say, the quota
-    defaults of ``grove_db.quotas``).
+    defaults of ``grove_db.quotas``) and again in every tenant transaction (``Pool``).
     """
     options = "-c TimeZone=UTC"
     options += f" -c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_ms)}"
@@ -67,8 +81,9 @@ def open_pool(
         options += f" -c statement_timeout={int(statement_timeout_ms)}"
     for name, value in (session_settings or {}).items():
         options += f" -c {name}={value}"
-    pool: ConnectionPool = ConnectionPool(
+    pool: ConnectionPool = Pool(
         url,
+        local_settings=session_settings or {},
         min_size=min_size,
         max_size=max_size,
         timeout=timeout,
@@ -98,7 +113,8 @@ def transaction(
             if snapshot:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             if account_id is not None:
-                set_tenant(conn, account_id)
+                carried = pool.local_settings if isinstance(pool, Pool) else {}
+                set_locally(conn, {TENANT: str(account_id), **carried})
             yield conn  # type: ignore[misc]  # the pool hands out dict_row connections
     except psycopg.OperationalError as ex:
         raise unavailable(ex) from ex
@@ -173,9 +189,13 @@ def fan_out(conn: psycopg.Connection[Any]) -> None:
     set_locally(conn, {FAN_OUT_LEVEL: "off"})
 
 
+#: The transaction-local setting row-level security keys on.
+TENANT = "grove.account_id"
+
+
 def set_tenant(conn: psycopg.Connection[Any], account_id: UUID) -> None:
     """Scope the current transaction to one account (row-level security key)."""
-    set_locally(conn, {"grove.account_id": str(account_id)})
+    set_locally(conn, {TENANT: str(account_id)})
 
 
 def set_project(conn: psycopg.Connection[Any], org_id: UUID, project_id: UUID | None) -> None:

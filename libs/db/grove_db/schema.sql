@@ -393,26 +393,25 @@ CREATE FUNCTION public.grove_public_share(p_token_hash bytea) RETURNS TABLE(shar
     AS $$
 DECLARE
     l record;
+    shelf record;
+    changed timestamptz;
 BEGIN
     SELECT * INTO l FROM grove_share_live(p_token_hash);
-    IF FOUND THEN
-        RETURN QUERY
-            SELECT l.share_id, l.target_type, coalesce(l.title, p.name), l.indexable,
-                   CASE l.target_type
-                       WHEN 'note' THEN m.updated_at
-                       ELSE greatest(p.updated_at,
-                                     (SELECT max(n.updated_at) FROM memories n
-                                      WHERE n.project_id = l.project_id
-                                        AND n.file_id IS NULL
-                                        AND n.deleted_at IS NULL AND n.archived_at IS NULL
-                                        AND (n.expires_at IS NULL
-                                             OR n.expires_at > statement_timestamp())))
-                   END
-            FROM (SELECT 1) AS one
-            LEFT JOIN memories m ON m.id = l.memory_id
-            LEFT JOIN projects p ON p.id = l.project_id;
+    IF FOUND AND l.target_type = 'note' THEN
+        SELECT m.updated_at INTO changed FROM memories m
+        WHERE m.account_id = l.account_id AND m.id = l.memory_id;
+        RETURN QUERY SELECT l.share_id, l.target_type, l.title, l.indexable, changed;
+    ELSIF FOUND THEN
+        SELECT p.name, p.updated_at INTO shelf FROM projects p
+        WHERE p.account_id = l.account_id AND p.id = l.project_id;
+        SELECT max(n.updated_at) INTO changed FROM memories n
+        WHERE n.account_id = l.account_id AND n.project_id = l.project_id
+          AND n.file_id IS NULL AND n.deleted_at IS NULL AND n.archived_at IS NULL
+          AND (n.expires_at IS NULL OR n.expires_at > statement_timestamp());
+        RETURN QUERY SELECT l.share_id, l.target_type, coalesce(l.title, shelf.name),
+                            l.indexable, greatest(shelf.updated_at, changed);
     END IF;
-    PERFORM set_config('grove.account_id', '', true);
+    SET LOCAL grove.account_id = '';
 END $$;
 
 
@@ -432,13 +431,15 @@ BEGIN
         RETURN QUERY
             SELECT m.id, m.kind, m.content, m.created_at, m.updated_at
             FROM memories m
-            WHERE m.id = l.memory_id AND p_before_created IS NULL;
+            WHERE m.account_id = l.account_id AND m.id = l.memory_id
+              AND p_before_created IS NULL;
     ELSIF FOUND THEN
         -- Saved live direct members, by the memories_notebook_saved index.
         RETURN QUERY
             SELECT m.id, m.kind, m.content, m.created_at, m.updated_at
             FROM memories m
-            WHERE m.project_id = l.project_id AND m.file_id IS NULL
+            WHERE m.account_id = l.account_id AND m.project_id = l.project_id
+              AND m.file_id IS NULL
               AND m.deleted_at IS NULL AND m.archived_at IS NULL
               AND (m.expires_at IS NULL OR m.expires_at > statement_timestamp())
               AND (p_before_created IS NULL
@@ -446,7 +447,7 @@ BEGIN
             ORDER BY m.created_at DESC, m.id DESC
             LIMIT least(greatest(p_limit, 1), 51);
     END IF;
-    PERFORM set_config('grove.account_id', '', true);
+    SET LOCAL grove.account_id = '';
 END $$;
 
 
@@ -555,23 +556,24 @@ CREATE FUNCTION public.grove_share_live(p_token_hash bytea) RETURNS TABLE(share_
 DECLARE
     found_account uuid;
 BEGIN
-    PERFORM set_config('grove.account_id', '', true);
-    PERFORM set_config('grove.share_lookup', encode(p_token_hash, 'hex'), true);
-    SELECT s.account_id INTO found_account FROM shares s
-    WHERE s.token_hash = p_token_hash AND s.revoked_at IS NULL
-      AND (s.expires_at IS NULL OR s.expires_at > statement_timestamp());
-    PERFORM set_config('grove.share_lookup', '', true);
+    SET LOCAL grove.account_id = '';
+    EXECUTE format('SET LOCAL grove.share_lookup = %L', encode(p_token_hash, 'hex'));
+    SELECT k.account_id INTO found_account FROM share_lookup k
+    WHERE k.token_hash = p_token_hash;
+    SET LOCAL grove.share_lookup = '';
     IF found_account IS NULL THEN
         RETURN;
     END IF;
-    PERFORM set_config('grove.account_id', found_account::text, true);
+    EXECUTE format('SET LOCAL grove.account_id = %L', found_account);
     RETURN QUERY
         SELECT s.id, s.account_id, s.target_type, s.memory_id, s.project_id, s.title, s.indexable
         FROM shares s
         JOIN accounts a ON a.id = s.account_id AND a.deleted_at IS NULL
-        LEFT JOIN memories m ON m.id = s.memory_id
-        LEFT JOIN projects p ON p.id = s.project_id
-        WHERE s.token_hash = p_token_hash
+        LEFT JOIN memories m ON m.account_id = found_account AND m.id = s.memory_id
+        LEFT JOIN projects p ON p.account_id = found_account AND p.id = s.project_id
+        WHERE s.account_id = found_account AND s.token_hash = p_token_hash
+          AND s.revoked_at IS NULL
+          AND (s.expires_at IS NULL OR s.expires_at > statement_timestamp())
           AND CASE s.target_type
                 WHEN 'note' THEN m.file_id IS NULL
                                  AND m.deleted_at IS NULL AND m.archived_at IS NULL
@@ -732,6 +734,18 @@ CREATE TABLE public.accounts (
 );
 
 ALTER TABLE ONLY public.accounts FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: api_key_lookup; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.api_key_lookup (
+    key_hash bytea NOT NULL,
+    account_id uuid NOT NULL
+);
+
+ALTER TABLE ONLY public.api_key_lookup FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -1403,6 +1417,18 @@ CREATE TABLE public.schema_migrations (
 
 
 --
+-- Name: share_lookup; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.share_lookup (
+    token_hash bytea NOT NULL,
+    account_id uuid NOT NULL
+);
+
+ALTER TABLE ONLY public.share_lookup FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: shares; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1495,6 +1521,14 @@ ALTER TABLE ONLY public.account_usage
 
 ALTER TABLE ONLY public.accounts
     ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: api_key_lookup api_key_lookup_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_key_lookup
+    ADD CONSTRAINT api_key_lookup_pkey PRIMARY KEY (key_hash);
 
 
 --
@@ -1759,6 +1793,14 @@ ALTER TABLE ONLY public.rate_limits
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: share_lookup share_lookup_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.share_lookup
+    ADD CONSTRAINT share_lookup_pkey PRIMARY KEY (token_hash);
 
 
 --
@@ -2224,6 +2266,14 @@ ALTER TABLE ONLY public.account_usage
 
 
 --
+-- Name: api_key_lookup api_key_lookup_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_key_lookup
+    ADD CONSTRAINT api_key_lookup_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+
+--
 -- Name: api_keys api_keys_account_id_connection_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2536,6 +2586,14 @@ ALTER TABLE ONLY public.projects
 
 
 --
+-- Name: share_lookup share_lookup_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.share_lookup
+    ADD CONSTRAINT share_lookup_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+
+--
 -- Name: shares shares_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2610,6 +2668,12 @@ CREATE POLICY admin_inserts ON public.project_members FOR INSERT WITH CHECK (((o
 
 CREATE POLICY admin_manages ON public.project_keys USING (((org_id = public.grove_current_org()) AND (project_id = public.grove_current_project()) AND (( SELECT public.grove_project_role() AS grove_project_role) = 'admin'::text)));
 
+
+--
+-- Name: api_key_lookup; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.api_key_lookup ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: api_keys; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2929,6 +2993,12 @@ CREATE POLICY self_leaves ON public.project_members FOR DELETE USING ((account_i
 
 
 --
+-- Name: share_lookup; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.share_lookup ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: shares; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -2967,6 +3037,13 @@ CREATE POLICY tenant ON public.account_usage USING ((account_id = public.grove_c
 --
 
 CREATE POLICY tenant ON public.accounts USING ((id = public.grove_current_account())) WITH CHECK ((id = public.grove_current_account()));
+
+
+--
+-- Name: api_key_lookup tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.api_key_lookup USING (((account_id = public.grove_current_account()) OR (key_hash = public.grove_key_lookup()))) WITH CHECK ((account_id = public.grove_current_account()));
 
 
 --
@@ -3093,6 +3170,13 @@ CREATE POLICY tenant ON public.operations USING ((account_id = public.grove_curr
 --
 
 CREATE POLICY tenant ON public.projects USING ((account_id = public.grove_current_account())) WITH CHECK ((account_id = public.grove_current_account()));
+
+
+--
+-- Name: share_lookup tenant; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY tenant ON public.share_lookup USING (((account_id = public.grove_current_account()) OR (token_hash = public.grove_share_lookup()))) WITH CHECK ((account_id = public.grove_current_account()));
 
 
 --
@@ -3271,6 +3355,13 @@ GRANT SELECT ON TABLE public.accounts TO grove_app;
 --
 
 GRANT UPDATE(deleted_at) ON TABLE public.accounts TO grove_app;
+
+
+--
+-- Name: TABLE api_key_lookup; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.api_key_lookup TO grove_app;
 
 
 --
@@ -3579,6 +3670,13 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.projects TO grove_app;
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.rate_limits TO grove_app;
+
+
+--
+-- Name: TABLE share_lookup; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.share_lookup TO grove_app;
 
 
 --

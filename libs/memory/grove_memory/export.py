@@ -85,7 +85,9 @@ def _lines(store: Store, blobs: Blobs, principal: Principal) -> Generator[bytes,
             yield _line({"type": "notebook", "notebook": notebook_json(row)})
         if principal.is_owner:
             for row in _stream(
-                conn, SELECT_CONNECTIONS + " GROUP BY c.account_id, c.id ORDER BY c.created_at", {}
+                conn,
+                SELECT_CONNECTIONS + " GROUP BY c.account_id, c.id ORDER BY c.created_at",
+                {"account": principal.account_id},
             ):
                 yield _line({"type": "connection", "connection": connection_json(row)})
             yield from _conversations(conn)

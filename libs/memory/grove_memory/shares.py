@@ -56,21 +56,24 @@ SHARE_COLUMNS = """
         ELSE CASE WHEN p.deleted_at IS NULL THEN p.name END
     END AS target_name
 """
+#: The account's links with their targets: every table names the account
+#: ``%(account)s`` as a value (a Citus cluster routes the statement to its node by it).
 SHARE_FROM = """
     FROM shares s
-    LEFT JOIN memories m ON m.id = s.memory_id
-    LEFT JOIN projects p ON p.id = s.project_id
+    LEFT JOIN memories m ON m.account_id = %(account)s AND m.id = s.memory_id
+    LEFT JOIN projects p ON p.account_id = %(account)s AND p.id = s.project_id
+    WHERE s.account_id = %(account)s
 """
 TARGET_STATE = {
     "note": """
         SELECT archived_at IS NOT NULL AS archived, file_id IS NOT NULL AS passage
         FROM memories
-        WHERE id = %s AND deleted_at IS NULL
+        WHERE account_id = %s AND id = %s AND deleted_at IS NULL
           AND (expires_at IS NULL OR expires_at > statement_timestamp())
     """,
     "notebook": """
         SELECT archived_at IS NOT NULL AS archived, false AS passage FROM projects
-        WHERE id = %s AND deleted_at IS NULL
+        WHERE account_id = %s AND id = %s AND deleted_at IS NULL
     """,
 }
 INSERT_SHARE = """
@@ -79,6 +82,8 @@ INSERT_SHARE = """
     VALUES (%(account)s, %(id)s, %(hash)s, %(type)s, %(memory)s, %(notebook)s,
             %(title)s, %(indexable)s, %(expires)s)
 """
+#: Where a reader's token is found before its account is known (migration 0052).
+INSERT_LOOKUP = "INSERT INTO share_lookup (token_hash, account_id) VALUES (%(hash)s, %(account)s)"
 
 
 #: Why a passage cannot be a link's target: it holds an uploaded file's text, and no
@@ -128,29 +133,30 @@ def create_share(store: Store, principal: Principal, body: CreateShareRequest) -
             ).fetchone()
             if not (future and future["ok"]):
                 raise InvalidRequest("expiresAt", "must be in the future")
-        state = conn.execute(TARGET_STATE[target.type], (target.id,)).fetchone()
+        state = conn.execute(
+            TARGET_STATE[target.type], (principal.account_id, target.id)
+        ).fetchone()
         if state is None:
             raise NotFound(f"{target.type} not found")
         if state["passage"]:
             raise InvalidRequest("target.id", PASSAGE_REFUSED)
         if state["archived"]:
             raise TargetArchived(f"that {target.type} is archived: restore it before sharing it")
-        conn.execute(
-            INSERT_SHARE,
-            {
-                "account": principal.account_id,
-                "id": share_id,
-                "hash": hash_token(store.share_secret, token),
-                "type": target.type,
-                "memory": target.id if target.type == "note" else None,
-                "notebook": target.id if target.type == "notebook" else None,
-                "title": body.title,
-                "indexable": body.allowIndexing,
-                "expires": body.expiresAt,
-            },
-        )
+        values = {
+            "account": principal.account_id,
+            "id": share_id,
+            "hash": hash_token(store.share_secret, token),
+            "type": target.type,
+            "memory": target.id if target.type == "note" else None,
+            "notebook": target.id if target.type == "notebook" else None,
+            "title": body.title,
+            "indexable": body.allowIndexing,
+            "expires": body.expiresAt,
+        }
+        conn.execute(INSERT_SHARE, values)
+        conn.execute(INSERT_LOOKUP, values)
         row = conn.execute(
-            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE s.id = %s", (share_id,)
+            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} AND s.id = %(id)s", values
         ).fetchone()
     assert row is not None
     url = share_url(store.share_public_url, token)
@@ -162,14 +168,14 @@ def list_shares(store: Store, principal: Principal, query: ShareListQuery) -> Sh
     require_owner(principal)
     binding = {"a": str(principal.account_id), "l": "shares"}
     where = "true"
-    values: dict[str, Any] = {"limit": query.limit + 1}
+    values: dict[str, Any] = {"limit": query.limit + 1, "account": principal.account_id}
     if query.cursor:
         key_time, key_id = cursors.newest_after(store.cursor_secret, query.cursor, binding)
         where = "(s.created_at, s.id) < (%(key_time)s, %(key_id)s)"
         values.update(key_time=key_time, key_id=key_id)
     with transaction(store.pool, principal.account_id) as conn:
         rows = conn.execute(
-            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE {where}"
+            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} AND {where}"
             " ORDER BY s.created_at DESC, s.id DESC LIMIT %(limit)s",
             values,
         ).fetchall()
@@ -180,14 +186,15 @@ def list_shares(store: Store, principal: Principal, query: ShareListQuery) -> Sh
 def revoke_share(store: Store, principal: Principal, share_id: UUID) -> Share:
     """Revoke a link for good (revoking it again changes nothing)."""
     require_owner(principal)
+    values = {"account": principal.account_id, "id": share_id}
     with transaction(store.pool, principal.account_id) as conn:
         conn.execute(
             "UPDATE shares SET revoked_at = statement_timestamp()"
-            " WHERE id = %s AND revoked_at IS NULL",
-            (share_id,),
+            " WHERE account_id = %(account)s AND id = %(id)s AND revoked_at IS NULL",
+            values,
         )
         row = conn.execute(
-            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} WHERE s.id = %s", (share_id,)
+            f"SELECT {SHARE_COLUMNS} {SHARE_FROM} AND s.id = %(id)s", values
         ).fetchone()
     if row is None:
         raise NotFound("share not found")

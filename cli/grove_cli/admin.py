@@ -61,7 +61,7 @@ def delete_account(migration_url: str, account_id: UUID) -> None:
         set_tenant(conn, account_id)
         if conn.execute("SELECT 1 FROM accounts WHERE id = %s", (account_id,)).fetchone() is None:
             raise LookupError(f"no account {account_id}")
-        accounts.mark_deleted(conn)
+        accounts.mark_deleted(conn, account_id)
 
 
 def revoke(migration_url: str, account_id: UUID, key_id: UUID) -> bool:

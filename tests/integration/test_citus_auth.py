@@ -15,6 +15,7 @@ another account's notes.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,14 +26,14 @@ import psycopg
 import pytest
 import requests
 
-from grove_auth import devissuer, keys, oauth
+from grove_auth import accounts, devissuer, keys, oauth
 from grove_cli import admin
 from grove_cli.dev import dev_identity
 from grove_db import embedded
 from grove_db.pool import open_pool, set_tenant
 from tests.support.clients import Client, data_of, error_of
 from tests.support.keys import SECRET
-from tests.support.processes import free_port, start_api
+from tests.support.processes import free_port, start_api, start_console
 from tests.support.tenants import Tenant, new_tenant
 
 #: The share quota of this module's api: a boundary the test reaches.
@@ -61,6 +62,9 @@ class Cluster:
     share: str
     issuer: str
     signing_key: Path
+    #: The website's origin the api trusts: grove-console is started there by its test.
+    console_port: int
+    identity: dict[str, str]
 
     def owner(self) -> Owner:
         tenant = new_tenant(self.database, self.api)
@@ -77,10 +81,13 @@ def cluster(
     citus_share: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
-    port = free_port()
+    port, console_port = free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
-    identity = dev_identity(url, "http://127.0.0.1:1/mcp", "http://127.0.0.1:1")
     signing_key = tmp_path_factory.mktemp("citus-auth") / "dev-issuer.pem"
+    identity = {
+        **dev_identity(url, "http://127.0.0.1:1/mcp", f"http://127.0.0.1:{console_port}"),
+        "GROVE_DEV_ISSUER_KEY": str(signing_key),
+    }
     api = start_api(
         {
             "GROVE_DATABASE_URL": citus_database.runtime_url,
@@ -88,12 +95,12 @@ def cluster(
             "GROVE_API_WORKERS": "1",
             "GROVE_EMBEDDING_PROFILE": "disabled",
             **identity,
-            "GROVE_DEV_ISSUER_KEY": str(signing_key),
             "GROVE_SHARE_PUBLIC_URL": citus_share,
             "GROVE_QUOTA_SHARES": str(SHARE_QUOTA),
         }
     )
-    yield Cluster(citus_database, url, citus_share, identity["GROVE_OIDC_ISSUER"], signing_key)
+    issuer = identity["GROVE_OIDC_ISSUER"]
+    yield Cluster(citus_database, url, citus_share, issuer, signing_key, console_port, identity)
     api.stop()
 
 
@@ -232,3 +239,60 @@ def test_links_open_through_grove_share_on_the_cluster_and_only_their_own_notes(
             (a.tenant.account_id,),
         ).fetchall()
     assert usage == [("notes", 2), ("shares", 2)]
+
+
+def test_an_owner_deletes_the_account_on_the_cluster_and_nothing_of_another(
+    cluster: Cluster,
+) -> None:
+    a, b = cluster.owner(), cluster.owner()
+    note = a.key.save("loquat grafting notes")["id"]
+    link = ok(a.session.post("/v1/shares", {"target": {"type": "note", "id": note}}), 201)
+    kept = b.key.save("fig pruning notes")["id"]
+    kept_link = ok(b.session.post("/v1/shares", {"target": {"type": "note", "id": kept}}), 201)
+    gone = a.session.delete("/v1/account", json={"confirmation": accounts.CONFIRMATION})
+    assert ok(gone)["deleted"] is True
+    assert error_of(a.key.get("/v1/memories"))["code"] == "unauthorized"
+    page = f"{cluster.share}/public/shares/{link['token']}"
+    assert requests.get(page, timeout=30).status_code == 404
+    # The other account's key, note and link are untouched.
+    assert ok(b.key.get(f"/v1/memories/{kept}"))["id"] == kept
+    page = f"{cluster.share}/public/shares/{kept_link['token']}"
+    assert requests.get(page, timeout=30).status_code == 200
+
+
+def test_the_website_shows_one_owners_pages_on_the_cluster(cluster: Cluster) -> None:
+    a, b = cluster.owner(), cluster.owner()
+    note = a.key.save("apricot thinning notes")["id"]
+    ok(a.session.post("/v1/shares", {"target": {"type": "note", "id": note}}), 201)
+    b.key.save("foreign damson notes")
+    console = start_console(
+        cluster.database,
+        cluster.console_port,
+        {**cluster.identity, "GROVE_CONSOLE_API_URL": cluster.api},
+    )
+    try:
+        browser = requests.Session()
+        home = browser.get(f"{console.url}/", timeout=30)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', home.text)
+        assert csrf is not None, home.text
+        signed_in = browser.post(
+            f"{console.url}/dev/login",
+            data={"subject": a.subject, "csrf": csrf.group(1), "next": "/connections"},
+            timeout=30,
+        )
+        assert signed_in.status_code == 200, signed_in.text
+        assert (a.key.key or "")[:12] in signed_in.text
+        expected = {
+            "/notes": "apricot thinning notes",
+            f"/notes/{note}": "apricot thinning notes",
+            "/shares": "apricot thinning notes",
+            "/account": "Delete my account",
+            "/start": "Get started",
+        }
+        for path, text in expected.items():
+            page = browser.get(f"{console.url}{path}", timeout=30)
+            assert page.status_code == 200, (path, page.text)
+            assert text in page.text, path
+            assert "damson" not in page.text, path
+    finally:
+        console.stop()

@@ -432,7 +432,7 @@ def test_a_deleted_accounts_file_bytes_are_purged_after_the_restoration_window(
     first = quiet_files.upload(b"a" * 3000)
     quiet_files.upload(b"b" * 1000, first.id)
     with transaction(quiet_files.store.pool, quiet_files.owner.account_id) as conn:
-        accounts.mark_deleted(conn)
+        accounts.mark_deleted(conn, quiet_files.owner.account_id)
 
     # The account's deletion ends its other jobs, not the purges: the replaced version's
     # bytes go after their retention, the rest when the restoration window ends.

@@ -26,11 +26,11 @@ import psycopg
 import pytest
 import requests
 
-from grove_auth import accounts, devissuer, keys, oauth
+from grove_auth import accounts, devissuer, keys, oauth, sessions
 from grove_cli import admin
 from grove_cli.dev import dev_identity
 from grove_db import embedded
-from grove_db.pool import open_pool, set_tenant
+from grove_db.pool import open_pool, set_tenant, transaction
 from tests.support.clients import Client, data_of, error_of
 from tests.support.keys import SECRET
 from tests.support.processes import free_port, start_api, start_console
@@ -163,9 +163,25 @@ def test_keys_are_found_by_one_lookup_task_and_managed_by_their_owner_on_the_clu
     assert a.key.get("/v1/memories").status_code == 200
 
 
-def test_an_agents_oauth_connection_is_requested_approved_and_used_on_the_cluster(
+def test_a_first_sign_in_and_an_agents_oauth_connection_work_on_the_cluster(
     cluster: Cluster,
 ) -> None:
+    # A new identity gets its account (GROVE_OIDC_PROVISIONING=personal), once.
+    subject = f"first-{uuid.uuid4().hex[:12]}"
+    pool = open_pool(cluster.database.runtime_url)
+    try:
+        provisioned = []
+        for _ in range(2):
+            with transaction(pool) as conn:
+                provisioned.append(sessions.find_account(conn, cluster.issuer, subject, "personal"))
+    finally:
+        pool.close()
+    assert provisioned[0] == provisioned[1]
+    assert (
+        admin.account_of_owner(cluster.database.migration_url, cluster.issuer, subject)
+        == (provisioned[0])
+    )
+
     a = cluster.owner()
     config = oauth.AgentConfig(
         issuer=cluster.issuer, audience="http://127.0.0.1:1/mcp", website_origin="http://w"

@@ -358,13 +358,13 @@ BEGIN
                WHERE issuer = p_issuer AND subject = p_subject) THEN
         RETURN NULL;
     END IF;
-    PERFORM set_config('grove.owner_issuer', p_issuer, true);
-    PERFORM set_config('grove.owner_subject', p_subject, true);
+    EXECUTE format('SET LOCAL grove.owner_issuer = %L', p_issuer);
+    EXECUTE format('SET LOCAL grove.owner_subject = %L', p_subject);
     SELECT account_id INTO v_account FROM account_owners
         WHERE issuer = p_issuer AND subject = p_subject;
     IF NOT FOUND THEN
         v_account := gen_random_uuid();
-        PERFORM set_config('grove.account_id', v_account::text, true);
+        EXECUTE format('SET LOCAL grove.account_id = %L', v_account);
         INSERT INTO accounts (id, name) VALUES (v_account, p_name);
         INSERT INTO account_owners (account_id, issuer, subject)
             VALUES (v_account, p_issuer, p_subject);

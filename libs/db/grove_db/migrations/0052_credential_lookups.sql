@@ -157,3 +157,33 @@ BEGIN
     END IF;
     SET LOCAL grove.account_id = '';
 END $$;
+
+-- A first sign-in's account (GROVE_OIDC_PROVISIONING=personal), with the same SET LOCAL
+-- in place of set_config(): accounts and account_owners are copied to every node of a
+-- Citus cluster, whose row-level security saw no account and refused the new rows.
+CREATE OR REPLACE FUNCTION grove_provision_owner(p_issuer text, p_subject text, p_name text)
+    RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = public, pg_temp
+    AS $$
+DECLARE
+    v_account uuid;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_issuer || '#' || p_subject, 15));
+    IF EXISTS (SELECT 1 FROM identity_tombstones
+               WHERE issuer = p_issuer AND subject = p_subject) THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE format('SET LOCAL grove.owner_issuer = %L', p_issuer);
+    EXECUTE format('SET LOCAL grove.owner_subject = %L', p_subject);
+    SELECT account_id INTO v_account FROM account_owners
+        WHERE issuer = p_issuer AND subject = p_subject;
+    IF NOT FOUND THEN
+        v_account := gen_random_uuid();
+        EXECUTE format('SET LOCAL grove.account_id = %L', v_account);
+        INSERT INTO accounts (id, name) VALUES (v_account, p_name);
+        INSERT INTO account_owners (account_id, issuer, subject)
+            VALUES (v_account, p_issuer, p_subject);
+    END IF;
+    RETURN v_account;
+END $$;

@@ -215,6 +215,7 @@ def test_links_open_through_grove_share_on_the_cluster_and_only_their_own_notes(
     note = a.key.save("persimmon harvest plan")["id"]
     notebook = a.tenant.notebook("orchard")
     a.key.save("quince rootstock", projectId=notebook)
+    a.key.save("quince interstock", projectId=notebook)
     b.key.save("foreign medlar note")
     by_note = ok(a.session.post("/v1/shares", {"target": {"type": "note", "id": note}}), 201)
     by_notebook = ok(
@@ -228,9 +229,9 @@ def test_links_open_through_grove_share_on_the_cluster_and_only_their_own_notes(
     assert ok(b.session.get("/v1/shares"))["items"] == []
     assert b.session.delete(f"/v1/shares/{by_note['id']}").status_code == 404
 
-    def opened(share: dict[str, Any]) -> requests.Response:
+    def opened(share: dict[str, Any], rest: str = "") -> requests.Response:
         return requests.get(
-            f"{cluster.share}/public/shares/{share['token']}",
+            f"{cluster.share}/public/shares/{share['token']}{rest}",
             headers={"Accept": "application/json"},
             timeout=30,
         )
@@ -238,7 +239,12 @@ def test_links_open_through_grove_share_on_the_cluster_and_only_their_own_notes(
     page = ok(opened(by_note))
     assert [n["content"] for n in page["notes"]] == ["persimmon harvest plan"]
     page = ok(opened(by_notebook))
-    assert [n["content"] for n in page["notes"]] == ["quince rootstock"]
+    assert [n["content"] for n in page["notes"]] == ["quince interstock", "quince rootstock"]
+    # A page at a time: the signed cursor's next page reads the account's notes after it.
+    first = ok(opened(by_notebook, "?limit=1"))
+    assert [n["content"] for n in first["notes"]] == ["quince interstock"]
+    rest = ok(opened(by_notebook, f"/notes?limit=1&cursor={first['nextCursor']}"))
+    assert [n["content"] for n in rest["notes"]] == ["quince rootstock"]
     assert opened({"token": "x" * 43}).status_code == 404
     listed = ok(a.session.get("/v1/shares"))["items"]
     assert {s["targetName"] for s in listed} == {"persimmon harvest plan", "orchard"}
@@ -254,7 +260,7 @@ def test_links_open_through_grove_share_on_the_cluster_and_only_their_own_notes(
             " ORDER BY kind",
             (a.tenant.account_id,),
         ).fetchall()
-    assert usage == [("notes", 2), ("shares", 2)]
+    assert usage == [("notes", 3), ("shares", 2)]
 
 
 def test_an_owner_deletes_the_account_on_the_cluster_and_nothing_of_another(

@@ -93,6 +93,16 @@ def citus_share(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def citus_mcp(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
+    """The /mcp URL of a real grove-mcp (lexical only) on the Citus coordinator."""
+    running = start_mcp(
+        {"GROVE_DATABASE_URL": citus_database.runtime_url, "GROVE_EMBEDDING_PROFILE": "disabled"}
+    )
+    yield running.url
+    running.stop()
+
+
+@pytest.fixture(scope="session")
 def api_url(database: embedded.EmbeddedDatabase) -> Iterator[str]:
     """Base URL of a real grove-api (gunicorn) on loopback, as the runtime role.
 

@@ -67,7 +67,7 @@ def offer(
     draft = ProposalDraft.model_validate({"summary": "A proposed change", "change": change})
     principal = owner.principal()
     with transaction(store.pool, principal.account_id) as conn:
-        row = conversation_row(conn, uuid.UUID(conversation))
+        row = conversation_row(conn, principal.account_id, uuid.UUID(conversation))
         assert row is not None
         given = [uuid.UUID(s["noteId"]) for s in turn["sources"]]
         scope = proposals.scope_of(row, turn["context"], given)
@@ -523,7 +523,7 @@ def test_proposals_outside_the_conversation_scope_are_dropped_and_refused_at_app
     conversation, turn = ask(owner, "When do we deploy?", projectId=billing)
     principal = owner.principal()
     with transaction(store.pool, principal.account_id) as conn:
-        row = conversation_row(conn, uuid.UUID(conversation))
+        row = conversation_row(conn, principal.account_id, uuid.UUID(conversation))
         assert row is not None
         scope = proposals.scope_of(row, None, [])
         drafts = [
@@ -597,7 +597,7 @@ def test_a_strict_context_turn_only_proposes_changes_to_its_selected_notes(
     assert [set(p["change"]["noteIds"]) for p in merges] == [{a["id"], b["id"]}]
     principal = owner.principal()
     with transaction(store.pool, principal.account_id) as conn:
-        row = conversation_row(conn, uuid.UUID(conversation))
+        row = conversation_row(conn, principal.account_id, uuid.UUID(conversation))
         assert row is not None
         scope = proposals.scope_of(row, turn["context"], [a["id"], b["id"]])
         change = {"action": "archive", "noteIds": [c["id"]], "notebookIds": []}

@@ -270,16 +270,18 @@ def enqueue_reextraction(conn: Conn) -> int:
     return queued
 
 
-def enqueue_expiries(conn: Conn, memory_ids: list[UUID]) -> None:
-    """Queue the sweep of each note at its expiry (once per expiry time), in the caller's
-    transaction (one statement for any number of notes)."""
+def enqueue_expiries(conn: Conn, account_id: UUID, memory_ids: list[UUID]) -> None:
+    """Queue the sweep of each of the account's notes at its expiry (once per expiry
+    time), in the caller's transaction (one statement for any number of notes; it names
+    the account as a value, so on a Citus cluster it runs on the account's node)."""
     conn.execute(
         "INSERT INTO jobs (account_id, kind, memory_id, run_after)"
         " SELECT m.account_id, %(kind)s, m.id, m.expires_at FROM memories m"
-        " WHERE m.id = ANY(%(ids)s::uuid[]) AND m.expires_at IS NOT NULL AND NOT EXISTS ("
+        " WHERE m.account_id = %(account_id)s AND m.id = ANY(%(ids)s::uuid[])"
+        " AND m.expires_at IS NOT NULL AND NOT EXISTS ("
         "   SELECT 1 FROM jobs j WHERE j.account_id = m.account_id AND j.memory_id = m.id"
         "   AND j.kind = %(kind)s AND j.status = 'queued' AND j.run_after = m.expires_at)",
-        {"kind": EXPIRE_NOTE, "ids": memory_ids},
+        {"kind": EXPIRE_NOTE, "account_id": account_id, "ids": memory_ids},
     )
 
 

@@ -41,7 +41,7 @@ CONVERSATION_COLUMNS = """
     c.id, c.title, c.all_scopes, c.project_id, c.include_personal, c.version,
     c.created_at, c.updated_at, c.deleted_at, c.request_hash,
     (SELECT count(*) FROM conversation_turns t
-     WHERE t.account_id = c.account_id AND t.conversation_id = c.id) AS turn_count
+     WHERE t.account_id = %(account_id)s AND t.conversation_id = c.id) AS turn_count
 """
 #: A proposal row (alias ``p``) as its wire resource (``grove_contracts.proposals.Proposal``).
 PROPOSAL_JSON = """jsonb_build_object(
@@ -52,13 +52,14 @@ TURN_COLUMNS = f"""
     t.lease_expires_at, t.outcome, t.answer_text, t.answer_format, t.generator, t.citations,
     t.sources, t.context_coverage, t.error, t.created_at, t.completed_at,
     (SELECT coalesce(jsonb_agg({PROPOSAL_JSON} ORDER BY p.ordinal), '[]')
-     FROM turn_proposals p WHERE p.account_id = t.account_id
+     FROM turn_proposals p WHERE p.account_id = %(account_id)s
        AND p.conversation_id = t.conversation_id AND p.turn_id = t.id) AS proposals
 """
 #: A conversation's turns, oldest first.
 SELECT_TURNS = f"""
     SELECT {TURN_COLUMNS} FROM conversation_turns t
-    WHERE t.conversation_id = %s ORDER BY t.ordinal
+    WHERE t.account_id = %(account_id)s AND t.conversation_id = %(conversation)s
+    ORDER BY t.ordinal
 """
 
 #: A retried creation inserts nothing; its caller then compares the stored body.
@@ -95,7 +96,7 @@ def create_conversation(
             INSERT_CONVERSATION,
             {"account": principal.account_id, "id": body.id, "hash": digest, **values},
         ).fetchone()
-        row = conversation_row(conn, body.id, deleted=True)
+        row = conversation_row(conn, principal.account_id, body.id, deleted=True)
     assert row is not None
     if row["deleted_at"] is not None:
         raise Gone("this conversation was deleted")
@@ -106,9 +107,11 @@ def create_conversation(
 
 #: Live conversations, newest first, after the key ``(created_at, id)`` (none: the start).
 LIST_PAGE = f"""
-    SELECT {CONVERSATION_COLUMNS} FROM conversations c WHERE c.deleted_at IS NULL
-      AND (%s::timestamptz IS NULL OR (c.created_at, c.id) < (%s::timestamptz, %s::uuid))
-    ORDER BY c.created_at DESC, c.id DESC LIMIT %s
+    SELECT {CONVERSATION_COLUMNS} FROM conversations c
+    WHERE c.account_id = %(account_id)s AND c.deleted_at IS NULL
+      AND (%(key_time)s::timestamptz IS NULL
+           OR (c.created_at, c.id) < (%(key_time)s::timestamptz, %(key_id)s::uuid))
+    ORDER BY c.created_at DESC, c.id DESC LIMIT %(limit)s
 """
 
 
@@ -119,11 +122,19 @@ def list_conversations(store: Store, principal: Principal, after: UUID | None) -
     with transaction(store.pool, principal.account_id) as conn:
         if after is not None:
             # Deleted ones too: deleting the last row of a page keeps the next page.
-            last = conversation_row(conn, after, deleted=True)
+            last = conversation_row(conn, principal.account_id, after, deleted=True)
             if last is None:
                 raise InvalidRequest("after", "no such conversation")
             key = (last["created_at"], last["id"])
-        rows = conn.execute(LIST_PAGE, (key[0], key[0], key[1], CONVERSATION_PAGE + 1)).fetchall()
+        rows = conn.execute(
+            LIST_PAGE,
+            {
+                "account_id": principal.account_id,
+                "key_time": key[0],
+                "key_id": key[1],
+                "limit": CONVERSATION_PAGE + 1,
+            },
+        ).fetchall()
     page = rows[:CONVERSATION_PAGE]
     more = len(rows) > CONVERSATION_PAGE
     return ConversationList(
@@ -137,10 +148,10 @@ def get_conversation(
     """One live conversation with all of its turns, oldest first."""
     require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
-        row = conversation_row(conn, conversation_id)
+        row = conversation_row(conn, principal.account_id, conversation_id)
         if row is None:
             raise NotFound("conversation not found")
-        turns = conn.execute(SELECT_TURNS, (conversation_id,)).fetchall()
+        turns = turn_rows(conn, principal.account_id, conversation_id)
     return ConversationDetail.model_validate(
         {**conversation_json(row), "turns": [turn_json(t) for t in turns]}
     )
@@ -149,7 +160,7 @@ def get_conversation(
 #: Hiding keeps the row and its turns (the history is retained, never shown again).
 HIDE_CONVERSATION = """
     UPDATE conversations SET deleted_at = statement_timestamp()
-    WHERE id = %s AND deleted_at IS NULL RETURNING id
+    WHERE account_id = %s AND id = %s AND deleted_at IS NULL RETURNING id
 """
 
 
@@ -159,7 +170,9 @@ def delete_conversation(
     """Hide a conversation (its history is retained, never shown again)."""
     require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
-        deleted = conn.execute(HIDE_CONVERSATION, (conversation_id,)).fetchone()
+        deleted = conn.execute(
+            HIDE_CONVERSATION, (principal.account_id, conversation_id)
+        ).fetchone()
     if deleted is None:
         raise NotFound("conversation not found")
     return DeletedConversation(id=conversation_id, deleted=True)
@@ -170,14 +183,14 @@ def delete_conversation(
 SEARCH = f"""
     SELECT {CONVERSATION_COLUMNS},
         (SELECT t.query FROM conversation_turns t
-         WHERE t.account_id = c.account_id AND t.conversation_id = c.id
+         WHERE t.account_id = %(account_id)s AND t.conversation_id = c.id
            AND (%(pattern)s::text IS NULL OR t.query ILIKE %(pattern)s ESCAPE '\\')
          ORDER BY t.ordinal LIMIT 1) AS preview
     FROM conversations c
-    WHERE c.deleted_at IS NULL
+    WHERE c.account_id = %(account_id)s AND c.deleted_at IS NULL
       AND (%(pattern)s::text IS NULL OR c.title ILIKE %(pattern)s ESCAPE '\\'
            OR EXISTS (SELECT 1 FROM conversation_turns t
-                      WHERE t.account_id = c.account_id AND t.conversation_id = c.id
+                      WHERE t.account_id = %(account_id)s AND t.conversation_id = c.id
                         AND t.query ILIKE %(pattern)s ESCAPE '\\'))
       AND (%(key_time)s::timestamptz IS NULL
            OR (c.created_at, c.id) < (%(key_time)s::timestamptz, %(key_id)s::uuid))
@@ -204,6 +217,7 @@ def search_conversations(
         rows = conn.execute(
             SEARCH,
             {
+                "account_id": principal.account_id,
                 "pattern": pattern if query else None,
                 "key_time": key[0],
                 "key_id": key[1],
@@ -220,16 +234,29 @@ def search_conversations(
     return ConversationSearchPage(items=items, nextCursor=next_cursor)
 
 
-SELECT_CONVERSATION = f"SELECT {CONVERSATION_COLUMNS} FROM conversations c WHERE c.id = %s"
+SELECT_CONVERSATION = f"""
+    SELECT {CONVERSATION_COLUMNS} FROM conversations c
+    WHERE c.account_id = %(account_id)s AND c.id = %(id)s
+"""
 SELECT_LIVE_CONVERSATION = SELECT_CONVERSATION + " AND c.deleted_at IS NULL"
 
 
 def conversation_row(
-    conn: Conn, conversation_id: UUID, *, deleted: bool = False
+    conn: Conn, account_id: UUID, conversation_id: UUID, *, deleted: bool = False
 ) -> dict[str, Any] | None:
-    """The conversation's row; a deleted one only when ``deleted`` asks for it."""
+    """The conversation's row; a deleted one only when ``deleted`` asks for it.
+
+    Every statement on conversations, turns and proposals names the account as a value
+    (``account_id``), so that on a Citus cluster it runs on the account's node alone.
+    """
     query = SELECT_CONVERSATION if deleted else SELECT_LIVE_CONVERSATION
-    return conn.execute(query, (conversation_id,)).fetchone()
+    return conn.execute(query, {"account_id": account_id, "id": conversation_id}).fetchone()
+
+
+def turn_rows(conn: Conn, account_id: UUID, conversation_id: UUID) -> list[dict[str, Any]]:
+    """The conversation's turns, oldest first, each with its proposals."""
+    values = {"account_id": account_id, "conversation": conversation_id}
+    return conn.execute(SELECT_TURNS, values).fetchall()
 
 
 def preview(text: str | None, limit: int) -> str | None:
@@ -303,16 +330,17 @@ def _iso(value: datetime | None) -> str | None:
 
 #: Every live conversation of the transaction's account, oldest first.
 EXPORTED_CONVERSATIONS = f"""
-    SELECT {CONVERSATION_COLUMNS} FROM conversations c WHERE c.deleted_at IS NULL
+    SELECT {CONVERSATION_COLUMNS} FROM conversations c
+    WHERE c.account_id = %(account_id)s AND c.deleted_at IS NULL
     ORDER BY c.created_at, c.id
 """
 
 
 def exported_conversations(
-    conn: Conn,
+    conn: Conn, account_id: UUID
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """Every live conversation of the transaction's account with its turns, oldest first
-    (for the export; at most ``MAX_TURNS`` turns each, so one is held at a time)."""
-    rows = conn.execute(EXPORTED_CONVERSATIONS).fetchall()
+    """Every live conversation of the account with its turns, oldest first (for the
+    export; at most ``MAX_TURNS`` turns each, so one is held at a time)."""
+    rows = conn.execute(EXPORTED_CONVERSATIONS, {"account_id": account_id}).fetchall()
     for row in rows:
-        yield row, conn.execute(SELECT_TURNS, (row["id"],)).fetchall()
+        yield row, turn_rows(conn, account_id, row["id"])

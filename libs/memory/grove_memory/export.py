@@ -20,6 +20,7 @@ from collections.abc import Generator, Iterator
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from grove_auth.connections import SELECT_CONNECTIONS, connection_json
 from grove_auth.principal import Principal
@@ -90,13 +91,13 @@ def _lines(store: Store, blobs: Blobs, principal: Principal) -> Generator[bytes,
                 {"account": principal.account_id},
             ):
                 yield _line({"type": "connection", "connection": connection_json(row)})
-            yield from _conversations(conn)
+            yield from _conversations(conn, principal.account_id)
         yield from _notes(conn, principal)
         yield from _files(conn, blobs, principal)
 
 
-def _conversations(conn: Conn) -> Iterator[bytes]:
-    for conversation, turns in exported_conversations(conn):
+def _conversations(conn: Conn, account_id: UUID) -> Iterator[bytes]:
+    for conversation, turns in exported_conversations(conn, account_id):
         yield _line(
             {
                 "type": "conversation",

@@ -58,24 +58,28 @@ def _archive_one(
     if lock_visible(conn, principal, memory_id) is None:
         return "not_found"
     conn.execute(
-        "UPDATE memories SET archived_at = coalesce(archived_at, statement_timestamp())"
-        " WHERE id = %s",
-        (memory_id,),
+        "UPDATE memories SET archived_at = statement_timestamp()"
+        " WHERE account_id = %s AND id = %s AND archived_at IS NULL",
+        (principal.account_id, memory_id),
     )
     return "archived"
 
 
-#: Bring a note back: un-archive it and, if it was archived or had expired, start its
+#: Bring a note back: if it was archived or had expired, un-archive it and start its
 #: lifetime again from now as a fresh save would (same ``retention_days``; a permanent
-#: note stays permanent). Restoring a live note that was not archived changes nothing.
+#: note stays permanent); otherwise (``UNCHANGED``) it stays as it is. Two statements
+#: rather than a CASE around the statement's time, and the locked row's
+#: ``retention_days`` as a value: Citus refuses either in an UPDATE (docs/scaling.md).
 BRING_BACK = f"""
     UPDATE memories AS m SET archived_at = NULL, swept_at = NULL,
-        expires_at = CASE
-            WHEN m.archived_at IS NOT NULL OR m.expires_at <= statement_timestamp()
-            THEN statement_timestamp() + make_interval(days => m.retention_days)
-            ELSE m.expires_at END
-    WHERE m.id = %(id)s RETURNING {ROW_COLUMNS}
+        expires_at = statement_timestamp() + make_interval(days => %(retention_days)s)
+    WHERE m.account_id = %(account_id)s AND m.id = %(id)s
+      AND (m.archived_at IS NOT NULL OR m.expires_at <= statement_timestamp())
+    RETURNING {ROW_COLUMNS}
 """
+UNCHANGED = (
+    f"SELECT {ROW_COLUMNS} FROM memories m WHERE m.account_id = %(account_id)s AND m.id = %(id)s"
+)
 
 #: An expired note in its restoration window (hidden, not deleted) in the caller's grants.
 LOCK_EXPIRED = f"""
@@ -100,9 +104,14 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
             return op.replay.answer(Memory)
         conn = op.conn
         current = _lock_restorable(conn, principal, req.id)
-        row = conn.execute(BRING_BACK, {"id": req.id}).fetchone()
+        key = {"account_id": principal.account_id, "id": req.id}
+        days = {"retention_days": current["retention_days"]}
+        row = conn.execute(BRING_BACK, {**key, **days}).fetchone()
+        row = row or conn.execute(UNCHANGED, key).fetchone()
         assert row is not None
-        queue.enqueue_expiries(conn, [req.id])  # its sweep at the renewed expiry
+        queue.enqueue_expiries(
+            conn, principal.account_id, [req.id]
+        )  # its sweep at the renewed expiry
         values = {name: current[name] for name in NOTE_FIELDS}
         if req.version is not None:
             values.update(_revision(conn, principal, req.id, req.version))

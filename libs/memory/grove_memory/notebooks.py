@@ -123,11 +123,14 @@ def lock_tree(conn: Conn, account_id: UUID) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (str(account_id),))
 
 
+#: Whether ``id`` is ``parent`` or one of its ancestors (both parts name the account,
+#: so that on a Citus cluster the recursion runs on the account's node).
 CYCLE = """
     WITH RECURSIVE up AS (
-        SELECT id, parent_id FROM projects WHERE id = %(parent)s
+        SELECT id, parent_id FROM projects WHERE account_id = %(account_id)s AND id = %(parent)s
         UNION ALL
         SELECT p.id, p.parent_id FROM projects p JOIN up ON p.id = up.parent_id
+        WHERE p.account_id = %(account_id)s
     )
     SELECT 1 FROM up WHERE id = %(id)s
 """
@@ -154,8 +157,10 @@ def update_notebook(store: Store, principal: Principal, req: UpdateNotebookReque
             conn,
             f"UPDATE projects AS p SET name = coalesce(%(name)s, p.name),"
             " parent_id = CASE WHEN %(move)s THEN %(parent)s ELSE p.parent_id END,"
-            f" updated_at = statement_timestamp() WHERE p.id = %(id)s RETURNING {NOTEBOOK_COLUMNS}",
+            " updated_at = statement_timestamp()"
+            f" WHERE p.account_id = %(account_id)s AND p.id = %(id)s RETURNING {NOTEBOOK_COLUMNS}",
             {
+                "account_id": principal.account_id,
                 "name": req.name,
                 "move": "parentId" in supplied,
                 "parent": req.parentId,
@@ -179,7 +184,10 @@ def check_move(conn: Conn, principal: Principal, notebook_id: UUID, parent: UUID
     where it started is none. An ungranted ``parent`` is ``NotFound`` (it is not shown);
     a move under the notebook itself or its descendants is ``NotebookCycle``. The caller
     holds the tree (``lock_tree``), so the current parent cannot change meanwhile."""
-    row = conn.execute("SELECT parent_id FROM projects WHERE id = %s", (notebook_id,)).fetchone()
+    row = conn.execute(
+        "SELECT parent_id FROM projects WHERE account_id = %s AND id = %s",
+        (principal.account_id, notebook_id),
+    ).fetchone()
     assert row is not None  # checked by the caller
     source = row["parent_id"]
     if source == parent:
@@ -190,7 +198,8 @@ def check_move(conn: Conn, principal: Principal, notebook_id: UUID, parent: UUID
         granted = principal.all_notebooks if place is None else principal.may_see_notebook(place)
         if not granted:
             raise Forbidden(MOVE_REFUSED)
-    if parent is not None and conn.execute(CYCLE, {"parent": parent, "id": notebook_id}).fetchone():
+    values = {"account_id": principal.account_id, "parent": parent, "id": notebook_id}
+    if parent is not None and conn.execute(CYCLE, values).fetchone():
         raise NotebookCycle()
 
 

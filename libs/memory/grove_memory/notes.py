@@ -281,7 +281,8 @@ def _forget_one(
     if expected is not None and row["version"] != expected:
         return "version_conflict"
     conn.execute(
-        "UPDATE memories SET deleted_at = statement_timestamp() WHERE id = %s", (memory_id,)
+        "UPDATE memories SET deleted_at = statement_timestamp() WHERE account_id = %s AND id = %s",
+        (principal.account_id, memory_id),
     )
     return "deleted"
 
@@ -548,7 +549,7 @@ def record_revision(
     keys = {"account_id": row["account_id"], "id": row["id"]}
     conn.execute(INSERT_REVISION, {**keys, "operation_id": operation_id})
     if row["expires_at"] is not None:  # a note that never expires has no sweep to queue
-        queue.enqueue_expiries(conn, [row["id"]])
+        queue.enqueue_expiries(conn, row["account_id"], [row["id"]])
     if store.profile is not None:
         copied = {**keys, "profile": store.profile}
         if conn.execute(COPY_EMBEDDING, copied).rowcount:

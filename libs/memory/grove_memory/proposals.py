@@ -186,9 +186,9 @@ READ_NOTES = f"""
 """
 READ_NOTEBOOKS = """
     SELECT id, name, archived_at FROM projects
-    WHERE id = ANY(%s::uuid[]) AND deleted_at IS NULL ORDER BY id FOR UPDATE
+    WHERE account_id = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL ORDER BY id FOR UPDATE
 """
-LIVE_NOTEBOOK = "SELECT id FROM projects WHERE id = %s AND deleted_at IS NULL"
+LIVE_NOTEBOOK = "SELECT id FROM projects WHERE account_id = %s AND id = %s AND deleted_at IS NULL"
 
 
 def _preview(
@@ -225,7 +225,8 @@ def _preview(
                 archived=row["archived_at"] is not None,
             )
         )
-    books = {r["id"]: r for r in conn.execute(READ_NOTEBOOKS, (list(notebooks),)).fetchall()}
+    read = conn.execute(READ_NOTEBOOKS, (principal.account_id, list(notebooks))).fetchall()
+    books = {r["id"]: r for r in read}
     trees = []
     for notebook_id, archived in notebooks.items():
         book = books.get(notebook_id)
@@ -238,14 +239,14 @@ def _preview(
             problems.append(f"notebook {notebook_id} is {'not ' if archived else ''}archived")
         tree = subtrees.state(conn, notebook_id)
         trees.append(PreviewNotebook(id=notebook_id, name=book["name"], **tree.model_dump()))
-    problems += _place_problems(conn, scope, change)
+    problems += _place_problems(conn, principal, scope, change)
     if problems:
         raise ProposalStale(problems)
     preview = ProposalPreview(notes=shown, notebooks=trees, undoable=change.action != "delete")
     return preview, rows
 
 
-def _place_problems(conn: Conn, scope: Scope, change: Change) -> list[str]:
+def _place_problems(conn: Conn, principal: Principal, scope: Scope, change: Change) -> list[str]:
     """Where the change puts notes or notebooks must be live (and, for a created note,
     in the conversation's scope)."""
     places: list[UUID | None] = []
@@ -262,7 +263,10 @@ def _place_problems(conn: Conn, scope: Scope, change: Change) -> list[str]:
         new = destination.newNotebook
         places.append(new.parentId if new is not None else destination.projectId)
     missing = [
-        p for p in places if p is not None and conn.execute(LIVE_NOTEBOOK, (p,)).fetchone() is None
+        p
+        for p in places
+        if p is not None
+        and conn.execute(LIVE_NOTEBOOK, (principal.account_id, p)).fetchone() is None
     ]
     return [f"notebook {p} is deleted or unknown" for p in missing]
 
@@ -324,12 +328,17 @@ def placed(scope: Scope, draft: ProposalDraft) -> ProposalDraft:
     return draft
 
 
-EARLIER_CHANGES = "SELECT change FROM turn_proposals WHERE conversation_id = %s"
+EARLIER_CHANGES = """
+    SELECT change FROM turn_proposals WHERE account_id = %s AND conversation_id = %s
+"""
 
 
-def earlier_changes(conn: Conn, conversation_id: UUID) -> list[dict[str, Any]]:
+def earlier_changes(
+    conn: Conn, principal: Principal, conversation_id: UUID
+) -> list[dict[str, Any]]:
     """Every change the conversation was offered so far, as stored."""
-    return [row["change"] for row in conn.execute(EARLIER_CHANGES, (conversation_id,))]
+    rows = conn.execute(EARLIER_CHANGES, (principal.account_id, conversation_id))
+    return [row["change"] for row in rows]
 
 
 INSERT_PROPOSAL = """
@@ -372,10 +381,11 @@ LOCK_PROPOSAL = f"""
            p.outcome, p.undo_outcome,
            c.all_scopes, c.project_id, c.include_personal, t.context, t.sources
     FROM turn_proposals p
-    JOIN conversations c ON c.account_id = p.account_id AND c.id = p.conversation_id
-    JOIN conversation_turns t ON t.account_id = p.account_id
+    JOIN conversations c ON c.account_id = %(account_id)s AND c.id = p.conversation_id
+    JOIN conversation_turns t ON t.account_id = %(account_id)s
          AND t.conversation_id = p.conversation_id AND t.id = p.turn_id
-    WHERE p.conversation_id = %s AND p.id = %s AND c.deleted_at IS NULL
+    WHERE p.account_id = %(account_id)s AND p.conversation_id = %(conversation)s
+      AND p.id = %(id)s AND c.deleted_at IS NULL
     FOR UPDATE OF p
 """
 RECORD = """
@@ -383,10 +393,11 @@ RECORD = """
         outcome = coalesce(%(outcome)s, outcome),
         undo_outcome = coalesce(%(undo_outcome)s, undo_outcome),
         events = events || %(event)s
-    WHERE conversation_id = %(conversation)s AND id = %(id)s
+    WHERE account_id = %(account_id)s AND conversation_id = %(conversation)s AND id = %(id)s
 """
 RECORD_REFUSAL = """
-    UPDATE turn_proposals SET events = events || %s WHERE conversation_id = %s AND id = %s
+    UPDATE turn_proposals SET events = events || %(event)s
+    WHERE account_id = %(account_id)s AND conversation_id = %(conversation)s AND id = %(id)s
 """
 
 Act = Literal["apply", "undo"]
@@ -419,11 +430,12 @@ def _act(
     store: Store, principal: Principal, conversation_id: UUID, proposal_id: UUID, act: Act
 ) -> ProposalOutcome:
     require_owner(principal)
+    key = {"account_id": principal.account_id, "conversation": conversation_id, "id": proposal_id}
     try:
         with transaction(store.pool, principal.account_id) as conn:
             hold_account(conn, principal)
             hold_session(conn, principal)
-            row = conn.execute(LOCK_PROPOSAL, (conversation_id, proposal_id)).fetchone()
+            row = conn.execute(LOCK_PROPOSAL, key).fetchone()
             if row is None:
                 raise NotFound("proposal not found")
             earlier = _earlier(row, act)
@@ -448,19 +460,18 @@ def _act(
                     "outcome": Jsonb(result) if act == "apply" else None,
                     "undo_outcome": Jsonb(result) if act == "undo" else None,
                     "event": Jsonb([event]),
-                    "conversation": conversation_id,
-                    "id": proposal_id,
+                    **key,
                 },
             )
             metrics.PROPOSAL_ACTIONS.labels(metrics.service(), act, event["result"]).inc()
-            updated = conn.execute(LOCK_PROPOSAL, (conversation_id, proposal_id)).fetchone()
+            updated = conn.execute(LOCK_PROPOSAL, key).fetchone()
             assert updated is not None
             return _outcome(updated, result)
     except ProposalStale as ex:
         metrics.PROPOSAL_ACTIONS.labels(metrics.service(), act, "stale").inc()
         with transaction(store.pool, principal.account_id) as conn:
             event = _event(conn, principal, act, "stale", ex.message)
-            conn.execute(RECORD_REFUSAL, (Jsonb([event]), conversation_id, proposal_id))
+            conn.execute(RECORD_REFUSAL, {"event": Jsonb([event]), **key})
         raise
 
 
@@ -670,14 +681,19 @@ def _create(
     _written(written, created, "created", None, undo_as="archived")
 
 
+#: Archive notes, or bring them back: two statements, not a ``CASE`` around
+#: ``statement_timestamp()``, which Citus refuses in an ``UPDATE`` (docs/scaling.md).
 ARCHIVE_NOTES = """
-    UPDATE memories SET archived_at = CASE WHEN %(archive)s THEN statement_timestamp() END
-    WHERE id = ANY(%(ids)s::uuid[])
+    UPDATE memories SET archived_at = statement_timestamp()
+    WHERE account_id = %s AND id = ANY(%s::uuid[])
+"""
+UNARCHIVE_NOTES = """
+    UPDATE memories SET archived_at = NULL WHERE account_id = %s AND id = ANY(%s::uuid[])
 """
 
 
-def _archive(conn: Conn, ids: list[UUID], archive: bool) -> None:
-    conn.execute(ARCHIVE_NOTES, {"ids": ids, "archive": archive})
+def _archive(conn: Conn, principal: Principal, ids: list[UUID], archive: bool) -> None:
+    conn.execute(ARCHIVE_NOTES if archive else UNARCHIVE_NOTES, (principal.account_id, ids))
 
 
 def _apply_merge(
@@ -690,7 +706,7 @@ def _apply_merge(
     written: Written,
 ) -> None:
     originals = [i for i in change.noteIds if i != change.into]
-    _archive(conn, originals, True)
+    _archive(conn, principal, originals, True)
     if change.into is not None:
         current = notes[change.into]
         values = {name: current[name] for name in NOTE_FIELDS}
@@ -739,7 +755,7 @@ def _apply_organize(
             _written(written, row, "moved", _snapshot(current))
     moved = []
     for notebook_id in change.notebookIds:
-        before = _move_notebook(conn, notebook_id, destination)
+        before = _move_notebook(conn, principal, notebook_id, destination)
         moved.append({"id": str(notebook_id), "parent": None if before is None else str(before)})
         written.notebooks.append(notebook_id)
     for entry in moved:
@@ -753,17 +769,21 @@ def _apply_organize(
 
 MOVE_NOTEBOOK = f"""
     UPDATE projects AS p SET parent_id = %(parent)s, updated_at = statement_timestamp()
-    WHERE p.id = %(id)s RETURNING {NOTEBOOK_COLUMNS}
+    WHERE p.account_id = %(account_id)s AND p.id = %(id)s RETURNING {NOTEBOOK_COLUMNS}
 """
+PARENT = "SELECT parent_id FROM projects WHERE account_id = %(account_id)s AND id = %(id)s"
 
 
-def _move_notebook(conn: Conn, notebook_id: UUID, parent: UUID | None) -> UUID | None:
+def _move_notebook(
+    conn: Conn, principal: Principal, notebook_id: UUID, parent: UUID | None
+) -> UUID | None:
     """Move a notebook under ``parent`` (no cycles); its parent before."""
-    row = conn.execute("SELECT parent_id FROM projects WHERE id = %s", (notebook_id,)).fetchone()
+    values = {"account_id": principal.account_id, "parent": parent, "id": notebook_id}
+    row = conn.execute(PARENT, values).fetchone()
     assert row is not None
-    if parent is not None and conn.execute(CYCLE, {"parent": parent, "id": notebook_id}).fetchone():
+    if parent is not None and conn.execute(CYCLE, values).fetchone():
         raise NotebookCycle()
-    write_notebook(conn, MOVE_NOTEBOOK, {"parent": parent, "id": notebook_id})
+    write_notebook(conn, MOVE_NOTEBOOK, values)
     return row["parent_id"]  # type: ignore[no-any-return]
 
 
@@ -777,13 +797,14 @@ def _apply_lifecycle(
     action = change.action
     if action == "delete":
         conn.execute(
-            "UPDATE memories SET deleted_at = statement_timestamp() WHERE id = ANY(%s::uuid[])",
-            (change.noteIds,),
+            "UPDATE memories SET deleted_at = statement_timestamp()"
+            " WHERE account_id = %s AND id = ANY(%s::uuid[])",
+            (principal.account_id, change.noteIds),
         )
         for note_id in change.noteIds:
             written.notes.append(_result(note_id, "deleted", notes[note_id]["version"]))
     else:
-        _archive(conn, change.noteIds, action == "archive")
+        _archive(conn, principal, change.noteIds, action == "archive")
         undo_as = "restored" if action == "archive" else "archived"
         for note_id in change.noteIds:
             outcome = "archived" if action == "archive" else "restored"
@@ -819,20 +840,20 @@ def _undo(
             outcome = "moved" if isinstance(change, OrganizeChange) else "updated"
             written.notes.append(_result(note_id, outcome, row_now["version"]))
         else:
-            _archive(conn, [note_id], note["undo"] == "archived")
+            _archive(conn, principal, [note_id], note["undo"] == "archived")
             written.notes.append(_result(note_id, note["undo"], current[note_id]["version"]))
     for entry in reversed(applied.get("moved", [])):
-        _move_notebook(conn, UUID(entry["id"]), _uuid(entry["parent"]))
+        _move_notebook(conn, principal, UUID(entry["id"]), _uuid(entry["parent"]))
         written.notebooks.append(UUID(entry["id"]))
     for tree in applied["trees"]:
         if "undo" in tree:
-            _set_archived_subtree(conn, tree, archive=tree["undo"] == "archived")
+            _set_archived_subtree(conn, principal, tree, archive=tree["undo"] == "archived")
             written.notebooks.append(UUID(tree["id"]))
     if "created" in applied:
         conn.execute(
             "UPDATE projects SET deleted_at = statement_timestamp(),"
-            " updated_at = statement_timestamp() WHERE id = %s",
-            (UUID(applied["created"]),),
+            " updated_at = statement_timestamp() WHERE account_id = %s AND id = %s",
+            (principal.account_id, UUID(applied["created"])),
         )
         written.notebooks.append(UUID(applied["created"]))
     return written
@@ -875,7 +896,7 @@ def _uuid(value: str | None) -> UUID | None:
     return None if value is None else UUID(value)
 
 
-SET_EXPIRY = "UPDATE memories SET expires_at = %s WHERE id = %s"
+SET_EXPIRY = "UPDATE memories SET expires_at = %s WHERE account_id = %s AND id = %s"
 
 
 def _put_back(
@@ -887,28 +908,30 @@ def _put_back(
     values["project_id"] = _uuid(before["project_id"])
     row = write_correction(conn, store, current, values, retention_supplied=True, by=principal)
     expires = before["expires_at"]
-    conn.execute(
-        SET_EXPIRY, (None if expires is None else datetime.fromisoformat(expires), row["id"])
-    )
+    at = None if expires is None else datetime.fromisoformat(expires)
+    conn.execute(SET_EXPIRY, (at, principal.account_id, row["id"]))
     record_revision(conn, store, row, None)
     return row
 
 
-def _set_archived_subtree(conn: Conn, tree: dict[str, Any], archive: bool) -> None:
+def _set_archived_subtree(
+    conn: Conn, principal: Principal, tree: dict[str, Any], archive: bool
+) -> None:
     """Archive (or un-archive) exactly the notebooks, notes and files an apply changed
     (an apply recorded before files were archived with notebooks has no ``files``)."""
     stamp = "now()" if archive else "NULL"
+    account = principal.account_id
     conn.execute(
         f"UPDATE projects SET archived_at = {stamp}, updated_at = statement_timestamp()"
-        " WHERE id = ANY(%s::uuid[])",
-        ([UUID(i) for i in tree["notebooks"]],),
+        " WHERE account_id = %s AND id = ANY(%s::uuid[])",
+        (account, [UUID(i) for i in tree["notebooks"]]),
     )
     conn.execute(
-        f"UPDATE memories SET archived_at = {stamp} WHERE id = ANY(%s::uuid[])",
-        ([UUID(i) for i in tree["notes"]],),
+        f"UPDATE memories SET archived_at = {stamp} WHERE account_id = %s AND id = ANY(%s::uuid[])",
+        (account, [UUID(i) for i in tree["notes"]]),
     )
     conn.execute(
         f"UPDATE files SET archived_at = {stamp}, updated_at = statement_timestamp()"
-        " WHERE id = ANY(%s::uuid[])",
-        ([UUID(i) for i in tree.get("files", [])],),
+        " WHERE account_id = %s AND id = ANY(%s::uuid[])",
+        (account, [UUID(i) for i in tree.get("files", [])]),
     )

@@ -739,7 +739,7 @@ class Restorer:
         number = group[0].number
         _execute(self._conn, number, INSERT_NOTES, self._columns(notes))
         _execute(self._conn, number, INSERT_REVISIONS, self._columns(revisions))
-        queue.enqueue_expiries(self._conn, finals)
+        queue.enqueue_expiries(self._conn, self.account_id, finals)
         if self.profile:
             queue.enqueue_embeddings(self._conn, finals, self.profile)
         return new

@@ -49,12 +49,12 @@ from grove_db.pool import Conn, transaction
 from grove_memory import ask, cleanup, proposals, proposer
 from grove_memory.conversations import (
     CONVERSATION_COLUMNS,
-    SELECT_TURNS,
     TURN_COLUMNS,
     as_conversation,
     as_turn,
     conversation_row,
     preview,
+    turn_rows,
 )
 from grove_memory.errors import IdempotencyConflict, NotFound, ServiceError, VersionConflict
 from grove_memory.idempotency import hold_account, hold_session, request_hash
@@ -158,7 +158,7 @@ def add_turn(
 #: The live conversation, locked: one claim at a time decides its next turn.
 LOCK_CONVERSATION = f"""
     SELECT {CONVERSATION_COLUMNS} FROM conversations c
-    WHERE c.id = %s AND c.deleted_at IS NULL FOR UPDATE
+    WHERE c.account_id = %(account_id)s AND c.id = %(id)s AND c.deleted_at IS NULL FOR UPDATE
 """
 
 
@@ -174,18 +174,18 @@ def _claim(
     with transaction(store.pool, principal.account_id) as conn:
         hold_account(conn, principal)
         clock = _clock(conn, now)
-        conversation = conn.execute(LOCK_CONVERSATION, (conversation_id,)).fetchone()
+        conversation = _lock_conversation(conn, principal, conversation_id)
         if conversation is None:
             raise NotFound("conversation not found")
-        turns = conn.execute(SELECT_TURNS, (conversation_id,)).fetchall()
+        turns = turn_rows(conn, principal.account_id, conversation_id)
         claim = Claim(conversation, body.id)
         existing = next((t for t in turns if t["id"] == body.id), None)
         if existing is not None:
-            attempt = _retry(conn, claim, turns, existing, digest, clock)
+            attempt = _retry(conn, principal, claim, turns, existing, digest, clock)
         else:
             attempt = _accept(conn, principal, claim, turns, body, digest, clock)
         if attempt is None:
-            claim.done = _turn_reply(conn, conversation_id, body.id)
+            claim.done = _turn_reply(conn, principal, conversation_id, body.id)
             return claim
         claim.attempt = attempt
         _check_scope(conn, principal, conversation)
@@ -196,8 +196,11 @@ def _claim(
             completed = [t["query"] for t in turns if t["status"] == "completed"]
             claim.previous = completed[-HISTORY_TURNS:]
             claim.cleanup = cleanup.is_cleanup(body.query)
-        claim.conversation = conversation_row(conn, conversation_id) or conversation
-        rows = conn.execute(PROPOSABLE_NOTEBOOKS, (MAX_PROPOSAL_NOTEBOOKS,)).fetchall()
+        fresh = conversation_row(conn, principal.account_id, conversation_id)
+        claim.conversation = fresh or conversation
+        rows = conn.execute(
+            PROPOSABLE_NOTEBOOKS, (principal.account_id, MAX_PROPOSAL_NOTEBOOKS)
+        ).fetchall()
         claim.notebooks = [(str(r["id"]), r["name"]) for r in rows]
     return claim
 
@@ -207,7 +210,7 @@ def _claim(
 PROPOSABLE_NOTEBOOKS = """
     SELECT id, CASE WHEN archived_at IS NULL THEN name
                     ELSE left(name, 189) || ' (archived)' END AS name
-    FROM projects WHERE deleted_at IS NULL ORDER BY name, id LIMIT %s
+    FROM projects WHERE account_id = %s AND deleted_at IS NULL ORDER BY name, id LIMIT %s
 """
 
 
@@ -215,12 +218,13 @@ PROPOSABLE_NOTEBOOKS = """
 RETRY_TURN = """
     UPDATE conversation_turns SET status = 'in_progress', attempts = %s,
         lease_expires_at = %s, error = NULL
-    WHERE conversation_id = %s AND id = %s
+    WHERE account_id = %s AND conversation_id = %s AND id = %s
 """
 
 
 def _retry(
     conn: Conn,
+    principal: Principal,
     claim: Claim,
     turns: list[dict[str, Any]],
     turn: dict[str, Any],
@@ -236,7 +240,8 @@ def _retry(
     if turn["status"] == "in_progress" and turn["lease_expires_at"] > clock:
         raise TurnInProgress("this turn is being answered; retry after its lease expires")
     attempt = int(turn["attempts"]) + 1
-    conn.execute(RETRY_TURN, (attempt, clock + ATTEMPT_LEASE, claim.conversation["id"], turn["id"]))
+    key = (principal.account_id, claim.conversation["id"], turn["id"])
+    conn.execute(RETRY_TURN, (attempt, clock + ATTEMPT_LEASE, *key))
     return attempt
 
 
@@ -250,7 +255,7 @@ INSERT_TURN = """
 ADVANCE_CONVERSATION = """
     UPDATE conversations SET version = version + 1, updated_at = statement_timestamp(),
         title = coalesce(title, %s)
-    WHERE id = %s
+    WHERE account_id = %s AND id = %s
 """
 
 
@@ -274,7 +279,7 @@ def _accept(
     if latest is not None and latest["status"] == "in_progress":
         if latest["lease_expires_at"] > clock:
             raise TurnInProgress()
-        _abandon(conn, conversation["id"], latest["id"])
+        _abandon(conn, principal.account_id, conversation["id"], latest["id"])
     if len(turns) >= MAX_TURNS:
         raise ConversationFull(f"a conversation holds at most {MAX_TURNS} turns")
     conn.execute(
@@ -291,7 +296,8 @@ def _accept(
             "lease": clock + ATTEMPT_LEASE,
         },
     )
-    conn.execute(ADVANCE_CONVERSATION, (preview(body.query, TITLE_CHARS), conversation["id"]))
+    title = preview(body.query, TITLE_CHARS)
+    conn.execute(ADVANCE_CONVERSATION, (title, principal.account_id, conversation["id"]))
     return 1
 
 
@@ -302,13 +308,13 @@ def _context_json(context: TurnContext | None) -> Jsonb | None:
 ABANDON_TURN = """
     UPDATE conversation_turns SET status = 'failed', lease_expires_at = NULL,
         error = 'abandoned'
-    WHERE conversation_id = %s AND id = %s
+    WHERE account_id = %s AND conversation_id = %s AND id = %s
 """
 
 
-def _abandon(conn: Conn, conversation_id: UUID, turn_id: UUID) -> None:
+def _abandon(conn: Conn, account_id: UUID, conversation_id: UUID, turn_id: UUID) -> None:
     """Mark a crashed attempt's turn failed once a newer turn replaces it."""
-    conn.execute(ABANDON_TURN, (conversation_id, turn_id))
+    conn.execute(ABANDON_TURN, (account_id, conversation_id, turn_id))
 
 
 def _check_scope(conn: Conn, principal: Principal, conversation: dict[str, Any]) -> None:
@@ -370,13 +376,13 @@ def _context(
 
 #: Which of the selected notebooks are live (whether each is granted is checked after).
 LIVE_NOTEBOOKS = """
-    SELECT id FROM projects WHERE id = ANY(%s::uuid[])
+    SELECT id FROM projects WHERE account_id = %s AND id = ANY(%s::uuid[])
       AND deleted_at IS NULL AND archived_at IS NULL
 """
 
 
 def _check_notebooks(conn: Conn, principal: Principal, notebooks: list[UUID]) -> None:
-    rows = conn.execute(LIVE_NOTEBOOKS, (notebooks,)).fetchall()
+    rows = conn.execute(LIVE_NOTEBOOKS, (principal.account_id, notebooks)).fetchall()
     found = {row["id"] for row in rows if principal.may_see_notebook(row["id"])}
     if len(found) != len(notebooks):
         missing = len(notebooks) - len(found)
@@ -449,16 +455,18 @@ def _scoped(conversation: dict[str, Any], query: str) -> AskRequest:
 #: The turn's attempt, locked: only the attempt that still holds the turn completes it.
 LOCK_TURN = """
     SELECT status, attempts FROM conversation_turns
-    WHERE conversation_id = %s AND id = %s FOR UPDATE
+    WHERE account_id = %s AND conversation_id = %s AND id = %s FOR UPDATE
 """
 COMPLETE_TURN = """
     UPDATE conversation_turns SET status = 'completed', lease_expires_at = NULL,
         outcome = %(outcome)s, answer_text = %(text)s, answer_format = %(answer_format)s,
         generator = %(generator)s, citations = %(citations)s, sources = %(sources)s,
         context_coverage = %(coverage)s, error = NULL, completed_at = statement_timestamp()
-    WHERE conversation_id = %(conversation)s AND id = %(id)s
+    WHERE account_id = %(account_id)s AND conversation_id = %(conversation)s AND id = %(id)s
 """
-TOUCH_CONVERSATION = "UPDATE conversations SET updated_at = statement_timestamp() WHERE id = %s"
+TOUCH_CONVERSATION = """
+    UPDATE conversations SET updated_at = statement_timestamp() WHERE account_id = %s AND id = %s
+"""
 
 
 def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcome) -> TurnReply:
@@ -469,7 +477,8 @@ def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcom
         hold_account(conn, principal)
         hold_session(conn, principal)
         _recheck_conversation(conn, principal, conversation_id)
-        turn = conn.execute(LOCK_TURN, (conversation_id, claim.turn_id)).fetchone()
+        key = (principal.account_id, conversation_id, claim.turn_id)
+        turn = conn.execute(LOCK_TURN, key).fetchone()
         if turn is None or turn["status"] != "in_progress" or turn["attempts"] != claim.attempt:
             raise TurnInProgress("this attempt's lease expired and another attempt took the turn")
         live = _live_notes(conn, principal, [s["noteId"] for s in produced.sources])
@@ -481,6 +490,7 @@ def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcom
         conn.execute(
             COMPLETE_TURN,
             {
+                "account_id": principal.account_id,
                 "conversation": conversation_id,
                 "id": claim.turn_id,
                 "outcome": outcome,
@@ -493,14 +503,22 @@ def _complete(store: Store, principal: Principal, claim: Claim, produced: Outcom
             },
         )
         _propose(conn, store, principal, claim, generated, sources)
-        conn.execute(TOUCH_CONVERSATION, (conversation_id,))
-        return _turn_reply(conn, conversation_id, claim.turn_id)
+        conn.execute(TOUCH_CONVERSATION, (principal.account_id, conversation_id))
+        return _turn_reply(conn, principal, conversation_id, claim.turn_id)
+
+
+def _lock_conversation(
+    conn: Conn, principal: Principal, conversation_id: UUID
+) -> dict[str, Any] | None:
+    """The live conversation, locked until the transaction ends (None: not found)."""
+    values = {"account_id": principal.account_id, "id": conversation_id}
+    return conn.execute(LOCK_CONVERSATION, values).fetchone()
 
 
 def _recheck_conversation(conn: Conn, principal: Principal, conversation_id: UUID) -> None:
     """What the claim checked, again, now that the answer is written: a conversation
     deleted meanwhile (or whose notebook was) stores nothing more."""
-    conversation = conn.execute(LOCK_CONVERSATION, (conversation_id,)).fetchone()
+    conversation = _lock_conversation(conn, principal, conversation_id)
     if conversation is None:
         raise NotFound("the conversation was deleted while the answer was written")
     _check_scope(conn, principal, conversation)
@@ -529,7 +547,7 @@ def _propose(
     drafts += [("deterministic", d) for d in found]
     if drafts:
         scope = proposals.scope_of(claim.conversation, claim.selectors, given)
-        earlier = proposals.earlier_changes(conn, claim.conversation["id"])
+        earlier = proposals.earlier_changes(conn, principal, claim.conversation["id"])
         prepared = proposals.prepare(conn, principal, scope, drafts, earlier)
         proposals.store_proposals(
             conn, principal, claim.conversation["id"], claim.turn_id, prepared
@@ -557,14 +575,16 @@ def _live_notes(conn: Conn, principal: Principal, note_ids: list[str]) -> set[st
 #: Fails the turn only while this attempt still holds it.
 FAIL_TURN = """
     UPDATE conversation_turns SET status = 'failed', lease_expires_at = NULL, error = %s
-    WHERE conversation_id = %s AND id = %s AND status = 'in_progress' AND attempts = %s
+    WHERE account_id = %s AND conversation_id = %s AND id = %s
+      AND status = 'in_progress' AND attempts = %s
 """
 
 
 def _fail(store: Store, principal: Principal, claim: Claim, code: str) -> None:
     """Mark this attempt's turn failed (unless another attempt took it meanwhile)."""
     with transaction(store.pool, principal.account_id) as conn:
-        conn.execute(FAIL_TURN, (code, claim.conversation["id"], claim.turn_id, claim.attempt))
+        key = (principal.account_id, claim.conversation["id"], claim.turn_id)
+        conn.execute(FAIL_TURN, (code, *key, claim.attempt))
 
 
 DATABASE_CLOCK = "SELECT statement_timestamp() AS now"
@@ -580,13 +600,17 @@ def _clock(conn: Conn, now: datetime | None) -> datetime:
 
 SELECT_TURN = f"""
     SELECT {TURN_COLUMNS} FROM conversation_turns t
-    WHERE t.conversation_id = %s AND t.id = %s
+    WHERE t.account_id = %(account_id)s AND t.conversation_id = %(conversation)s
+      AND t.id = %(id)s
 """
 
 
-def _turn_reply(conn: Conn, conversation_id: UUID, turn_id: UUID) -> TurnReply:
-    conversation = conversation_row(conn, conversation_id, deleted=True)
-    turn = conn.execute(SELECT_TURN, (conversation_id, turn_id)).fetchone()
+def _turn_reply(
+    conn: Conn, principal: Principal, conversation_id: UUID, turn_id: UUID
+) -> TurnReply:
+    conversation = conversation_row(conn, principal.account_id, conversation_id, deleted=True)
+    values = {"account_id": principal.account_id, "conversation": conversation_id, "id": turn_id}
+    turn = conn.execute(SELECT_TURN, values).fetchone()
     assert conversation is not None and turn is not None
     return TurnReply(conversation=as_conversation(conversation), turn=as_turn(turn))
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from grove_db import embedded
-from tests.support.clients import data_of
+from tests.support.clients import Client, data_of, error_of
 from tests.support.mcp import connect, ok
 from tests.support.mcp import error_of as tool_error
 from tests.support.owners import OwnedAccount, Provider, owned_tenant
@@ -227,3 +227,51 @@ def test_every_mcp_tool_serves_two_accounts_each_only_its_own(
     for name, tenant in tenants.items():
         mine = data_of(tenant.client.get(f"/v1/memories/{made[name]['note']}"))
         assert (mine["version"], mine["projectId"]) == (3, made[name]["shelf"])  # fixed, then moved
+def record(key: str, body: str) -> dict[str, Any]:
+    return {
+        "key": key,
+        "title": "Deploy day",
+        "body": body,
+        "kind": "fact",
+        "provenance": {
+            "source": "slack",
+            "ref": "https://chat.example/c/123",
+            "verification": "unverified",
+            "observedAt": "2026-11-30T10:00:00+00:00",
+        },
+    }
+
+
+def test_project_memory_is_saved_and_recalled_by_a_member_and_refused_to_a_non_member(
+    stack: Stack, owners: dict[str, OwnedAccount]
+) -> None:
+    alice, stranger = owners["a"], owners["b"]
+    bob = OwnedAccount(stack, *owned_tenant(stack.database, stack.api.url))
+    org = created(alice.session.post("/v1/orgs", {"name": "Acme"}))["id"]
+    project = created(alice.session.post(f"/v1/orgs/{org}/projects", {"name": "Rocket"}))["id"]
+    base = f"/v1/orgs/{org}/projects/{project}"
+    member = {"accountId": str(bob.tenant.account_id), "role": "contributor"}
+    created(alice.session.post(base + "/members", member))
+    body = "We deploy on Tuesdays after the standup."
+    written = created(bob.session.put(base + "/memory/entry", record("deploy.day", body)), 200)
+    assert written["record"]["version"] == 1
+    key = created(
+        alice.session.post(base + "/keys", {"name": "agent", "scopes": ["project_memory:read"]})
+    )["key"]
+    for reader in (alice.session, bob.session, Client(stack.api.url, key)):
+        found = created(reader.post(base + "/memory/retrieve", {"query": "deploy"}), 200)
+        assert [r["key"] for r in found["records"]] == ["deploy.day"]
+        got = created(reader.get(base + "/memory/entry", params={"key": "deploy.day"}), 200)
+        assert got["record"]["body"] == body
+    for path, call in [
+        ("/memory/status", stranger.session.get),
+        ("/memory", stranger.session.get),
+    ]:
+        assert call(base + path).status_code == 404, path
+    refused = stranger.session.put(base + "/memory/entry", record("planted", "x"))
+    assert refused.status_code == 404 and error_of(refused)["code"] == "not_found"
+    refused = stranger.session.post(base + "/memory/retrieve", {"query": "deploy"})
+    assert refused.status_code == 404
+    # The stranger's own key, as a personal credential, is refused as well.
+    assert stranger.key.get(base + "/memory/status").status_code in (401, 403, 404)
+    assert created(alice.session.get(base + "/memory"), 200)["records"][0]["version"] == 1

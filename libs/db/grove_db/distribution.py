@@ -58,6 +58,13 @@ LOOKUP_TABLES = {"api_key_lookup": "key_hash", "share_lookup": "token_hash"}
 #: on every node and runs a call on the node holding the account.
 ACCOUNT_FUNCTIONS = {"grove_add_usage(uuid, text, bigint, bigint)": "account_usage"}
 
+#: The functions the org tables' row-level security policies call, which read other org
+#: tables. A write to a reference table runs on every node, and there a policy's call
+#: is "a distributed query from a query on a shard", which Citus refuses by default.
+#: Their reads are of reference tables, which every node holds whole (read where the
+#: call runs, in the writing transaction), so they may nest.
+NESTED_FUNCTIONS = ("grove_org_role(uuid)", "grove_project_role()")
+
 FOREIGN_KEYS: LiteralString = """
     SELECT c.conrelid::regclass::text AS table, c.conname AS name,
            pg_get_constraintdef(c.oid) AS definition
@@ -130,6 +137,12 @@ def _place(conn: psycopg.Connection[Any]) -> list[str]:
     for table in REFERENCE_TABLES:
         _unwrap_policies(conn, table)
         conn.execute("SELECT create_reference_table(%s)", (table,))
+    for function in NESTED_FUNCTIONS:
+        conn.execute(
+            sql.SQL("ALTER FUNCTION {} SET citus.allow_nested_distributed_execution = on").format(
+                sql.SQL(function)
+            )
+        )
     first = tenants[0]
     for table in tenants:
         conn.execute(

@@ -151,12 +151,13 @@ JOIN_ORG = """
     INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'member')
     ON CONFLICT DO NOTHING
 """
-#: Adds the member or changes their role; ``created`` tells which.
+#: Adds the member or changes their role; ``created`` tells which. The change's time is
+#: the inserted row's default (``now()``): Citus refuses a function in ``DO UPDATE SET``.
 PUT_MEMBER = """
     INSERT INTO project_members (org_id, project_id, account_id, role)
     VALUES (%s, %s, %s, %s)
     ON CONFLICT (org_id, project_id, account_id) DO UPDATE
-    SET role = excluded.role, updated_at = now()
+    SET role = excluded.role, updated_at = excluded.updated_at
     RETURNING account_id, role, created_at, updated_at, (xmax = 0) AS created
 """
 
@@ -245,11 +246,14 @@ def list_keys(store: Store, principal: Principal, org_id: UUID, project_id: UUID
     return ProjectKeyList(keys=[_as_key(r) for r in rows])
 
 
-#: Revoking twice keeps the first revocation time.
+#: Revoking twice keeps the first revocation time (the key is then only found:
+#: ``KEY_OF``). Two statements, not ``coalesce(revoked_at, now())``, which Citus refuses
+#: in an ``UPDATE``.
 REVOKE_KEY = """
-    UPDATE project_keys SET revoked_at = coalesce(revoked_at, now())
-    WHERE org_id = %s AND project_id = %s AND id = %s RETURNING id
+    UPDATE project_keys SET revoked_at = now()
+    WHERE org_id = %s AND project_id = %s AND id = %s AND revoked_at IS NULL RETURNING id
 """
+KEY_OF = "SELECT id FROM project_keys WHERE org_id = %s AND project_id = %s AND id = %s"
 
 
 def revoke_key(
@@ -259,7 +263,8 @@ def revoke_key(
     require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
         _project_role(conn, org_id, project_id, "admin")
-        row = conn.execute(REVOKE_KEY, (org_id, project_id, key_id)).fetchone()
+        key = (org_id, project_id, key_id)
+        row = conn.execute(REVOKE_KEY, key).fetchone() or conn.execute(KEY_OF, key).fetchone()
     if row is None:
         raise NotFound("no such key")
     return RevokedProjectKey(id=key_id, revoked=True)

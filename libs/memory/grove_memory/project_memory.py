@@ -111,7 +111,9 @@ LIST_RECORDS = f"""
     ORDER BY key LIMIT %(limit)s
 """
 # Key principals may replace only observed records (or ones that have expired: an
-# expired record is gone); an expired record's key starts afresh at version 1.
+# expired record is gone); an expired record's key starts afresh at version 1. The
+# write's time is the inserted row's default (``excluded.updated_at``, the transaction's
+# ``now()``): Citus refuses functions in ``DO UPDATE SET`` (docs/scaling.md).
 UPSERT = f"""
     INSERT INTO project_memories AS m (
         org_id, project_id, key, title, body, body_sha256, kind, authority, prov_source,
@@ -129,13 +131,13 @@ UPSERT = f"""
         embedding = excluded.embedding, embedding_space = excluded.embedding_space,
         embedding_dims = excluded.embedding_dims, written_by = excluded.written_by,
         written_by_key = excluded.written_by_key,
-        version = CASE WHEN m.expires_at <= statement_timestamp() THEN 1 ELSE m.version + 1 END,
-        created_at = CASE WHEN m.expires_at <= statement_timestamp() THEN statement_timestamp()
+        version = CASE WHEN m.expires_at <= excluded.updated_at THEN 1 ELSE m.version + 1 END,
+        created_at = CASE WHEN m.expires_at <= excluded.updated_at THEN excluded.created_at
                           ELSE m.created_at END,
-        updated_at = statement_timestamp()
-    WHERE NOT %(protect)s OR m.authority = 'observed' OR NOT {LIVE.replace("expires_at", "m.expires_at")}
+        updated_at = excluded.updated_at
+    WHERE NOT %(protect)s OR m.authority = 'observed' OR m.expires_at <= excluded.updated_at
     RETURNING {RECORD_COLUMNS}
-"""  # noqa: E501
+"""
 DELETE = f"""
     DELETE FROM project_memories
     WHERE {IN_SCOPE} AND key = %(key)s AND {LIVE} AND (NOT %(protect)s OR authority = 'observed')

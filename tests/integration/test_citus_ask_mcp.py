@@ -16,16 +16,23 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import pytest
 
+from grove_cli.launch import Running
+from grove_contracts.proposals import ProposalDraft
 from grove_db import embedded
+from grove_db.pool import open_pool, transaction
+from grove_memory import proposals, proposer, recall
+from grove_memory.conversations import conversation_row
+from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
 from tests.support.mcp import connect, ok
 from tests.support.mcp import error_of as tool_error
 from tests.support.owners import OwnedAccount, Provider, owned_tenant
-from tests.support.processes import Running, start_api, start_ask
-from tests.support.tenants import new_tenant
+from tests.support.processes import start_api, start_ask
+from tests.support.tenants import new_tenant, owner_of
 
 #: Words only one account's notes hold, so a leak would be found by search, recall or Ask.
 WORDS = {"a": "xylophone", "b": "zeppelin"}
@@ -133,6 +140,12 @@ def test_ask_conversations_similar_notes_and_proposals_stay_on_one_account(
         undone = created(owner.session.post(proposal + "/undo", {}), 200)
         assert undone["proposal"]["state"] == "undone"
         assert data_of(owner.key.get(f"/v1/memories/{saved[name]['first']}"))["archived"] is False
+        # A turn on a selected note and notebook (the context's own statements).
+        context = {"notes": [saved[name]["first"]], "notebooks": [saved[name]["shelf"]]}
+        turn_body = {**turn_body, "id": str(uuid.uuid4()), "expectedVersion": 2}
+        second = created(owner.session.post(path + "/turns", {**turn_body, "context": context}))
+        assert cited(second["turn"]["answer"]) <= mine
+        assert second["turn"]["contextCoverage"] == {"considered": 2, "available": 2}
         saved[name]["conversation"] = path
         saved[name]["proposal"] = proposal
 
@@ -146,6 +159,87 @@ def test_ask_conversations_similar_notes_and_proposals_stay_on_one_account(
             refused = owner.session.post(f"{theirs['proposal']}/{action}", {})
             assert refused.status_code == 404, refused.text
         assert owner.session.delete(theirs["conversation"]).status_code == 404
+
+
+def test_a_notebook_subtree_is_archived_and_restored_by_its_owner_and_by_a_proposal(
+    stack: Stack, owners: dict[str, OwnedAccount]
+) -> None:
+    """Whole-notebook operations (recursive statements over the notebook tree), over REST
+    and as an applied and undone proposal (offered in process, as a completing turn
+    offers a model's)."""
+    owner, other = owners["a"], owners["b"]
+    ops = owner.tenant.notebook("ops")
+    child = owner.tenant.notebook("ops child", parent=ops)
+    inside = owner.key.save("The pager rota lives in the wiki.", projectId=child)["id"]
+    subtree = f"/v1/notebooks/{ops}/subtree"
+    preview = created(owner.session.get(subtree), 200)
+    assert (preview["notebooks"], preview["notes"]) == (2, 1)
+    assert other.session.get(subtree).status_code == 404
+    archive = {"fingerprint": preview["fingerprint"]}
+    assert other.session.post(f"/v1/notebooks/{ops}/archive", archive).status_code == 404
+    created(owner.session.post(f"/v1/notebooks/{ops}/archive", archive), 200)
+    archived = created(owner.session.get("/v1/notebooks/archived"), 200)["items"]
+    assert {n["id"] for n in archived} == {ops, child}
+    assert data_of(owner.key.get(f"/v1/memories/{inside}"))["archived"] is True
+    again = {"fingerprint": created(owner.session.get(subtree), 200)["fingerprint"]}
+    created(owner.session.post(f"/v1/notebooks/{ops}/restore", again), 200)
+    assert data_of(owner.key.get(f"/v1/memories/{inside}"))["archived"] is False
+
+    conversation = created(owner.session.post("/v1/conversations", {"id": str(uuid.uuid4())}))
+    path = f"/v1/conversations/{conversation['id']}"
+    body = {"id": str(uuid.uuid4()), "query": "Where is the pager rota?", "expectedVersion": 1}
+    turn = created(owner.session.post(path + "/turns", body))["turn"]
+    change = {"action": "archive", "noteIds": [], "notebookIds": [ops]}
+    draft = ProposalDraft.model_validate({"summary": "Set ops aside", "change": change})
+    principal = owner_of(owner.tenant.account_id)
+    pool = open_pool(stack.database.runtime_url)
+    try:
+        with transaction(pool, principal.account_id) as conn:
+            row = conversation_row(conn, principal.account_id, uuid.UUID(conversation["id"]))
+            assert row is not None
+            given = [uuid.UUID(s["noteId"]) for s in turn["sources"]]
+            scope = proposals.scope_of(row, turn["context"], given)
+            prepared = proposals.prepare(conn, principal, scope, [("model", draft)])
+            turn_id = uuid.UUID(turn["id"])
+            proposals.store_proposals(conn, principal, row["id"], turn_id, prepared)
+    finally:
+        pool.close()
+    (stored,) = created(owner.session.get(path), 200)["turns"][0]["proposals"]
+    (tree,) = stored["preview"]["notebooks"]
+    assert (tree["notebooks"], tree["notes"]) == (2, 1)
+    proposal = f"{path}/proposals/{stored['id']}"
+    created(owner.session.post(proposal + "/apply", {}), 200)
+    assert data_of(owner.key.get(f"/v1/memories/{inside}"))["archived"] is True
+    created(owner.session.post(proposal + "/undo", {}), 200)
+    assert data_of(owner.key.get(f"/v1/memories/{inside}"))["archived"] is False
+    assert created(owner.session.get("/v1/notebooks/archived"), 200)["items"] == []
+
+
+def test_the_statements_over_vectors_run_on_the_accounts_node(
+    citus_database: embedded.EmbeddedDatabase, citus_api: str
+) -> None:
+    """Recall's and search's nearest vectors and their neighbours, and the proposer's
+    cosines of two notes: the cluster's api has no model, so they run here, in process,
+    as the runtime role under the fan-out guard (no vectors are stored: no rows, and the
+    proposer merges the two notes by their words)."""
+    tenant = new_tenant(citus_database, citus_api)
+    notes = [UUID(tenant.client.save(f"xylophone tuning, take {n}")["id"]) for n in (1, 2)]
+    principal = owner_of(tenant.account_id)
+    vector = [0.1] * 384
+    pool = open_pool(citus_database.runtime_url)
+    store = Store(pool=pool, cursor_secret=b"test-cursor-secret", profile="minilm")
+    sourced = [{"id": note, "source_agent": "tests"} for note in notes]
+    values = {"limit": 40}
+    try:
+        with transaction(pool, principal.account_id) as conn:
+            assert recall.semantic_rows(conn, store, principal, vector, "true", values) == []
+            assert (
+                recall.neighbour_rows(conn, store, principal, vector, "true", values, sourced) == []
+            )
+            (merge,) = proposer.suggest(conn, store, principal, notes)  # by their words
+            assert set(merge.change.noteIds) == set(notes)  # type: ignore[union-attr]
+    finally:
+        pool.close()
 
 
 async def tour(url: str, key: str, word: str) -> dict[str, str]:
@@ -227,6 +321,8 @@ def test_every_mcp_tool_serves_two_accounts_each_only_its_own(
     for name, tenant in tenants.items():
         mine = data_of(tenant.client.get(f"/v1/memories/{made[name]['note']}"))
         assert (mine["version"], mine["projectId"]) == (3, made[name]["shelf"])  # fixed, then moved
+
+
 def record(key: str, body: str) -> dict[str, Any]:
     return {
         "key": key,
@@ -275,3 +371,23 @@ def test_project_memory_is_saved_and_recalled_by_a_member_and_refused_to_a_non_m
     # The stranger's own key, as a personal credential, is refused as well.
     assert stranger.key.get(base + "/memory/status").status_code in (401, 403, 404)
     assert created(alice.session.get(base + "/memory"), 200)["records"][0]["version"] == 1
+    # A role change, a record's replacement and removal, a member's removal, a key revoked.
+    viewer = created(
+        alice.session.put(f"{base}/members/{bob.tenant.account_id}", {"role": "viewer"}), 200
+    )
+    assert viewer["role"] == "viewer"
+    replaced = record("deploy.day", "We deploy on Thursdays.")
+    assert (
+        created(alice.session.put(base + "/memory/entry", replaced), 200)["record"]["version"] == 2
+    )
+    deleted = alice.session.delete(base + "/memory/entry", params={"key": "deploy.day"})
+    assert deleted.status_code == 200, deleted.text
+    assert created(alice.session.get(base + "/memory"), 200)["records"] == []
+    removed = alice.session.delete(f"{base}/members/{bob.tenant.account_id}")
+    assert removed.status_code == 200, removed.text
+    assert bob.session.get(base + "/memory/status").status_code == 404
+    keys = created(alice.session.get(base + "/keys"), 200)["keys"]
+    for _ in range(2):  # revoking twice is the same
+        revoked = alice.session.delete(f"{base}/keys/{keys[0]['id']}")
+        assert revoked.status_code == 200, revoked.text
+    assert Client(stack.api.url, key).get(base + "/memory/status").status_code == 401

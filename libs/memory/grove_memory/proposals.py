@@ -237,7 +237,7 @@ def _preview(
             raise OutOfScope(f"notebook {notebook_id} is outside this conversation's scope")
         if archived is not None and (book["archived_at"] is not None) != archived:
             problems.append(f"notebook {notebook_id} is {'not ' if archived else ''}archived")
-        tree = subtrees.state(conn, notebook_id)
+        tree = subtrees.state(conn, principal.account_id, notebook_id)
         trees.append(PreviewNotebook(id=notebook_id, name=book["name"], **tree.model_dump()))
     problems += _place_problems(conn, principal, scope, change)
     if problems:
@@ -759,10 +759,11 @@ def _apply_organize(
         moved.append({"id": str(notebook_id), "parent": None if before is None else str(before)})
         written.notebooks.append(notebook_id)
     for entry in moved:
-        entry["fingerprint"] = subtrees.state(conn, UUID(entry["id"])).fingerprint
+        moved_tree = subtrees.state(conn, principal.account_id, UUID(entry["id"]))
+        entry["fingerprint"] = moved_tree.fingerprint
     written.undo["moved"] = moved
     if new is not None:
-        tree = subtrees.state(conn, destination)  # type: ignore[arg-type]
+        tree = subtrees.state(conn, principal.account_id, destination)  # type: ignore[arg-type]
         written.undo["trees"].append({"id": str(destination), "fingerprint": tree.fingerprint})
         written.undo["created"] = str(destination)
 
@@ -810,13 +811,13 @@ def _apply_lifecycle(
             outcome = "archived" if action == "archive" else "restored"
             _written(written, _note_row(conn, principal, note_id), outcome, None, undo_as=undo_as)
     for root in change.notebookIds:
-        changed = subtrees.change(conn, root, action)
+        changed = subtrees.change(conn, principal.account_id, root, action)
         written.notebooks.append(root)
         if action != "delete":
             written.undo["trees"].append(
                 {
                     "id": str(root),
-                    "fingerprint": subtrees.state(conn, root).fingerprint,
+                    "fingerprint": subtrees.state(conn, principal.account_id, root).fingerprint,
                     "notebooks": [str(i) for i in changed["n"]],
                     "notes": [str(i) for i in changed["m"]],
                     "files": [str(i) for i in changed["f"]],
@@ -882,7 +883,7 @@ def _fence_applied(
                 raise OutOfScope(f"note {note_id} is outside this conversation's scope")
     for tree in applied["trees"] + applied.get("moved", []):
         try:
-            fingerprint = subtrees.state(conn, UUID(tree["id"])).fingerprint
+            fingerprint = subtrees.state(conn, principal.account_id, UUID(tree["id"])).fingerprint
         except NotFound:
             fingerprint = None
         if fingerprint != tree["fingerprint"]:

@@ -39,17 +39,19 @@ HANDOFF_NOTICE = timedelta(days=3)
 COVERED = 0.8
 
 
-#: The current vectors of two notes in the same scope, compared (cosine similarity).
+#: The current vectors of two notes in the same scope, compared (cosine similarity). The
+#: account is a value on each table, so that on a Citus cluster it runs on its node.
 PAIR_COSINES = """
     SELECT ma.id AS a, mb.id AS b, 1 - (ea.embedding <=> eb.embedding) AS cosine
     FROM memories ma
-    JOIN embeddings ea ON ea.account_id = ma.account_id AND ea.memory_id = ma.id
+    JOIN embeddings ea ON ea.account_id = %(account_id)s AND ea.memory_id = ma.id
          AND ea.version = ma.version AND ea.profile = %(profile)s
-    JOIN memories mb ON mb.account_id = ma.account_id AND mb.id > ma.id
+    JOIN memories mb ON mb.account_id = %(account_id)s AND mb.id > ma.id
          AND mb.project_id IS NOT DISTINCT FROM ma.project_id
-    JOIN embeddings eb ON eb.account_id = mb.account_id AND eb.memory_id = mb.id
+    JOIN embeddings eb ON eb.account_id = %(account_id)s AND eb.memory_id = mb.id
          AND eb.version = mb.version AND eb.profile = %(profile)s
-    WHERE ma.id = ANY(%(ids)s::uuid[]) AND mb.id = ANY(%(ids)s::uuid[])
+    WHERE ma.account_id = %(account_id)s
+      AND ma.id = ANY(%(ids)s::uuid[]) AND mb.id = ANY(%(ids)s::uuid[])
 """
 LIVE_CANDIDATES = f"""
     SELECT {MEMORY_COLUMNS}, m.expires_at <= statement_timestamp() + %(notice)s AS expiring
@@ -70,7 +72,12 @@ def suggest(
     cosines: dict[frozenset[UUID], float] = {}
     if store.profile is not None and len(rows) > 1:
         pairs = conn.execute(
-            PAIR_COSINES, {"profile": store.profile, "ids": [r["id"] for r in rows]}
+            PAIR_COSINES,
+            {
+                "account_id": principal.account_id,
+                "profile": store.profile,
+                "ids": [r["id"] for r in rows],
+            },
         )
         cosines = {frozenset((p["a"], p["b"])): float(p["cosine"]) for p in pairs.fetchall()}
     drafts = [merge_draft(group) for group in duplicate_groups(rows, cosines)]

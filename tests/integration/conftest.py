@@ -94,9 +94,11 @@ def citus_share(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def citus_mcp(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
-    """The /mcp URL of a real grove-mcp (lexical only) on the Citus coordinator."""
+    """The /mcp URL of a real grove-mcp (lexical only, one worker, as ``citus_api``) on the
+    Citus coordinator."""
     running = start_mcp(
-        {"GROVE_DATABASE_URL": citus_database.runtime_url, "GROVE_EMBEDDING_PROFILE": "disabled"}
+        {"GROVE_DATABASE_URL": citus_database.runtime_url, "GROVE_EMBEDDING_PROFILE": "disabled"},
+        workers=1,
     )
     yield running.url
     running.stop()

@@ -115,6 +115,9 @@ def test_ask_conversations_similar_notes_and_proposals_stay_on_one_account(
         assert sources(asked) <= mine
         foreign = created(owner.key.post("/v1/ask", {"query": f"{other} billing"}), 200)
         assert foreign["status"] == "no_evidence" or not sources(foreign) - mine
+        scoped = {"query": "and who asks?", "projectId": saved[name]["shelf"]}
+        scoped["previousQuestions"] = [f"When do we deploy {word}?"]
+        assert sources(created(owner.key.post("/v1/ask", scoped), 200)) <= mine
         # A conversation: its turn answers with citations and offers to merge the two.
         conversation = created(owner.session.post("/v1/conversations", {"id": str(uuid.uuid4())}))
         path = f"/v1/conversations/{conversation['id']}"
@@ -159,6 +162,11 @@ def test_ask_conversations_similar_notes_and_proposals_stay_on_one_account(
             refused = owner.session.post(f"{theirs['proposal']}/{action}", {})
             assert refused.status_code == 404, refused.text
         assert owner.session.delete(theirs["conversation"]).status_code == 404
+    # Each owner hides their own conversation: gone from the list and from its address.
+    for name, owner in owners.items():
+        assert owner.session.delete(saved[name]["conversation"]).status_code == 200
+        assert created(owner.session.get("/v1/conversations"), 200)["items"] == []
+        assert owner.session.get(saved[name]["conversation"]).status_code == 404
 
 
 def test_a_notebook_subtree_is_archived_and_restored_by_its_owner_and_by_a_proposal(

@@ -250,6 +250,12 @@ def test_the_statements_over_vectors_run_on_the_accounts_node(
         pool.close()
 
 
+async def tool_call(url: str, key: str, tool: str, arguments: dict[str, Any]) -> Any:
+    """One MCP tool call with ``key``, its result unchecked."""
+    async with connect(url, key) as client:
+        return await client.call_tool(tool, arguments)
+
+
 async def tour(url: str, key: str, word: str) -> dict[str, str]:
     """Every one of grove-mcp's 14 tools once, on the caller's own notes and notebook."""
     async with connect(url, key) as client:
@@ -347,7 +353,7 @@ def record(key: str, body: str) -> dict[str, Any]:
 
 
 def test_project_memory_is_saved_and_recalled_by_a_member_and_refused_to_a_non_member(
-    stack: Stack, owners: dict[str, OwnedAccount]
+    stack: Stack, owners: dict[str, OwnedAccount], citus_mcp: str
 ) -> None:
     alice, stranger = owners["a"], owners["b"]
     bob = OwnedAccount(stack, *owned_tenant(stack.database, stack.api.url))
@@ -367,6 +373,12 @@ def test_project_memory_is_saved_and_recalled_by_a_member_and_refused_to_a_non_m
         assert [r["key"] for r in found["records"]] == ["deploy.day"]
         got = created(reader.get(base + "/memory/entry", params={"key": "deploy.day"}), 200)
         assert got["record"]["body"] == body
+    # The same retrieval as grove-mcp's project tool, with the project key.
+    scope = {"orgId": org, "projectId": project, "query": "deploy"}
+    found_by_tool = asyncio.run(tool_call(citus_mcp, key, "project_memory_retrieve", scope))
+    assert not found_by_tool.is_error, found_by_tool
+    assert isinstance(found_by_tool.structured_content, dict)
+    assert [r["key"] for r in found_by_tool.structured_content["records"]] == ["deploy.day"]
     for path, call in [
         ("/memory/status", stranger.session.get),
         ("/memory", stranger.session.get),

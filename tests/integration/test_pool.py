@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 import psycopg
 import pytest
 
 from grove_contracts.errors import ERROR_STATUS
 from grove_db import embedded
-from grove_db.errors import QueryTimeout
+from grove_db.errors import DatabaseError, QueryTimeout
 from grove_db.pool import open_pool, set_locally, transaction
 
 
@@ -47,3 +49,33 @@ def test_settings_are_set_locally_on_a_connection_that_prepares_every_statement(
                 assert row == ("claim", "77")
         row = conn.execute("SELECT current_setting('grove.queue', true)").fetchone()
         assert row is not None and not row[0]
+
+
+def test_a_transaction_rolled_back_for_a_concurrent_one_is_a_503_to_try_again(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    # A serialization failure (and a deadlock, its sibling: on a Citus cluster a write that
+    # meets a reference table being copied to a new node) rolls the whole transaction
+    # back: a 503 that says nothing changed and to try again, not "unreachable".
+    table = f"pool_conflict_{uuid.uuid4().hex}"
+    with psycopg.connect(database.grove_superuser_url, autocommit=True) as other:
+        other.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, n int)")
+        other.execute(f"INSERT INTO {table} VALUES (1, 0)")
+        pool = open_pool(database.grove_superuser_url, max_size=1)
+        try:
+            with pytest.raises(DatabaseError) as raised, transaction(pool, snapshot=True) as conn:
+                conn.execute(f"SELECT n FROM {table} WHERE id = 1")  # the snapshot is taken
+                other.execute(f"UPDATE {table} SET n = 1 WHERE id = 1")
+                conn.execute(f"UPDATE {table} SET n = 2 WHERE id = 1")
+            assert isinstance(raised.value.__cause__, psycopg.errors.SerializationFailure)
+            assert raised.value.code == "unavailable"
+            assert ERROR_STATUS[raised.value.code] == raised.value.status == 503
+            assert raised.value.message == (
+                "the database set this request aside for a concurrent one;"
+                " nothing was changed, try again"
+            )
+            row = other.execute(f"SELECT n FROM {table}").fetchone()
+            assert row == (1,)  # the concurrent change stands, the lost one left nothing
+        finally:
+            pool.close()
+            other.execute(f"DROP TABLE {table}")

@@ -140,14 +140,29 @@ def hold_live_account(conn: psycopg.Connection[Any], account_id: UUID) -> bool:
     return conn.execute(HOLD_LIVE_ACCOUNT, (account_id,)).fetchone() is not None
 
 
+#: SQLSTATE class 40, transaction rollback: serialization failure (40001), deadlock
+#: (40P01), ... (psycopg's classes for them do not derive from one another).
+TRANSACTION_ROLLBACK = "40"
+
+
 def unavailable(ex: psycopg.OperationalError) -> DatabaseError:
     """What a caller is told when the database could not answer (503): the pool had no
-    connection free in time, a statement ran past its deadline, or the server is gone.
-    For code that borrows pooled connections itself rather than through ``transaction``."""
+    connection free in time, a statement ran past its deadline, the transaction lost to a
+    concurrent one, or the server is gone. For code that borrows pooled connections
+    itself rather than through ``transaction``."""
     if isinstance(ex, PoolTimeout):
         return DatabaseError("the database is busy; try again")
     if isinstance(ex, psycopg.errors.QueryCanceled):
         return QueryTimeout("the database took too long to answer; try again")
+    if (ex.sqlstate or "").startswith(TRANSACTION_ROLLBACK):
+        # A deadlock or a serialization failure: PostgreSQL rolled the whole transaction
+        # back in favour of another. On a Citus cluster this is also how a write meets a
+        # reference table being copied to a new node (docs/scaling.md). The same request
+        # again normally succeeds, and a replay with its operationId is safe.
+        return DatabaseError(
+            "the database set this request aside for a concurrent one;"
+            " nothing was changed, try again"
+        )
     return DatabaseError("the database is unreachable")
 
 

@@ -25,7 +25,6 @@ answer was a 500 or a body without the error envelope. The figures are printed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -43,6 +42,7 @@ import psutil
 import psycopg
 import requests
 
+from bench.mcp import mcp_result
 from bench.stack import Stack, stack, turns
 
 LEASE_SECONDS = 10
@@ -205,24 +205,12 @@ class Load:
         got = self.request(session, f"mcp {name}", "POST", self.mcp_url, json=call, headers=headers)
         if got is None or got.status_code != 200 or name != "remember":
             return
-        result = _mcp_result(got)
+        result = mcp_result(got)
         if result and not result.get("isError"):
             data = result["structuredContent"]
             with self.ledger.lock:
                 self.ledger.acked[arguments["operationId"]] = data["id"]
                 self.ledger.notes.setdefault(data["id"], Note(data["version"]))
-
-
-def _mcp_result(response: requests.Response) -> dict[str, Any] | None:
-    text = response.text
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        lines = [line[5:] for line in text.splitlines() if line.startswith("data:")]
-        text = lines[-1] if lines else "{}"
-    try:
-        result = json.loads(text).get("result")
-    except ValueError:
-        return None
-    return result if isinstance(result, dict) else None
 
 
 def wait_answering(url: str, timeout: float = 120) -> float:

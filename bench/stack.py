@@ -28,7 +28,7 @@ import psycopg
 import requests
 
 from grove_cli import admin, launch
-from grove_db import embedded
+from grove_db import citus, embedded
 from grove_db.migrate import migrate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
@@ -150,25 +150,58 @@ def terminated_as_exit() -> Iterator[None]:
 
 
 @contextmanager
-def stack(profile: str = "minilm") -> Iterator[Stack]:
+def stack(
+    profile: str = "minilm", citus_workers: int = 0, shards: int = 0, fan_out_refused: bool = False
+) -> Iterator[Stack]:
     """Start PostgreSQL, grove-ask and grove-api (workers on demand); stop them after,
-    also when the benchmark is stopped with SIGTERM (``terminated_as_exit``)."""
+    also when the benchmark is stopped with SIGTERM (``terminated_as_exit``).
+
+    With ``citus_workers``, PostgreSQL is a Citus cluster on loopback instead of one
+    server (``grove_db.citus``: a coordinator and that many workers), migrated with
+    ``--citus`` into ``shards`` shards per table (0: Citus's default, 32); the services
+    point at the coordinator and ``db.server`` is the ``citus.Cluster``. With
+    ``fan_out_refused`` a statement of the services that touches more than one shard
+    fails (``citus.refuse_fan_out``, as in the tests): the benchmark checks that every
+    per-account statement it measures is a router query.
+    """
     with terminated_as_exit():
         root = Path(tempfile.mkdtemp(prefix="grove-bench-"))
         try:
-            with _started(root, profile) as running:
+            with _started(root, profile, citus_workers, shards, fan_out_refused) as running:
                 yield running
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _database(root: Path, citus_workers: int) -> embedded.EmbeddedDatabase:
+    """One embedded server, or a Citus cluster of ``citus_workers`` workers, under ``root``."""
+    if not citus_workers:
+        return embedded.start(root / "pgdata", cleanup_mode="delete")
+    tools = citus.tools_folder(Path(__file__).resolve().parents[1])
+    reason = citus.missing(tools)
+    if reason:
+        sys.exit(f"bench: Citus is not available: {reason} (GROVE_CITUS_TOOLS names its folder)")
+    return citus.start(tools, root / "cluster", citus_workers)
+
+
 @contextmanager
-def _started(root: Path, profile: str) -> Iterator[Stack]:
+def _started(
+    root: Path, profile: str, citus_workers: int = 0, shards: int = 0, fan_out_refused: bool = False
+) -> Iterator[Stack]:
     """The stack of ``stack``, its PostgreSQL's data under ``root``."""
-    db = embedded.start(root / "pgdata", cleanup_mode="delete")
+    db = _database(root, citus_workers)
     running: Stack | None = None
     try:
-        migrate(db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE)
+        if shards:  # read by grove migrate --citus when it distributes the tables
+            with psycopg.connect(db.superuser_url, autocommit=True) as conn:
+                conn.execute(
+                    f"ALTER DATABASE {embedded.DATABASE} SET citus.shard_count = {shards:d}"
+                )
+        migrate(
+            db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE, citus=bool(citus_workers)
+        )
+        if fan_out_refused:  # before the services open their sessions
+            citus.refuse_fan_out(db)
         env = {
             "GROVE_DATABASE_URL": db.runtime_url,
             "GROVE_SECRET_KEY": SECRET,

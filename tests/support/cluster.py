@@ -17,12 +17,8 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
 from grove_db import citus, embedded
 from grove_db.migrate import migrate
-from grove_db.pool import FAN_OUT_LEVEL
 
 
 @contextmanager
@@ -48,7 +44,7 @@ def join(tools: Path, folder: Path) -> embedded.EmbeddedDatabase:
                 embedded.CONSOLE_ROLE,
                 citus=True,
             )
-            refuse_fan_out(db)
+            citus.refuse_fan_out(db)
             cluster: citus.Cluster = db.server
             shared = {
                 "users": 0,
@@ -59,19 +55,6 @@ def join(tools: Path, folder: Path) -> embedded.EmbeddedDatabase:
         shared["users"] += 1
         state.write_text(json.dumps(shared))
     return embedded.EmbeddedDatabase(server=_cluster(folder, shared), **shared["urls"])
-
-
-def refuse_fan_out(db: embedded.EmbeddedDatabase) -> None:
-    """Make every statement the services run that reads or writes more than one shard an
-    error, unless its transaction says it spans accounts (``pool.fan_out``): a request
-    for one account that fans out then fails its test."""
-    with psycopg.connect(db.grove_superuser_url, autocommit=True) as conn:
-        for role in (embedded.RUNTIME_ROLE, embedded.SHARE_ROLE, embedded.CONSOLE_ROLE):
-            conn.execute(
-                sql.SQL("ALTER ROLE {} SET {} = 'error'").format(
-                    sql.Identifier(role), sql.Identifier(*FAN_OUT_LEVEL.split("."))
-                )
-            )
 
 
 def leave(folder: Path) -> None:

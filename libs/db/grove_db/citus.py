@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 from grove_db import embedded
 from grove_db.errors import DatabaseError
+from grove_db.pool import FAN_OUT_LEVEL
 
 #: The prebuilt extension and its installer, in the shared tools folder.
 TARBALL = "citus-14.0.1-pg18-linux-x86_64.tar.gz"
@@ -45,6 +47,9 @@ NODE_SETTINGS = {
     "fsync": "off",  # a throwaway cluster: nothing to keep across a crash
     "synchronous_commit": "off",
     "full_page_writes": "off",
+    # A shard moved while it serves (citus_rebalance_start) is copied and then kept in
+    # step by logical replication, so writes go on during the move.
+    "wal_level": "logical",
 }
 
 
@@ -149,9 +154,7 @@ def start(tools: Path, root: Path, workers: int = 2) -> embedded.EmbeddedDatabas
     try:
         for node in nodes:
             _start_node(pginstall, node)
-            embedded.bootstrap(node.url())
-            with psycopg.connect(node.url(embedded.DATABASE), autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+            _prepare(node)
         _register(cluster)
     except BaseException:
         cluster.cleanup()
@@ -166,6 +169,44 @@ def start(tools: Path, root: Path, workers: int = 2) -> embedded.EmbeddedDatabas
         share_url=coordinator.url(embedded.DATABASE, embedded.SHARE_ROLE),
         console_url=coordinator.url(embedded.DATABASE, embedded.CONSOLE_ROLE),
     )
+
+
+def add_worker(cluster: Cluster) -> Node:
+    """Start one more worker and register it on the running coordinator.
+
+    The new node gets the same installation, settings and preparation as the first ones
+    and holds no shard until a rebalance (``citus_rebalance_start``) moves some to it.
+    """
+    node = Node(cluster.root / f"node{len(cluster.nodes)}", _free_port())
+    _start_node(cluster.pginstall, node)
+    cluster.workers.append(node)  # stopped by cleanup() from here on, even if the rest fails
+    _prepare(node)
+    with psycopg.connect(cluster.coordinator.url(embedded.DATABASE), autocommit=True) as conn:
+        conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (node.port,))
+    return node
+
+
+def _prepare(node: Node) -> None:
+    """Roles, Grove's database and ``vector`` as on one server, plus ``citus``."""
+    embedded.bootstrap(node.url())
+    with psycopg.connect(node.url(embedded.DATABASE), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+
+
+def refuse_fan_out(db: embedded.EmbeddedDatabase) -> None:
+    """Make every statement the services run that reads or writes more than one shard an
+    error, unless its transaction says it spans accounts (``pool.fan_out``): a request
+    for one account that fans out then fails (its test, or the benchmark measuring it).
+
+    Set on the services' roles, so it holds for their sessions opened from now on.
+    """
+    with psycopg.connect(db.grove_superuser_url, autocommit=True) as conn:
+        for role in (embedded.RUNTIME_ROLE, embedded.SHARE_ROLE, embedded.CONSOLE_ROLE):
+            conn.execute(
+                sql.SQL("ALTER ROLE {} SET {} = 'error'").format(
+                    sql.Identifier(role), sql.Identifier(*FAN_OUT_LEVEL.split("."))
+                )
+            )
 
 
 def _register(cluster: Cluster) -> None:

@@ -47,9 +47,6 @@ NODE_SETTINGS = {
     "fsync": "off",  # a throwaway cluster: nothing to keep across a crash
     "synchronous_commit": "off",
     "full_page_writes": "off",
-    # A shard moved while it serves (citus_rebalance_start) is copied and then kept in
-    # step by logical replication, so writes go on during the move.
-    "wal_level": "logical",
 }
 
 

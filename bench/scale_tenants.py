@@ -15,6 +15,16 @@ connection that prepares statements like the pool's (``bench.floor``), and the s
 candidates' recall@10 against an exact scan (search's 200, and recall's 40); and the
 sizes of the largest tables and indexes. ``bench/results/scale-tenants.json`` keeps the
 figures.
+
+With ``--citus`` the same run is made twice, on one server and then on a Citus cluster
+on loopback (a coordinator and two workers, ``grove migrate --citus``), and the cluster's
+figures are printed beside the single server's with their ratio. On the cluster the
+services' roles refuse any statement that touches more than one shard
+(``citus.refuse_fan_out``): every recall, search and floor statement measured for one
+account must be a router query (one task on one node), or the run fails. Last, the
+largest account is moved to a shard of its own (Citus's
+``isolate_tenant_to_new_shard(..., 'CASCADE')``, which gives it an HNSW graph of its
+own) and measured again.
 """
 
 from __future__ import annotations
@@ -31,9 +41,12 @@ import numpy as np
 from bench import bulk, floor, latency
 from bench.stack import RESULTS, Stack, stack
 from grove_cli import admin, indexes
+from grove_db import citus
 from grove_memory import recall
 from grove_memory.inference import InferenceClient
 
+#: Workers of the cluster ``--citus`` compares with one server (plus a coordinator).
+CITUS_WORKERS = 2
 #: Recall's semantic candidates at its default limit of 10 (four per answer).
 RECALL_LIMIT = 40
 BUCKETS = ((100, "<= 100"), (1000, "<= 1,000"), (10000, "<= 10,000"))
@@ -42,6 +55,10 @@ CREATE_HNSW = (
     f"CREATE INDEX {HNSW} ON embeddings"
     " USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE profile = 'minilm'"
 )
+CITUS_SIZES = """
+    SELECT table_name::text AS name, citus_total_relation_size(table_name) AS bytes
+    FROM citus_tables ORDER BY 2 DESC LIMIT 10
+"""
 SIZES = """
     SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes FROM pg_class c
     WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')
@@ -156,10 +173,92 @@ def measure(
 
 
 def sizes_now(running: Stack) -> dict[str, int]:
-    """The ten largest tables and indexes, in bytes."""
+    """The ten largest tables and indexes, in bytes (on a cluster: the tables over all
+    their shards, indexes included)."""
     superuser = running.db.grove_superuser_url
+    query = CITUS_SIZES if isinstance(running.db.server, citus.Cluster) else SIZES
     with floor.connect(superuser) as conn:
-        return {row["name"]: int(row["bytes"]) for row in conn.execute(SIZES).fetchall()}
+        return {row["name"]: int(row["bytes"]) for row in conn.execute(query).fetchall()}
+
+
+def isolate(running: Stack, account: str) -> float:
+    """Give ``account`` shards of its own (every co-located table); the seconds it took.
+
+    Writes to the account's shard group wait while it is split (``block_writes``:
+    logical replication refuses tables that force row-level security on their owner).
+    """
+    started = time.perf_counter()
+    with floor.connect(running.db.grove_superuser_url) as conn:
+        conn.execute(
+            "SELECT isolate_tenant_to_new_shard('memories', %s::uuid, 'CASCADE',"
+            " shard_transfer_mode => 'block_writes')",
+            (account,),
+        )
+        conn.commit()
+    bulk.settle(running.db.grove_superuser_url)
+    return time.perf_counter() - started
+
+
+def run(args: argparse.Namespace, texts: list[str], vectors: Any, workers: int) -> dict[str, Any]:
+    """The benchmark on one server (``workers`` 0) or on a cluster of that many workers."""
+    sizes = account_sizes(args.notes, args.accounts, args.largest)
+    queries = latency.questions(args.queries)
+    where = f"a Citus cluster of {workers} workers" if workers else "one server"
+    with stack("minilm", citus_workers=workers, fan_out_refused=bool(workers)) as running:
+        started = time.perf_counter()
+        accounts, built = load(running, sizes, texts, vectors)
+        loaded = time.perf_counter() - started
+        total = sum(size for _, size in accounts)
+        print(
+            f"{where}: {total:,} notes over {len(accounts):,} accounts loaded in {loaded:.0f} s"
+            f" (HNSW build {built:.0f} s)",
+            flush=True,
+        )
+        own = own_indexes(running, args.min_vectors) if args.min_vectors else 0.0
+        print(f"per-account indexes (grove indexes) in {own:.0f} s", flush=True)
+        report = measure(running, accounts, queries, args.per_bucket)
+        print(show(report), flush=True)
+        isolated: dict[str, Any] = {}
+        if workers:
+            largest = accounts[0]
+            seconds = isolate(running, largest[0])
+            isolated = measure(running, [largest], queries, args.per_bucket)
+            print(f"the largest account isolated on shards of its own in {seconds:.0f} s:")
+            print(show(isolated), flush=True)
+            isolated = {"seconds": round(seconds, 1), "buckets": isolated}
+        sizes_in_bytes = sizes_now(running)
+    return {
+        "notes": total,
+        "accounts": len(accounts),
+        "citusWorkers": workers,
+        "loadSeconds": round(loaded, 1),
+        "hnswBuildSeconds": round(built, 1),
+        "minVectors": args.min_vectors,
+        "ownIndexesSeconds": round(own, 1),
+        "buckets": report,
+        "isolated": isolated,
+        "bytes": sizes_in_bytes,
+    }
+
+
+def compare(single: dict[str, Any], cluster: dict[str, Any]) -> str:
+    """Per bucket: p95 of recall and search on each, the cluster's over the single
+    server's (target: at most 1.5), and the cluster's ANN recall@10 (target: 0.95)."""
+    lines = [
+        f"{'bucket':<20} {'recall p95 1 / cluster':>24} {'ratio':>6}"
+        f" {'search p95 1 / cluster':>24} {'ratio':>6}  ANN@10 cluster (search, recall)"
+    ]
+    for label, one in single["buckets"].items():
+        many = cluster["buckets"][label]
+        cells = []
+        for kind in ("recall", "search"):
+            a, b = one[kind][1], many[kind][1]
+            cells.append(f"{f'{a:.1f} / {b:.1f}':>24} {b / a:>6.2f}")
+        lines.append(
+            f"{label:<20} {' '.join(cells)}"
+            f"  {many['annRecallAt10']:.3f} {many['recallAnnRecallAt10']:.3f}"
+        )
+    return "\n".join(lines)
 
 
 def show(report: dict[str, dict[str, Any]]) -> str:
@@ -189,44 +288,22 @@ def main() -> None:
         default=indexes.DEFAULT_MIN_VECTORS,
         help="grove indexes' threshold (0: no per-account indexes)",
     )
+    parser.add_argument(
+        "--citus",
+        action="store_true",
+        help="also run on a Citus cluster of a coordinator and two workers, and compare",
+    )
     args = parser.parse_args()
-    sizes = account_sizes(args.notes, args.accounts, args.largest)
     texts = bulk.texts(args.largest)
     vectors = bulk.vectors(texts)
-    queries = latency.questions(args.queries)
-    with stack("minilm") as running:
-        started = time.perf_counter()
-        accounts, built = load(running, sizes, texts, vectors)
-        loaded = time.perf_counter() - started
-        total = sum(size for _, size in accounts)
-        print(
-            f"{total:,} notes over {len(accounts):,} accounts loaded in {loaded:.0f} s"
-            f" (HNSW build {built:.0f} s)",
-            flush=True,
-        )
-        own = own_indexes(running, args.min_vectors) if args.min_vectors else 0.0
-        print(f"per-account indexes (grove indexes) in {own:.0f} s", flush=True)
-        report = measure(running, accounts, queries, args.per_bucket)
-        print(show(report))
-        sizes_in_bytes = sizes_now(running)
-    for name, size in sizes_in_bytes.items():
+    figures = {"single": run(args, texts, vectors, 0)}
+    if args.citus:
+        figures["citus"] = run(args, texts, vectors, CITUS_WORKERS)
+        print(compare(figures["single"], figures["citus"]))
+    for name, size in figures["single"]["bytes"].items():
         print(f"{name:<32} {size / 2**20:10.1f} MiB")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scale-tenants.json").write_text(
-        json.dumps(
-            {
-                "notes": total,
-                "accounts": len(accounts),
-                "loadSeconds": round(loaded, 1),
-                "hnswBuildSeconds": round(built, 1),
-                "minVectors": args.min_vectors,
-                "ownIndexesSeconds": round(own, 1),
-                "buckets": report,
-                "bytes": sizes_in_bytes,
-            },
-            indent=2,
-        )
-    )
+    (RESULTS / "scale-tenants.json").write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,14 @@ from tests.support import cluster
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
 from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
-from tests.support.processes import start_api, start_ask, start_mcp, start_share, start_worker
+from tests.support.processes import (
+    Running,
+    start_api,
+    start_ask,
+    start_mcp,
+    start_share,
+    start_worker,
+)
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.tools import missing, require_tool
 
@@ -102,6 +109,27 @@ def citus_mcp(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
     )
     yield running.url
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def citus_hybrid_api(
+    citus_database: embedded.EmbeddedDatabase, minilm_ask: str
+) -> Iterator[tuple[str, Running]]:
+    """A grove-api with the MiniLM profile on the Citus coordinator, plus one worker
+    embedding its saves and reading its files (both as the runtime role): the api's URL
+    and the worker, whose log lines say what it did."""
+    worker = start_worker(citus_database, minilm_ask, GROVE_EMBEDDING_PROFILE="minilm")
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": citus_database.runtime_url,
+            "GROVE_API_WORKERS": "1",
+            "GROVE_EMBEDDING_PROFILE": "minilm",
+            "GROVE_ASK_ADDRESS": minilm_ask,
+        }
+    )
+    yield api.url, worker
+    api.stop()
+    worker.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """The job queue: enqueue with the caller's transaction, claim with leases.
 
 Claiming is one statement (``FOR UPDATE SKIP LOCKED`` then ``UPDATE … RETURNING``),
-so several workers never take the same job. A claim is a lease: an owner token and
+so several workers never take the same job (on a Citus cluster, one such statement per
+shard with work: docs/scaling.md, "The job queue on shards"). A claim is a lease: an owner token and
 an expiry that the worker extends while it works. A job whose lease expired (its
 worker died) is claimable again. Finishing a job checks the lease owner, so a worker
 that lost its lease writes nothing.
@@ -9,6 +10,7 @@ that lost its lease writes nothing.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,7 +19,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from grove_db.pool import Conn, hold_live_account, set_locally, transaction
+from grove_db.pool import Conn, fan_out, hold_live_account, set_locally, transaction
 
 CHANNEL = "grove_jobs"
 EMBED_REVISION = "embed_revision"
@@ -61,39 +63,71 @@ END_ACCOUNT_JOBS = f"""
       AND kind NOT IN ({", ".join(f"'{kind}'" for kind in AFTER_DELETION)})
 """
 
-#: The instant a claim is measured against: the caller's ``now``, else the database's.
-NOW = "coalesce(%(now)s::timestamptz, now())"
+#: Jobs this worker runs: embeddings of its profile, and the sweep kinds it takes.
+KINDS = "(j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))"
+#: Runnable as of the claim's instant: queued and due, or leased to a worker that died.
+RUNNABLE = """((j.status = 'queued' AND j.run_after <= %(now)s)
+        OR (j.status = 'running' AND j.lease_expires_at < %(now)s))"""
 
-#: Runnable jobs are claimed round-robin across accounts: each account's oldest job
-#: first (``turn`` 1), then each one's second, and so on; jobs whose worker died (an
-#: expired lease) come before all of them. The accounts with queued jobs are walked with
-#: a loose index scan (one probe per account), and only the jobs finally chosen are
-#: locked, so one account's backlog of any size costs the others nothing.
-CLAIM = f"""
-    WITH RECURSIVE accounts AS (
+#: The claim's instant and whether the tables are spread over shards (a Citus cluster,
+#: ``grove migrate --citus``). The database's clock, read before the claim: Citus refuses
+#: a ``coalesce(…, now())`` in an ``UPDATE``, so the claim takes its instant as a value.
+CLOCK = """
+    SELECT now() AS now, EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS sharded
+"""
+
+#: On a Citus cluster, the accounts with jobs this worker may run, each with its shard of
+#: ``jobs`` (every tenant table is co-located with it). It reads every shard by design
+#: (``pool.fan_out``): the per-account work is done by the claims that follow, one shard
+#: each.
+DUE_BY_SHARD = f"""
+    SELECT d.account_id, get_shard_id_for_distribution_column('jobs', d.account_id) AS shard
+    FROM (SELECT DISTINCT j.account_id FROM jobs j WHERE {RUNNABLE} AND {KINDS}) d
+"""
+
+#: Where the accounts of one claim come from. On one server, every account with queued
+#: jobs, walked with a loose index scan (one probe per account) inside the claim. On a
+#: Citus cluster, the accounts of one shard (``DUE_BY_SHARD``), given as a value: every
+#: reference to ``jobs`` then names them (``IN_GROUP``), so Citus sends the whole claim,
+#: ``FOR UPDATE`` included, to that one shard (it runs ``FOR UPDATE`` only there).
+EVERY_ACCOUNT = """
+    (WITH RECURSIVE walk AS (
         (SELECT account_id FROM jobs WHERE status = 'queued' ORDER BY account_id LIMIT 1)
         UNION ALL
         SELECT (SELECT j.account_id FROM jobs j
-                WHERE j.status = 'queued' AND j.account_id > a.account_id
+                WHERE j.status = 'queued' AND j.account_id > w.account_id
                 ORDER BY j.account_id LIMIT 1)
-        FROM accounts a WHERE a.account_id IS NOT NULL
-    ),
-    candidates AS (
+        FROM walk w WHERE w.account_id IS NOT NULL
+    ) SELECT account_id FROM walk WHERE account_id IS NOT NULL)
+"""
+GROUP_ACCOUNTS = "unnest(%(accounts)s::uuid[])"
+IN_GROUP = "j.account_id = ANY(%(accounts)s) AND "
+
+
+def claim_statement(accounts: str, within: str) -> str:
+    """The claim, over ``accounts`` (``EVERY_ACCOUNT`` or ``GROUP_ACCOUNTS``), each
+    reference to ``jobs`` prefixed with ``within`` ("" or ``IN_GROUP``).
+
+    Runnable jobs are claimed round-robin across accounts: each account's oldest job
+    first (``turn`` 1), then each one's second, and so on; jobs whose worker died (an
+    expired lease) come before all of them. Only the jobs finally chosen are locked, so
+    one account's backlog of any size costs the others nothing.
+    """
+    return f"""
+    WITH candidates AS (
         SELECT a.account_id, c.id, c.run_after,
                row_number() OVER (PARTITION BY a.account_id ORDER BY c.run_after, c.id) AS turn
-        FROM accounts a
+        FROM {accounts} AS a (account_id)
         CROSS JOIN LATERAL (
             SELECT j.id, j.run_after FROM jobs j
-            WHERE j.account_id = a.account_id AND j.status = 'queued' AND j.run_after <= {NOW}
-              AND (j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))
+            WHERE {within}j.account_id = a.account_id AND j.status = 'queued'
+              AND j.run_after <= %(now)s AND {KINDS}
             ORDER BY j.run_after, j.id
             LIMIT %(limit)s
         ) c
-        WHERE a.account_id IS NOT NULL
         UNION ALL
         (SELECT j.account_id, j.id, j.run_after, 0 FROM jobs j
-         WHERE j.status = 'running' AND j.lease_expires_at < {NOW}
-           AND (j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweeps)s)))
+         WHERE {within}j.status = 'running' AND j.lease_expires_at < %(now)s AND {KINDS}
          ORDER BY j.lease_expires_at
          LIMIT %(limit)s)
     ),
@@ -104,23 +138,32 @@ CLAIM = f"""
     next AS (
         SELECT j.account_id, j.id, j.status = 'running' AS reclaimed FROM jobs j
         JOIN chosen c ON c.account_id = j.account_id AND c.id = j.id
-        WHERE (j.status = 'queued' AND j.run_after <= {NOW})
-           OR (j.status = 'running' AND j.lease_expires_at < {NOW})
+        WHERE {within}{RUNNABLE}
         ORDER BY c.turn, c.run_after, j.id
         LIMIT %(limit)s
         FOR UPDATE OF j SKIP LOCKED
     )
     UPDATE jobs j SET status = 'running', lease_owner = %(owner)s,
-        lease_expires_at = {NOW} + make_interval(secs => %(lease)s),
-        heartbeat_at = {NOW}, attempts = j.attempts + 1
-    FROM next WHERE j.account_id = next.account_id AND j.id = next.id
+        lease_expires_at = %(now)s + make_interval(secs => %(lease)s),
+        heartbeat_at = %(now)s, attempts = j.attempts + 1
+    FROM next WHERE {within}j.account_id = next.account_id AND j.id = next.id
     RETURNING j.id, j.account_id, j.kind, j.memory_id, j.version, j.profile, j.attempts,
               j.payload, next.reclaimed
 """
 
-#: Jobs named by their keys (``_keys``) that this owner still holds.
+
+CLAIM = claim_statement(EVERY_ACCOUNT, "")
+CLAIM_GROUP = claim_statement(GROUP_ACCOUNTS, IN_GROUP)
+#: Which group of shards a claim begins with: turn by turn, so that when a claim takes
+#: fewer jobs than there are shards with work, every shard still gets its turn.
+_turns = itertools.count()
+
+#: Jobs named by their keys (``_keys``) that this owner still holds. Their accounts are
+#: named as values too, so the statement goes only to the shards that hold them.
 HELD = """
-    (account_id, id) IN (SELECT * FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]))
+    account_id = ANY(%(accounts)s)
+    AND EXISTS (SELECT 1 FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]) AS t (account, id)
+                WHERE t.account = jobs.account_id AND t.id = jobs.id)
     AND lease_owner = %(owner)s AND status = 'running'
 """
 
@@ -193,14 +236,44 @@ class Job:
         return (self.account_id, self.id)
 
 
-def enqueue_embeddings(conn: Conn, memory_ids: list[UUID], profile: str) -> None:
-    """Queue embedding of each note's current revision, in the caller's transaction (one
-    statement, whether a save's one note or a restore's group)."""
-    conn.execute(
-        "INSERT INTO jobs (account_id, kind, memory_id, version, profile)"
-        " SELECT m.account_id, %s, m.id, m.version, %s FROM memories m"
-        " WHERE m.id = ANY(%s::uuid[])",
-        (EMBED_REVISION, profile, memory_ids),
+#: Jobs are inserted from values, never with ``INSERT … SELECT``: on a Citus cluster an
+#: ``INSERT … SELECT`` into ``jobs`` (its ``id`` an identity) is not sent to the shard
+#: but pulled through the coordinator, which reads every shard and then copies, and
+#: Citus refuses that copy under row-level security.
+INSERT_JOB = """
+    INSERT INTO jobs (account_id, kind, memory_id, version, profile, run_after)
+    VALUES (%(account)s, %(kind)s, %(memory)s, %(version)s, %(profile)s,
+            coalesce(%(run_after)s, now()))
+"""
+
+
+def _insert_jobs(conn: Conn, jobs: list[dict[str, Any]]) -> None:
+    """Insert jobs of one account (``INSERT_JOB``'s values, ``run_after`` None for now),
+    in one round trip however many there are."""
+    if jobs:
+        conn.cursor().executemany(INSERT_JOB, jobs)
+
+
+def enqueue_embeddings(conn: Conn, account_id: UUID, memory_ids: list[UUID], profile: str) -> None:
+    """Queue embedding of each of the account's notes' current revision, in the caller's
+    transaction (whether a save's one note or a restore's group)."""
+    rows = conn.execute(
+        "SELECT id, version FROM memories WHERE account_id = %s AND id = ANY(%s::uuid[])",
+        (account_id, memory_ids),
+    ).fetchall()
+    _insert_jobs(
+        conn,
+        [
+            {
+                "account": account_id,
+                "kind": EMBED_REVISION,
+                "memory": row["id"],
+                "version": row["version"],
+                "profile": profile,
+                "run_after": None,
+            }
+            for row in rows
+        ],
     )
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
 
@@ -272,16 +345,28 @@ def enqueue_reextraction(conn: Conn) -> int:
 
 def enqueue_expiries(conn: Conn, account_id: UUID, memory_ids: list[UUID]) -> None:
     """Queue the sweep of each of the account's notes at its expiry (once per expiry
-    time), in the caller's transaction (one statement for any number of notes; it names
-    the account as a value, so on a Citus cluster it runs on the account's node)."""
-    conn.execute(
-        "INSERT INTO jobs (account_id, kind, memory_id, run_after)"
-        " SELECT m.account_id, %(kind)s, m.id, m.expires_at FROM memories m"
-        " WHERE m.account_id = %(account_id)s AND m.id = ANY(%(ids)s::uuid[])"
+    time), in the caller's transaction (two round trips for any number of notes)."""
+    rows = conn.execute(
+        "SELECT m.id, m.expires_at FROM memories m"
+        " WHERE m.account_id = %(account)s AND m.id = ANY(%(ids)s::uuid[])"
         " AND m.expires_at IS NOT NULL AND NOT EXISTS ("
-        "   SELECT 1 FROM jobs j WHERE j.account_id = m.account_id AND j.memory_id = m.id"
+        "   SELECT 1 FROM jobs j WHERE j.account_id = %(account)s AND j.memory_id = m.id"
         "   AND j.kind = %(kind)s AND j.status = 'queued' AND j.run_after = m.expires_at)",
-        {"kind": EXPIRE_NOTE, "account_id": account_id, "ids": memory_ids},
+        {"kind": EXPIRE_NOTE, "account": account_id, "ids": memory_ids},
+    ).fetchall()
+    _insert_jobs(
+        conn,
+        [
+            {
+                "account": account_id,
+                "kind": EXPIRE_NOTE,
+                "memory": row["id"],
+                "version": None,
+                "profile": None,
+                "run_after": row["expires_at"],
+            }
+            for row in rows
+        ],
     )
 
 
@@ -304,20 +389,65 @@ def claim(
 
     Runnable: queued and due, or running with an expired lease (its worker died), both
     as of ``now`` (default: the database's clock), which the new lease also starts at.
+    The claim runs per group of accounts (``_groups``): on one server one group, every
+    account; on a Citus cluster one group per shard with work.
     """
+    params: dict[str, Any] = {
+        "owner": owner,
+        "lease": lease_seconds,
+        "profile": profile,
+        "sweeps": sweeps,
+    }
     with transaction(pool) as conn:
         queue_context(conn)
-        rows = conn.execute(
-            CLAIM,
-            {
-                "limit": limit,
-                "owner": owner,
-                "lease": lease_seconds,
-                "profile": profile,
-                "sweeps": sweeps,
-                "now": now,
-            },
-        )
+        clock = conn.execute(CLOCK).fetchone()
+        assert clock is not None
+        params["now"] = now or clock["now"]
+        groups: list[list[UUID] | None] = _groups(conn, params) if clock["sharded"] else [None]
+    return _claim_groups(pool, params, groups, limit)
+
+
+def _groups(conn: Conn, params: dict[str, Any]) -> list[list[UUID] | None]:
+    """The accounts with jobs to run, one group per shard, in the shards' order."""
+    fan_out(conn)
+    by_shard: dict[int, list[UUID]] = {}
+    for row in conn.execute(DUE_BY_SHARD, params):
+        by_shard.setdefault(row["shard"], []).append(row["account_id"])
+    return [by_shard[shard] for shard in sorted(by_shard)]
+
+
+def _claim_groups(
+    pool: ConnectionPool, params: dict[str, Any], groups: list[list[UUID] | None], limit: int
+) -> list[Job]:
+    """Claim from each group in turn: first an equal share of ``limit`` from each, then
+    what is left from the groups that had more, so that no shard waits behind another's
+    backlog; each group's claim is one statement in a transaction of its own."""
+    if not groups:
+        return []
+    start = next(_turns) % len(groups)
+    jobs: list[Job] = []
+    more = []
+    share = -(-limit // len(groups))
+    for group in groups[start:] + groups[:start]:
+        wanted = min(share, limit - len(jobs))
+        taken = _claim_group(pool, params, group, wanted) if wanted > 0 else []
+        jobs += taken
+        if taken and len(taken) == wanted:
+            more.append(group)
+    for group in more:
+        if len(jobs) < limit:
+            jobs += _claim_group(pool, params, group, limit - len(jobs))
+    return jobs
+
+
+def _claim_group(
+    pool: ConnectionPool, params: dict[str, Any], accounts: list[UUID] | None, limit: int
+) -> list[Job]:
+    """Claim up to ``limit`` jobs of ``accounts`` (None: every account, on one server)."""
+    statement = CLAIM if accounts is None else CLAIM_GROUP
+    with transaction(pool) as conn:
+        queue_context(conn)
+        rows = conn.execute(statement, {**params, "limit": limit, "accounts": accounts})
         return [Job(**row) for row in rows.fetchall()]
 
 
@@ -326,9 +456,11 @@ def _keys(keys: list[JobKey]) -> dict[str, list[Any]]:
 
 
 def heartbeat(pool: ConnectionPool, owner: str, keys: list[JobKey], lease_seconds: float) -> None:
-    """Extend the lease of jobs this owner still holds."""
+    """Extend the lease of jobs this owner still holds (of any accounts: on a Citus
+    cluster, the shards that hold them)."""
     with transaction(pool) as conn:
         queue_context(conn)
+        fan_out(conn)
         conn.execute(HEARTBEAT, {**_keys(keys), "owner": owner, "lease": lease_seconds})
 
 
@@ -336,6 +468,7 @@ def release(pool: ConnectionPool, owner: str, keys: list[JobKey]) -> None:
     """Give held jobs back at once, uncounted (a worker shutting down mid-batch)."""
     with transaction(pool) as conn:
         queue_context(conn)
+        fan_out(conn)
         conn.execute(RELEASE, {**_keys(keys), "owner": owner})
 
 
@@ -351,6 +484,7 @@ def stats(pool: ConnectionPool) -> QueueStats:
     """Count the queue across all accounts (for the worker's gauges)."""
     with transaction(pool) as conn:
         queue_context(conn)
+        fan_out(conn)
         rows = conn.execute(STATS).fetchall()
         oldest = conn.execute(OLDEST_QUEUED).fetchone()
     counts = {(row["kind"], row["state"]): int(row["jobs"]) for row in rows}

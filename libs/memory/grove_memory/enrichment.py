@@ -84,11 +84,14 @@ BRIEF_REPEAT = 0.5
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
+#: Every statement of a job names its account as a value (``%(account)s``, on each
+#: table), so on a Citus cluster it runs on the account's shard alone.
 UNCLASSIFIED = f"""
     SELECT m.id, m.version, m.kind, m.content FROM memories m
-    WHERE m.project_id IS NULL AND m.kind <> 'passage' AND {LIVE} AND m.archived_at IS NULL
-      AND NOT EXISTS (SELECT 1 FROM note_suggestions s
-                      WHERE s.memory_id = m.id AND s.version = m.version)
+    WHERE m.account_id = %(account)s AND m.project_id IS NULL AND m.kind <> 'passage'
+      AND {LIVE} AND m.archived_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM note_suggestions s WHERE s.account_id = %(account)s
+                      AND s.memory_id = m.id AND s.version = m.version)
     ORDER BY m.updated_at, m.id LIMIT %(limit)s
 """
 #: Each unfiled note's candidate neighbours: live notes sharing the most of its longest
@@ -103,23 +106,27 @@ NEIGHBOURS = f"""
               ORDER BY length(l.word) DESC, l.word LIMIT %(words)s) AS w
         CROSS JOIN LATERAL (
             SELECT x.memory_id FROM note_words x
-            WHERE x.account_id = b.account_id AND x.word = w.word AND x.memory_id <> b.id
+            WHERE x.account_id = %(account)s AND x.word = w.word AND x.memory_id <> b.id
             LIMIT %(postings)s) AS v
         GROUP BY v.memory_id ORDER BY shared DESC, v.memory_id LIMIT %(candidates)s
     ) AS c
-    JOIN memories m ON m.account_id = b.account_id AND m.id = c.memory_id
-    LEFT JOIN projects p ON p.account_id = m.account_id AND p.id = m.project_id
+    JOIN memories m ON m.account_id = %(account)s AND m.id = c.memory_id
+    LEFT JOIN projects p ON p.account_id = %(account)s AND p.id = m.project_id
         AND p.deleted_at IS NULL AND p.archived_at IS NULL
-    WHERE b.id = ANY(%(ids)s::uuid[]) AND m.kind <> 'passage' AND {LIVE}
+    WHERE b.account_id = %(account)s AND b.id = ANY(%(ids)s::uuid[])
+      AND m.kind <> 'passage' AND {LIVE}
       AND m.archived_at IS NULL
 """
 #: The notebooks a note may be filed into (live, not archived), by name: what a model
 #: classifier chooses from.
 FILING_NOTEBOOKS = """
-    SELECT id, name FROM projects WHERE deleted_at IS NULL AND archived_at IS NULL
+    SELECT id, name FROM projects
+    WHERE account_id = %(account)s AND deleted_at IS NULL AND archived_at IS NULL
     ORDER BY name, id LIMIT %(limit)s
 """
-#: Fenced: a row is written only for a note still live, unfiled and at that version.
+#: Fenced: a row is written only for a note still live, unfiled and at that version. A
+#: suggestion made again takes the new row's time (its default, ``now()``): Citus allows
+#: no ``now()`` in ``DO UPDATE``.
 STORE_SUGGESTIONS = """
     INSERT INTO note_suggestions (account_id, memory_id, version, kind, project_id,
                                   confidence, evidence)
@@ -128,16 +135,18 @@ STORE_SUGGESTIONS = """
                 %(projects)s::uuid[], %(confidences)s::real[], %(evidence)s::jsonb[])
          AS t (id, version, kind, project_id, confidence, evidence)
     JOIN memories m ON m.id = t.id AND m.version = t.version
-    WHERE m.project_id IS NULL AND m.deleted_at IS NULL AND m.archived_at IS NULL
+    WHERE m.account_id = %(account)s AND m.project_id IS NULL AND m.deleted_at IS NULL
+      AND m.archived_at IS NULL
     ON CONFLICT (account_id, memory_id) DO UPDATE SET
         version = excluded.version, kind = excluded.kind, project_id = excluded.project_id,
         confidence = excluded.confidence, evidence = excluded.evidence,
-        created_at = now()
+        created_at = excluded.created_at
 """
 #: The notes a brief summarises: the notebook's live notes (not passages, not archived,
 #: not expired: the expiry sweep's mark queues the next brief).
 IN_NOTEBOOK = (
-    f"m.project_id = %(notebook)s AND m.kind <> 'passage' AND {LIVE} AND m.archived_at IS NULL"
+    f"m.account_id = %(account)s AND m.project_id = %(notebook)s AND m.kind <> 'passage'"
+    f" AND {LIVE} AND m.archived_at IS NULL"
 )
 #: Which notes (ids and versions) the notebook holds now, and how many.
 FINGERPRINT = f"""
@@ -153,11 +162,12 @@ BRIEF_SOURCES = f"""
 STORE_BRIEF = """
     INSERT INTO notebook_briefs (account_id, project_id, fingerprint, notes, text,
                                  citations, generator)
-    VALUES (grove_current_account(), %(notebook)s, %(fingerprint)s, %(notes)s, %(text)s,
+    VALUES (%(account)s, %(notebook)s, %(fingerprint)s, %(notes)s, %(text)s,
             %(citations)s, %(generator)s)
     ON CONFLICT (account_id, project_id) DO UPDATE SET
         fingerprint = excluded.fingerprint, notes = excluded.notes, text = excluded.text,
-        citations = excluded.citations, generator = excluded.generator, created_at = now()
+        citations = excluded.citations, generator = excluded.generator,
+        created_at = excluded.created_at
 """
 #: Reserve up to ``%(want)s`` of today's quota, the account's row locked (so concurrent
 #: jobs never overspend it); the units granted (0: none left).
@@ -479,7 +489,8 @@ def classify(
     note classified by ``classifier`` (outside any transaction)."""
     now = datetime.now(UTC)
     with transaction(pool, job.account_id) as conn:
-        batch = conn.execute(UNCLASSIFIED, {"limit": CLASSIFY_BATCH + 1}).fetchall()
+        account = {"account": job.account_id}
+        batch = conn.execute(UNCLASSIFIED, {**account, "limit": CLASSIFY_BATCH + 1}).fetchall()
         more = len(batch) > CLASSIFY_BATCH
         wanted = len(batch[:CLASSIFY_BATCH])
         granted = _reserve(conn, wanted, quota, now) if wanted else 0
@@ -488,6 +499,7 @@ def classify(
             conn.execute(
                 NEIGHBOURS,
                 {
+                    **account,
                     "ids": [note["id"] for note in batch],
                     "words": CLASSIFY_WORDS,
                     "postings": CLASSIFY_POSTINGS,
@@ -499,7 +511,7 @@ def classify(
         )
         notebooks = [
             (str(row["id"]), row["name"])
-            for row in conn.execute(FILING_NOTEBOOKS, {"limit": MAX_PROPOSAL_NOTEBOOKS})
+            for row in conn.execute(FILING_NOTEBOOKS, {**account, "limit": MAX_PROPOSAL_NOTEBOOKS})
         ]
     neighbours: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -510,7 +522,7 @@ def classify(
     with transaction(pool, job.account_id) as conn:
         if not queue.finish(conn, job, owner):
             return Done("lost")
-        stored = _store_suggestions(conn, proposed)
+        stored = _store_suggestions(conn, job.account_id, proposed)
         stale = len(proposed) - stored
         if granted < wanted:
             queue.enqueue_enrichment(conn, queue.CLASSIFY_NOTES, None, _next_day(now))
@@ -520,12 +532,13 @@ def classify(
         return Done("stored" if proposed else "empty", stored, stale, fallbacks=fallbacks)
 
 
-def _store_suggestions(conn: Conn, proposed: list[Proposed]) -> int:
+def _store_suggestions(conn: Conn, account_id: UUID, proposed: list[Proposed]) -> int:
     if not proposed:
         return 0
     return conn.execute(
         STORE_SUGGESTIONS,
         {
+            "account": account_id,
             "ids": [p.id for p in proposed],
             "versions": [p.version for p in proposed],
             "kinds": [p.kind for p in proposed],
@@ -543,7 +556,7 @@ def brief(
     brief written by ``writer`` (outside any transaction)."""
     now = datetime.now(UTC)
     notebook = UUID(str(job.payload["notebookId"]))
-    keys = {"notebook": notebook}
+    keys = {"account": job.account_id, "notebook": notebook}
     with transaction(pool, job.account_id) as conn:
         held = conn.execute(FINGERPRINT, keys).fetchone()
         assert held is not None
@@ -553,11 +566,16 @@ def brief(
         if not queue.finish(conn, job, owner):
             return Done("lost")
         live = conn.execute(
-            "SELECT 1 FROM projects WHERE id = %s AND deleted_at IS NULL FOR UPDATE",
-            (notebook,),
+            "SELECT 1 FROM projects WHERE account_id = %(account)s AND id = %(notebook)s"
+            " AND deleted_at IS NULL FOR UPDATE",
+            keys,
         ).fetchone()
         if live is None or not sources:  # the notebook is gone, or holds no notes now
-            conn.execute("DELETE FROM notebook_briefs WHERE project_id = %s", (notebook,))
+            conn.execute(
+                "DELETE FROM notebook_briefs WHERE account_id = %(account)s"
+                " AND project_id = %(notebook)s",
+                keys,
+            )
             return Done("empty")
         if conn.execute(FINGERPRINT, keys).fetchone() != held:
             return Done("stale", stale=1)
@@ -585,7 +603,7 @@ READ_BRIEF = f"""
                         WHERE {IN_NOTEBOOK} AND m.id = (c->>'id')::uuid
                           AND m.version = (c->>'version')::int))
                      FROM jsonb_array_elements(b.citations) AS c), true) AS quotes_current
-    FROM notebook_briefs b WHERE b.project_id = %(notebook)s
+    FROM notebook_briefs b WHERE b.account_id = %(account)s AND b.project_id = %(notebook)s
 """
 
 
@@ -598,7 +616,7 @@ def read_brief(store: Store, principal: Principal, notebook_id: UUID) -> Noteboo
     ``empty``: the notebook holds no notes.
     """
     require(principal, "read")
-    keys = {"notebook": notebook_id}
+    keys = {"account": principal.account_id, "notebook": notebook_id}
     with transaction(store.pool, principal.account_id) as conn:
         check_notebook(conn, principal, notebook_id)
         current = conn.execute(FINGERPRINT, keys).fetchone()
@@ -633,8 +651,8 @@ LIST_SUGGESTIONS = f"""
         AND m.version = s.version
     LEFT JOIN projects p ON p.account_id = s.account_id AND p.id = s.project_id
         AND p.deleted_at IS NULL AND p.archived_at IS NULL
-    WHERE %(personal)s AND m.project_id IS NULL AND {LIVE} AND m.archived_at IS NULL
-      AND (s.kind IS NOT NULL OR s.project_id IS NOT NULL)
+    WHERE s.account_id = %(account_id)s AND %(personal)s AND m.project_id IS NULL AND {LIVE}
+      AND m.archived_at IS NULL AND (s.kind IS NOT NULL OR s.project_id IS NOT NULL)
       AND (s.created_at, m.id) < (%(after_at)s, %(after_id)s)
     ORDER BY s.created_at DESC, m.id DESC LIMIT %(limit)s
 """

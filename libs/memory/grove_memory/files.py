@@ -22,7 +22,8 @@ import functools
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from datetime import datetime
+from typing import Any, LiteralString, cast
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel
@@ -66,16 +67,15 @@ NEW_VERSION = f"""
         media_type = %(media_type)s, size_bytes = %(size)s, sha256 = %(sha256)s,
         indexing = 'pending', indexing_error = NULL, passages = 0,
         updated_at = statement_timestamp()
-    WHERE f.id = %(id)s
+    WHERE f.account_id = %(account_id)s AND f.id = %(id)s
     RETURNING {FILE_COLUMNS}
 """
 LOCK_FILE = f"SELECT {FILE_COLUMNS} FROM files f WHERE f.id = %(id)s AND {VISIBLE_FILE} FOR UPDATE"
+#: A file's new name, place and archive time (``{archived}``, ``_archive_time``).
 UPDATE_FILE = f"""
     UPDATE files AS f SET name = %(name)s, project_id = %(project_id)s,
-        archived_at = CASE WHEN NOT %(archived)s THEN NULL
-                           ELSE coalesce(f.archived_at, statement_timestamp()) END,
-        updated_at = statement_timestamp()
-    WHERE f.id = %(id)s
+        archived_at = {{archived}}, updated_at = statement_timestamp()
+    WHERE f.account_id = %(account_id)s AND f.id = %(id)s
     RETURNING {FILE_COLUMNS}
 """
 SELECT_FILE = f"SELECT {FILE_COLUMNS} FROM files f WHERE f.id = %(id)s AND {VISIBLE_FILE}"
@@ -157,7 +157,9 @@ def upload(
     req = _arguments(operation_id, name, notebook_id, body)
     with idempotency.mutation(store, principal, "upload_file", req) as op:
         if op.replay is not None:
-            return Uploaded(_replayed(op.conn, op.replay.answer(StoredFile)), created=False)
+            return Uploaded(
+                _replayed(op.conn, principal, op.replay.answer(StoredFile)), created=False
+            )
         check_notebook(op.conn, principal, notebook_id)
         row = op.conn.execute(
             INSERT_FILE, {"id": uuid4(), "project_id": notebook_id, "name": name, **_sizes(body)}
@@ -184,13 +186,15 @@ def upload_version(
     path = {"id": str(file_id)}
     with idempotency.mutation(store, principal, "upload_file_version", req, path=path) as op:
         if op.replay is not None:
-            return _replayed(op.conn, op.replay.answer(StoredFile))
+            return _replayed(op.conn, principal, op.replay.answer(StoredFile))
         current = op.conn.execute(LOCK_FILE, params(principal, id=file_id)).fetchone()
         if current is None:
             raise NotFound("file not found")
-        row = op.conn.execute(NEW_VERSION, {"id": file_id, "name": name, **_sizes(body)}).fetchone()
+        row = op.conn.execute(
+            NEW_VERSION, params(principal, id=file_id, name=name, **_sizes(body))
+        ).fetchone()
         file = _store(op.conn, blobs, principal, cast(dict[str, Any], row), body)
-        passages.drop(op.conn, file_id)
+        passages.drop(op.conn, principal.account_id, file_id)
         queue.enqueue_extraction(op.conn, file_id, file.version, store.profile)
         queue.enqueue_file_purge(
             op.conn, file_id, current["version"], store.file_version_retention_days
@@ -216,17 +220,27 @@ def update_file(store: Store, principal: Principal, file_id: UUID, req: FileUpda
         if "projectId" in supplied:
             check_notebook(op.conn, principal, project_id)
         archived = current["archived_at"] is not None if req.archived is None else req.archived
-        row = op.conn.execute(
-            UPDATE_FILE,
-            {
-                "id": file_id,
-                "name": req.name or current["name"],
-                "project_id": project_id,
-                "archived": archived,
-            },
-        ).fetchone()
-        passages.follow(op.conn, file_id, project_id, archived)
-        return op.record(file_of(cast(dict[str, Any], row)))
+        row = cast(
+            dict[str, Any],
+            op.conn.execute(
+                UPDATE_FILE.format(archived=_archive_time(archived, current["archived_at"])),
+                params(
+                    principal, id=file_id, name=req.name or current["name"], project_id=project_id
+                ),
+            ).fetchone(),
+        )
+        passages.follow(op.conn, principal.account_id, file_id, project_id, row["archived_at"])
+        return op.record(file_of(row))
+
+
+def _archive_time(archived: bool, since: datetime | None) -> LiteralString:
+    """A file's archive time as ``UPDATE_FILE`` sets it: none, the time it was archived
+    first (``since``, its locked row's), or now. Chosen here, not with a ``CASE`` in
+    SQL: Citus refuses ``statement_timestamp()`` inside a ``CASE`` or ``coalesce`` of an
+    ``UPDATE``."""
+    if not archived:
+        return "NULL"
+    return "f.archived_at" if since is not None else "statement_timestamp()"
 
 
 def get_file(store: Store, principal: Principal, file_id: UUID) -> StoredFile:
@@ -272,7 +286,7 @@ def delete_file(store: Store, principal: Principal, file_id: UUID) -> DeletedFil
             params(principal, id=file_id),
         ).fetchone()
         if row is not None:
-            passages.drop(conn, file_id)
+            passages.drop(conn, principal.account_id, file_id)
             queue.enqueue_file_purge(conn, file_id, None, queue.RESTORATION_WINDOW_DAYS)
     if row is None:
         raise NotFound("file not found")
@@ -427,9 +441,12 @@ def _store(
     return file_of(row)
 
 
-def _replayed(conn: Conn, file: StoredFile) -> StoredFile:
+def _replayed(conn: Conn, principal: Principal, file: StoredFile) -> StoredFile:
     """A replay's first answer, unless the file it uploaded was deleted since (``Gone``)."""
-    row = conn.execute("SELECT deleted_at FROM files WHERE id = %s", (file.id,)).fetchone()
+    row = conn.execute(
+        "SELECT deleted_at FROM files WHERE account_id = %s AND id = %s",
+        (principal.account_id, file.id),
+    ).fetchone()
     if row is None or row["deleted_at"] is not None:
         raise Gone("the file this operation uploaded has since been deleted")
     return file

@@ -555,5 +555,5 @@ def record_revision(
         if conn.execute(COPY_EMBEDDING, copied).rowcount:
             row = conn.execute(MARK_READY, copied).fetchone() or row
         else:
-            queue.enqueue_embeddings(conn, [row["id"]], store.profile)
+            queue.enqueue_embeddings(conn, row["account_id"], [row["id"]], store.profile)
     return memory_of(with_saver(conn, row))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID, uuid4
 
@@ -31,27 +32,40 @@ from grove_memory.blobs import BlobKey, Blobs
 from grove_memory.extraction import Passage, Unreadable
 from grove_memory.notes import NOTE_FIELDS
 
-#: Where a file's passages are: live ones of any version.
-OF_FILE = "file_id = %(file)s AND deleted_at IS NULL"
+#: Where a file's passages are: live ones of any version. Every statement here names
+#: the account as a value, so on a Citus cluster it runs on the account's shard alone.
+OF_FILE = "account_id = %(account)s AND file_id = %(file)s AND deleted_at IS NULL"
 
 
-def drop(conn: Conn, file_id: UUID) -> None:
+def drop(conn: Conn, account_id: UUID, file_id: UUID) -> None:
     """Soft delete a file's passages (the file was deleted, or has a new version)."""
     conn.execute(
         f"UPDATE memories SET deleted_at = statement_timestamp() WHERE {OF_FILE}",
-        {"file": file_id},
+        {"account": account_id, "file": file_id},
     )
 
 
-def follow(conn: Conn, file_id: UUID, project_id: UUID | None, archived: bool) -> None:
-    """Put a file's passages where the file now is: its scope, and archived with it."""
+def follow(
+    conn: Conn,
+    account_id: UUID,
+    file_id: UUID,
+    project_id: UUID | None,
+    archived_at: datetime | None,
+) -> None:
+    """Put a file's passages where the file now is: its scope, and archived with it (at
+    the file's archive time, ``archived_at``; None: not archived)."""
     conn.execute(
         "UPDATE memories SET project_id = %(project)s, updated_at = statement_timestamp(),"
-        " archived_at = CASE WHEN NOT %(archived)s THEN NULL"
-        "   ELSE coalesce(archived_at, statement_timestamp()) END"
+        " archived_at = %(archived_at)s"
         f" WHERE {OF_FILE} AND (project_id IS DISTINCT FROM %(project)s"
         "   OR (archived_at IS NOT NULL) <> %(archived)s)",
-        {"file": file_id, "project": project_id, "archived": archived},
+        {
+            "account": account_id,
+            "file": file_id,
+            "project": project_id,
+            "archived_at": archived_at,
+            "archived": archived_at is not None,
+        },
     )
 
 
@@ -69,27 +83,33 @@ class Extracted:
 
 LOCK_FILE = """
     SELECT id, project_id, media_type, version, archived_at, deleted_at
-    FROM files WHERE id = %s FOR UPDATE
+    FROM files WHERE account_id = %s AND id = %s FOR UPDATE
 """
+#: The rows come from the (locked) file's row joined with the passages' arrays: an
+#: ``INSERT … SELECT`` whose source is a row of the same account's shard is sent whole to
+#: that shard on a Citus cluster, where one from arrays alone would be copied through the
+#: coordinator, which Citus refuses under row-level security.
 INSERT_PASSAGES = """
     INSERT INTO memories (account_id, id, project_id, kind, content, capture, indexing,
                           archived_at, file_id, file_version, file_span)
-    SELECT grove_current_account(), t.id, %(project)s, 'passage', t.content, 'automatic',
-           %(indexing)s, %(archived)s, %(file)s, %(version)s, t.span
-    FROM unnest(%(ids)s::uuid[], %(contents)s::text[], %(spans)s::jsonb[])
+    SELECT f.account_id, t.id, %(project)s, 'passage', t.content, 'automatic',
+           %(indexing)s, %(archived)s, f.id, %(version)s, t.span
+    FROM files f
+    CROSS JOIN unnest(%(ids)s::uuid[], %(contents)s::text[], %(spans)s::jsonb[])
          AS t (id, content, span)
+    WHERE f.account_id = %(account)s AND f.id = %(file)s
 """
 INSERT_REVISIONS = f"""
     INSERT INTO memory_revisions (account_id, memory_id, version, {", ".join(NOTE_FIELDS)},
                                   expires_at)
     SELECT m.account_id, m.id, m.version, {", ".join("m." + f for f in NOTE_FIELDS)},
            m.expires_at
-    FROM memories m WHERE m.id = ANY(%s::uuid[])
+    FROM memories m WHERE m.account_id = %s AND m.id = ANY(%s::uuid[])
 """
 MARK_FILE = """
     UPDATE files SET indexing = %(indexing)s, indexing_error = %(error)s,
         passages = %(passages)s
-    WHERE id = %(file)s
+    WHERE account_id = %(account)s AND id = %(file)s
 """
 
 
@@ -110,7 +130,8 @@ def run(
     transactions = functools.partial(transaction, pool, job.account_id)
     with transactions() as conn:
         row = conn.execute(
-            "SELECT media_type, version, deleted_at FROM files WHERE id = %s", (file_id,)
+            "SELECT media_type, version, deleted_at FROM files WHERE account_id = %s AND id = %s",
+            (job.account_id, file_id),
         ).fetchone()
     passages: list[Passage] = []
     reason = None
@@ -123,40 +144,58 @@ def run(
     with transaction(pool, job.account_id) as conn:
         if not queue.finish(conn, job, owner):
             return Extracted("lost")
-        locked = conn.execute(LOCK_FILE, (file_id,)).fetchone()
+        locked = conn.execute(LOCK_FILE, (job.account_id, file_id)).fetchone()
         if locked is None or locked["deleted_at"] is not None or locked["version"] != version:
             return Extracted("stale")
         if reason is None:
             try:
                 with conn.transaction():
-                    _store(conn, locked, passages, profile)
+                    _store(conn, job.account_id, locked, passages, profile)
             except psycopg.Error as ex:
                 if ex.sqlstate != QUOTA_SQLSTATE:
                     raise
                 reason = f"the account's passages are at their quota ({ex.diag.message_primary})"
         if reason is not None:
             conn.execute(
-                MARK_FILE, {"indexing": "failed", "error": reason, "passages": 0, "file": file_id}
+                MARK_FILE,
+                {
+                    "indexing": "failed",
+                    "error": reason,
+                    "passages": 0,
+                    "account": job.account_id,
+                    "file": file_id,
+                },
             )
             return Extracted("failed", reason=reason)
         conn.execute(
             MARK_FILE,
-            {"indexing": "ready", "error": None, "passages": len(passages), "file": file_id},
+            {
+                "indexing": "ready",
+                "error": None,
+                "passages": len(passages),
+                "account": job.account_id,
+                "file": file_id,
+            },
         )
         return Extracted("stored", len(passages))
 
 
 def _store(
-    conn: Conn, file: dict[str, Any], passages: Sequence[Passage], profile: str | None
+    conn: Conn,
+    account_id: UUID,
+    file: dict[str, Any],
+    passages: Sequence[Passage],
+    profile: str | None,
 ) -> None:
     """Replace the file's passages with ``passages``, in its scope and archive state."""
-    drop(conn, file["id"])
+    drop(conn, account_id, file["id"])
     ids = [uuid4() for _ in passages]
     if not ids:
         return
     conn.execute(
         INSERT_PASSAGES,
         {
+            "account": account_id,
             "project": file["project_id"],
             "indexing": "pending" if profile else "disabled",
             "archived": file["archived_at"],
@@ -167,6 +206,6 @@ def _store(
             "spans": [Jsonb(p.span) for p in passages],
         },
     )
-    conn.execute(INSERT_REVISIONS, (ids,))
+    conn.execute(INSERT_REVISIONS, (account_id, ids))
     if profile:
-        queue.enqueue_embeddings(conn, ids, profile)
+        queue.enqueue_embeddings(conn, account_id, ids, profile)

@@ -741,7 +741,7 @@ class Restorer:
         _execute(self._conn, number, INSERT_REVISIONS, self._columns(revisions))
         queue.enqueue_expiries(self._conn, self.account_id, finals)
         if self.profile:
-            queue.enqueue_embeddings(self._conn, finals, self.profile)
+            queue.enqueue_embeddings(self._conn, self.account_id, finals, self.profile)
         return new
 
     def _columns(self, rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,5 +1,8 @@
 """The ``embed_revision`` job: embed a note's revision and store it, if still current.
 
+Every statement names the job's account as a value (``account_id = %(account_id)s`` on
+each table), so on a Citus cluster it runs on that account's shard alone.
+
 Completion runs in one transaction under the job's account and rechecks the lease
 owner and that the account is live (both in ``queue.finish_many``, as every job's
 completion does), then that the revision is still the note's current one and the note
@@ -34,37 +37,46 @@ READ_REVISIONS = """
     FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
     JOIN memory_revisions r ON r.memory_id = t.memory_id AND r.version = t.version
     JOIN memories m ON m.account_id = r.account_id AND m.id = r.memory_id
-    WHERE m.version = r.version AND m.deleted_at IS NULL
+    WHERE r.account_id = %(account_id)s AND m.account_id = %(account_id)s
+      AND m.version = r.version AND m.deleted_at IS NULL
 """
 
 LOCK_CURRENT = """
     SELECT m.id, m.version
     FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
     JOIN memories m ON m.id = t.memory_id AND m.version = t.version
-    WHERE m.deleted_at IS NULL
+    WHERE m.account_id = %(account_id)s AND m.deleted_at IS NULL
     FOR UPDATE OF m
 """
 
+#: The rows come from the notes (locked by ``LOCK_CURRENT``) joined with the vectors: an
+#: ``INSERT … SELECT`` whose source is the account's own rows is sent whole to its shard
+#: on a Citus cluster (from arrays alone it would be copied through the coordinator,
+#: which Citus refuses under row-level security). A vector stored again takes the new
+#: row's time (its default, ``now()``): Citus allows no ``now()`` in ``DO UPDATE``.
 STORE_EMBEDDINGS = """
     INSERT INTO embeddings (account_id, memory_id, version, profile, dimensions, embedding)
-    SELECT %(account_id)s, t.memory_id, t.version, %(profile)s, vector_dims(t.v::vector),
-           t.v::vector
-    FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[], %(vectors)s::text[])
-         AS t (memory_id, version, v)
+    SELECT m.account_id, m.id, t.version, %(profile)s, vector_dims(t.v::vector), t.v::vector
+    FROM memories m
+    JOIN unnest(%(memory_ids)s::uuid[], %(versions)s::int[], %(vectors)s::text[])
+         AS t (memory_id, version, v) ON m.id = t.memory_id
+    WHERE m.account_id = %(account_id)s
     ON CONFLICT (account_id, memory_id, version, profile)
     DO UPDATE SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
-                  created_at = now()
+                  created_at = EXCLUDED.created_at
 """
 
 MARK_READY = """
     UPDATE memories m SET indexing = 'ready', indexing_error = NULL
     FROM unnest(%(memory_ids)s::uuid[], %(versions)s::int[]) AS t (memory_id, version)
-    WHERE m.id = t.memory_id AND m.version = t.version AND m.deleted_at IS NULL
+    WHERE m.account_id = %(account_id)s AND m.id = t.memory_id AND m.version = t.version
+      AND m.deleted_at IS NULL
 """
 
 MARK_FAILED = """
     UPDATE memories SET indexing = 'failed', indexing_error = %(error)s
-    WHERE id = %(memory_id)s AND version = %(version)s AND deleted_at IS NULL
+    WHERE account_id = %(account_id)s AND id = %(memory_id)s AND version = %(version)s
+      AND deleted_at IS NULL
 """
 
 
@@ -163,7 +175,11 @@ def _record(outcome: Outcome, held: bool, result: str) -> None:
 def _current_contents(conn: Conn, jobs: list[queue.Job]) -> dict[int, str]:
     rows = conn.execute(
         READ_REVISIONS,
-        {"memory_ids": [j.memory_id for j in jobs], "versions": [j.version for j in jobs]},
+        {
+            "account_id": jobs[0].account_id,
+            "memory_ids": [j.memory_id for j in jobs],
+            "versions": [j.version for j in jobs],
+        },
     ).fetchall()
     content = {(row["memory_id"], row["version"]): str(row["content"]) for row in rows}
     return {
@@ -185,18 +201,25 @@ def _complete(
     keys = {(j.memory_id, j.version): j for j in jobs if j.id in held}
     current = conn.execute(
         LOCK_CURRENT,
-        {"memory_ids": [k[0] for k in keys], "versions": [k[1] for k in keys]},
+        {
+            "account_id": jobs[0].account_id,
+            "memory_ids": [k[0] for k in keys],
+            "versions": [k[1] for k in keys],
+        },
     ).fetchall()
     fresh = [keys[(row["id"], row["version"])] for row in current]
     outcome.stale += len(held) - len(fresh)
     if not fresh:
         return
-    arrays = {"memory_ids": [j.memory_id for j in fresh], "versions": [j.version for j in fresh]}
+    arrays = {
+        "account_id": fresh[0].account_id,
+        "memory_ids": [j.memory_id for j in fresh],
+        "versions": [j.version for j in fresh],
+    }
     conn.execute(
         STORE_EMBEDDINGS,
         {
             **arrays,
-            "account_id": fresh[0].account_id,
             "profile": fresh[0].profile,
             "vectors": [vector_literal(vectors[j.id]) for j in fresh],
         },
@@ -221,6 +244,12 @@ def _give_back(
     held = queue.finish(conn, job, owner, failed_reason=reason)
     if held:
         conn.execute(
-            MARK_FAILED, {"memory_id": job.memory_id, "version": job.version, "error": reason}
+            MARK_FAILED,
+            {
+                "account_id": job.account_id,
+                "memory_id": job.memory_id,
+                "version": job.version,
+                "error": reason,
+            },
         )
     _record(outcome, held, "failed")

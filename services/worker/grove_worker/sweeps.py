@@ -4,7 +4,8 @@ deleted; files' bytes are purged once nothing may read them again.
 Expired notes are already hidden at read time; the sweep records it (``swept_at``)
 and queues the purge for the end of the 60-day window, when the note is soft deleted
 unless its owner restored it. Both steps are idempotent (a note renewed, restored or
-deleted meanwhile is left alone) and run under the note's own account.
+deleted meanwhile is left alone) and run under the note's own account, which every
+statement names as a value (on a Citus cluster, one shard each).
 
 A file's bytes are the one thing deleted for good: a version replaced by a newer one
 after the deployment's retention (``GROVE_FILE_VERSION_RETENTION_DAYS``), a deleted
@@ -30,32 +31,35 @@ from grove_db.pool import Conn, transaction
 
 SWEEP = """
     UPDATE memories SET swept_at = now()
-    WHERE id = %s AND deleted_at IS NULL AND swept_at IS NULL AND expires_at <= now()
-    RETURNING id
+    WHERE account_id = %(account)s AND id = %(note)s AND deleted_at IS NULL
+      AND swept_at IS NULL AND expires_at <= now()
+    RETURNING swept_at
 """
 
 QUEUE_PURGE = """
     INSERT INTO jobs (account_id, kind, memory_id, run_after)
-    SELECT account_id, %s, id, swept_at + make_interval(days => %s) FROM memories WHERE id = %s
+    VALUES (%(account)s, %(kind)s, %(note)s, %(swept)s + make_interval(days => %(window)s))
 """
 
 PURGE = """
     UPDATE memories SET deleted_at = now()
-    WHERE id = %s AND deleted_at IS NULL AND swept_at IS NOT NULL
-      AND swept_at <= now() - make_interval(days => %s)
+    WHERE account_id = %(account)s AND id = %(note)s AND deleted_at IS NULL
+      AND swept_at IS NOT NULL AND swept_at <= now() - make_interval(days => %(window)s)
     RETURNING id
 """
 
 PURGE_VERSION = """
     DELETE FROM file_chunks c USING files f
-    WHERE f.id = %(file)s AND c.account_id = f.account_id AND c.file_id = f.id
+    WHERE f.account_id = %(account)s AND c.account_id = %(account)s
+      AND f.id = %(file)s AND c.file_id = f.id
       AND c.version = %(version)s AND c.version < f.version
     RETURNING octet_length(c.data) AS size
 """
 
 PURGE_FILE = """
     DELETE FROM file_chunks c USING files f
-    WHERE f.id = %(file)s AND c.account_id = f.account_id AND c.file_id = f.id
+    WHERE f.account_id = %(account)s AND c.account_id = %(account)s
+      AND f.id = %(file)s AND c.file_id = f.id
       AND f.deleted_at <= now() - make_interval(days => %(window)s)
     RETURNING octet_length(c.data) AS size
 """
@@ -111,16 +115,22 @@ def run(
 
 
 def _step(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
-    window = queue.RESTORATION_WINDOW_DAYS
     if job.kind in (queue.PURGE_FILE, queue.PURGE_FILE_VERSION):
         _purge(conn, job, outcome)
         return
+    note = {
+        "account": job.account_id,
+        "note": job.memory_id,
+        "kind": queue.PURGE_NOTE,
+        "window": queue.RESTORATION_WINDOW_DAYS,
+    }
     if job.kind == queue.EXPIRE_NOTE:
-        if conn.execute(SWEEP, (job.memory_id,)).fetchone():
-            conn.execute(QUEUE_PURGE, (queue.PURGE_NOTE, window, job.memory_id))
+        swept = conn.execute(SWEEP, note).fetchone()
+        if swept:
+            conn.execute(QUEUE_PURGE, {**note, "swept": swept["swept_at"]})
             outcome.expired += 1
             return
-    elif conn.execute(PURGE, (job.memory_id, window)).fetchone():
+    elif conn.execute(PURGE, note).fetchone():
         outcome.deleted += 1
         return
     outcome.skipped += 1
@@ -129,6 +139,7 @@ def _step(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
 def _purge(conn: Conn, job: queue.Job, outcome: SweepOutcome) -> None:
     """Delete the bytes a file purge job names, if they are still due to go."""
     values = {
+        "account": job.account_id,
         "file": job.payload.get("fileId"),
         "version": job.version,
         "window": queue.RESTORATION_WINDOW_DAYS,

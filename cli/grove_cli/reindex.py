@@ -28,19 +28,21 @@ from grove_db.pool import set_tenant
 HNSW_MAX_DIMENSIONS = 2000
 PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
 
-QUEUE_MISSING = """
-    INSERT INTO jobs (account_id, kind, memory_id, version, profile)
-    SELECT m.account_id, %(kind)s, m.id, m.version, %(profile)s FROM memories m
-    WHERE m.deleted_at IS NULL
+#: The account's notes whose current revision has no vector of the profile (or all, with
+#: ``force``) and no embedding job under way; their jobs are then inserted from values
+#: (``queue.insert_jobs``: on a Citus cluster an ``INSERT … SELECT`` into ``jobs`` is
+#: refused). Every table names the account as a value: one shard's statement.
+MISSING = """
+    SELECT m.id, m.version FROM memories m
+    WHERE m.account_id = %(account)s AND m.deleted_at IS NULL
       AND (%(force)s OR NOT EXISTS (
           SELECT 1 FROM embeddings e
-          WHERE e.account_id = m.account_id AND e.memory_id = m.id
+          WHERE e.account_id = %(account)s AND e.memory_id = m.id
             AND e.version = m.version AND e.profile = %(profile)s))
       AND NOT EXISTS (
           SELECT 1 FROM jobs j
-          WHERE j.account_id = m.account_id AND j.memory_id = m.id AND j.version = m.version
+          WHERE j.account_id = %(account)s AND j.memory_id = m.id AND j.version = m.version
             AND j.profile = %(profile)s AND j.status IN ('queued', 'running'))
-    RETURNING id
 """
 
 PROGRESS = """
@@ -73,12 +75,25 @@ def reindex(
             with conn.transaction():
                 set_tenant(conn, account_id)
                 rows = conn.execute(
-                    QUEUE_MISSING,
-                    {"kind": queue.EMBED_REVISION, "profile": profile, "force": force},
+                    MISSING, {"account": account_id, "profile": profile, "force": force}
                 ).fetchall()
-                job_ids += [row["id"] for row in rows]
+                queued = queue.insert_jobs(
+                    conn,
+                    [
+                        {
+                            "account": account_id,
+                            "kind": queue.EMBED_REVISION,
+                            "memory": row["id"],
+                            "version": row["version"],
+                            "profile": profile,
+                            "run_after": None,
+                        }
+                        for row in rows
+                    ],
+                )
+                job_ids += queued
                 conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))
-            print(f"account {account_id}: queued {len(rows)}", file=sys.stderr)
+            print(f"account {account_id}: queued {len(queued)}", file=sys.stderr)
     return job_ids
 
 

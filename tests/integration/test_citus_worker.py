@@ -9,7 +9,8 @@ shard's jobs; an account's lone job is claimed beside another's backlog on anoth
 shard; when a claim takes fewer jobs than there are shards with work, the next claims
 go to the other shards; an expired lease is taken over, not before. Then the real
 worker (MiniLM through grove-ask) embeds notes saved through the api so recall finds
-them by meaning, and reads an uploaded file into passages that search finds, each only
+them by meaning and embeds them again when ``grove reindex`` queues them, writes a
+notebook's brief, and reads an uploaded file into passages that search finds, each only
 for its own account. The services run as the runtime role, under the cluster's guard
 (``tests/support/cluster.py``): any of their per-account statements that reached more
 than one shard would fail.
@@ -26,8 +27,9 @@ import psycopg
 import pytest
 
 from grove_cli import admin
+from grove_cli.reindex import reindex, wait
 from grove_db import embedded, queue
-from grove_db.pool import open_pool, set_locally
+from grove_db.pool import FAN_OUT_LEVEL, open_pool, set_locally
 from tests.support.clients import data_of
 from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running
@@ -207,6 +209,13 @@ def test_the_worker_embeds_notes_on_the_cluster_and_recall_finds_them_by_meaning
         assert recalled["items"][0]["memory"]["id"] == saved[content], recalled
         theirs = data_of(other.client.post("/v1/recall", {"query": question}))
         assert theirs["items"] == []
+    # grove reindex queues the account's notes again (force: every one), on its shard
+    # alone, and the worker embeds them all.
+    # Under the guard the services run with: each of its statements is one task.
+    guarded = f"{owner.database.migration_url}&options=-c%20{FAN_OUT_LEVEL}%3Derror"
+    job_ids = reindex(guarded, "minilm", owner.account_id, force=True)
+    assert len(job_ids) == 4
+    assert wait(owner.database.migration_url, job_ids, interval=0.2) == 0
     # The notes' triggers queued enrichment on the account's shard; the worker writes
     # the notebook's brief and classifies the unfiled notes there.
     brief = wait_for(

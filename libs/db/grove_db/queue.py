@@ -244,14 +244,22 @@ INSERT_JOB = """
     INSERT INTO jobs (account_id, kind, memory_id, version, profile, run_after)
     VALUES (%(account)s, %(kind)s, %(memory)s, %(version)s, %(profile)s,
             coalesce(%(run_after)s, now()))
+    RETURNING id
 """
 
 
-def _insert_jobs(conn: Conn, jobs: list[dict[str, Any]]) -> None:
+def insert_jobs(conn: Conn, jobs: list[dict[str, Any]]) -> list[int]:
     """Insert jobs of one account (``INSERT_JOB``'s values, ``run_after`` None for now),
-    in one round trip however many there are."""
-    if jobs:
-        conn.cursor().executemany(INSERT_JOB, jobs)
+    in one round trip however many there are; their IDs."""
+    if not jobs:
+        return []
+    cursor = conn.cursor()
+    cursor.executemany(INSERT_JOB, jobs, returning=True)
+    ids = []
+    while True:
+        ids += [row["id"] for row in cursor.fetchall()]
+        if not cursor.nextset():
+            return ids
 
 
 def enqueue_embeddings(conn: Conn, account_id: UUID, memory_ids: list[UUID], profile: str) -> None:
@@ -261,7 +269,7 @@ def enqueue_embeddings(conn: Conn, account_id: UUID, memory_ids: list[UUID], pro
         "SELECT id, version FROM memories WHERE account_id = %s AND id = ANY(%s::uuid[])",
         (account_id, memory_ids),
     ).fetchall()
-    _insert_jobs(
+    insert_jobs(
         conn,
         [
             {
@@ -354,7 +362,7 @@ def enqueue_expiries(conn: Conn, account_id: UUID, memory_ids: list[UUID]) -> No
         "   AND j.kind = %(kind)s AND j.status = 'queued' AND j.run_after = m.expires_at)",
         {"kind": EXPIRE_NOTE, "account": account_id, "ids": memory_ids},
     ).fetchall()
-    _insert_jobs(
+    insert_jobs(
         conn,
         [
             {

@@ -77,13 +77,32 @@ def citus_database(citus_tools: Path) -> Iterator[embedded.EmbeddedDatabase]:
 
 
 @pytest.fixture(scope="session")
-def citus_api(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
-    """A real grove-api (lexical only) on the Citus coordinator, as the runtime role."""
+def citus_issuer_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The key of ``citus_api``'s development identity provider, so that tests sign owner
+    sessions for it (``tests.support.tenants.owner_session``)."""
+    return tmp_path_factory.mktemp("citus-issuer") / "dev-issuer.pem"
+
+
+@pytest.fixture(scope="session")
+def citus_api(citus_database: embedded.EmbeddedDatabase, citus_issuer_key: Path) -> Iterator[str]:
+    """A real grove-api (lexical only) on the Citus coordinator, as the runtime role, with
+    the development identity provider (as ``grove dev`` runs it) for owner sessions."""
+    # Imported here, not above: grove_cli.dev's imports would slow every other run.
+    from grove_cli.dev import dev_identity
+    from grove_cli.launch import free_port
+
+    port = free_port()
+    identity = dev_identity(
+        f"http://127.0.0.1:{port}", "http://127.0.0.1:1/mcp", "http://127.0.0.1:1"
+    )
     running = start_api(
         {
             "GROVE_DATABASE_URL": citus_database.runtime_url,
+            "GROVE_API_PORT": str(port),
             "GROVE_API_WORKERS": "1",
             "GROVE_EMBEDDING_PROFILE": "disabled",
+            **identity,
+            "GROVE_DEV_ISSUER_KEY": str(citus_issuer_key),
         }
     )
     yield running.url

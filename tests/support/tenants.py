@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
 from requests.adapters import BaseAdapter
 
+from grove_auth import devissuer
 from grove_auth.principal import Principal
 from grove_cli import admin
 from grove_db import embedded
@@ -62,3 +64,15 @@ def owner_of(account_id: UUID) -> Principal:
         can_delete=True,
         kind="owner",
     )
+
+
+def owner_session(tenant: Tenant, issuer_key: Path) -> Client:
+    """A client of the tenant's API as the account's owner session, signed by the API's
+    development identity provider (``GROVE_DEV_AUTH``: its issuer is the API's
+    ``/dev-issuer``, its key ``issuer_key``), whose subject is made the account's owner
+    (once a tenant: an identity owns one account, and a second call is refused)."""
+    issuer = tenant.client.base + devissuer.ISSUER_PATH
+    subject = f"owner-{tenant.account_id}"
+    admin.add_owner(tenant.database.migration_url, tenant.account_id, issuer, subject)
+    claims = devissuer.owner_claims(devissuer.OWNER_AUDIENCE)
+    return tenant.client.with_key(devissuer.token(issuer_key, issuer, subject, claims))

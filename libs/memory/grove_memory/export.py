@@ -79,7 +79,7 @@ def _lines(store: Store, blobs: Blobs, principal: Principal) -> Generator[bytes,
         for row in _stream(
             conn,
             f"SELECT {NOTEBOOK_COLUMNS} FROM projects p"
-            " WHERE p.deleted_at IS NULL AND (%(all_notebooks)s"
+            " WHERE p.account_id = %(account_id)s AND p.deleted_at IS NULL AND (%(all_notebooks)s"
             " OR p.id = ANY(%(notebook_ids)s::uuid[])) ORDER BY p.created_at, p.id",
             params(principal),
         ):
@@ -131,8 +131,9 @@ def _notes(conn: Conn, principal: Principal) -> Iterator[bytes]:
 def _files(conn: Conn, blobs: Blobs, principal: Principal) -> Iterator[bytes]:
     """Each live file the caller may read, then its current version's bytes in chunks."""
     found = conn.execute(
-        f"SELECT {FILE_COLUMNS}, (SELECT count(*) FROM file_chunks c WHERE c.file_id = f.id"
-        f" AND c.version = f.version) AS chunks FROM files f WHERE {VISIBLE_FILE}"
+        f"SELECT {FILE_COLUMNS}, (SELECT count(*) FROM file_chunks c"
+        " WHERE c.account_id = %(account_id)s AND c.file_id = f.id AND c.version = f.version)"
+        f" AS chunks FROM files f WHERE {VISIBLE_FILE}"
         " ORDER BY f.created_at, f.id",
         params(principal),
     ).fetchall()  # metadata only: the bytes are read a chunk at a time below

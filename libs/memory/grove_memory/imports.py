@@ -54,24 +54,31 @@ class ImportInProgress(ServiceError):
 #: One import at a time per account: concurrent claims queue on this lock.
 IMPORT_LOCK = "SELECT pg_advisory_xact_lock(hashtext('import:' || %s::text))"
 RUNNING_ELSEWHERE = """
-    SELECT id FROM imports WHERE state = 'running' AND id <> %s
+    SELECT id FROM imports WHERE account_id = %s AND state = 'running' AND id <> %s
       AND updated_at > statement_timestamp() - %s
 """
+#: A new import, or else (``RESUME``) one that stopped or was abandoned: two statements
+#: rather than an upsert, whose ``DO UPDATE`` Citus refuses with the statement's time in
+#: it (docs/scaling.md); the account's import lock keeps them from racing.
 CLAIM = """
-    INSERT INTO imports AS i (account_id, id, state) VALUES (%(account)s, %(id)s, 'running')
-    ON CONFLICT (account_id, id) DO UPDATE SET state = 'running', error = NULL, line = NULL,
+    INSERT INTO imports (account_id, id, state) VALUES (%(account)s, %(id)s, 'running')
+    ON CONFLICT (account_id, id) DO NOTHING RETURNING id
+"""
+RESUME = """
+    UPDATE imports SET state = 'running', error = NULL, line = NULL,
         updated_at = statement_timestamp()
-    WHERE i.state <> 'running' OR i.updated_at <= statement_timestamp() - %(abandoned)s
+    WHERE account_id = %(account)s AND id = %(id)s
+      AND (state <> 'running' OR updated_at <= statement_timestamp() - %(abandoned)s)
     RETURNING id
 """
 RECORD = """
     UPDATE imports SET counts = %(counts)s, warnings = %(warnings)s, state = %(state)s,
         error = %(error)s, line = %(line)s, updated_at = statement_timestamp()
-    WHERE id = %(id)s
+    WHERE account_id = %(account)s AND id = %(id)s
 """
 SELECT_IMPORT = """
     SELECT id, state, counts, warnings, error, line, created_at, updated_at
-    FROM imports WHERE id = %s
+    FROM imports WHERE account_id = %s AND id = %s
 """
 
 
@@ -98,6 +105,7 @@ def run_import(
             conn.execute(
                 RECORD,
                 {
+                    "account": principal.account_id,
                     "id": import_id,
                     "counts": Jsonb(_counts_json(counts)),
                     "warnings": Jsonb(warnings),
@@ -157,11 +165,11 @@ def _claim(store: Store, principal: Principal, import_id: UUID) -> None:
     with transaction(store.pool, principal.account_id) as conn:
         hold_account(conn, principal)
         conn.execute(IMPORT_LOCK, (str(principal.account_id),))
-        if conn.execute(RUNNING_ELSEWHERE, (import_id, ABANDONED)).fetchone() is not None:
+        running = conn.execute(RUNNING_ELSEWHERE, (principal.account_id, import_id, ABANDONED))
+        if running.fetchone() is not None:
             raise ImportInProgress()
-        claimed = conn.execute(
-            CLAIM, {"account": principal.account_id, "id": import_id, "abandoned": ABANDONED}
-        ).fetchone()
+        values = {"account": principal.account_id, "id": import_id, "abandoned": ABANDONED}
+        claimed = conn.execute(CLAIM, values).fetchone() or conn.execute(RESUME, values).fetchone()
         if claimed is None:
             raise ImportInProgress("this import is running; read its progress and wait")
 
@@ -170,7 +178,7 @@ def get_import(store: Store, principal: Principal, import_id: UUID) -> ImportSta
     """An import of the owner's account and how far it got."""
     require_owner(principal)
     with transaction(store.pool, principal.account_id) as conn:
-        row = conn.execute(SELECT_IMPORT, (import_id,)).fetchone()
+        row = conn.execute(SELECT_IMPORT, (principal.account_id, import_id)).fetchone()
     if row is None:
         raise NotFound("import not found")
     return ImportStatus(

@@ -27,6 +27,7 @@ from grove_db.pool import Conn
 from grove_memory import idempotency
 from grove_memory.errors import Conflict, InvalidRequest, MoveRefused, NotFound
 from grove_memory.notes import (
+    KEEP,
     NOTE_FIELDS,
     lock_note,
     lock_visible,
@@ -57,6 +58,8 @@ def _archive_one(
 ) -> Literal["archived", "not_found"]:
     if lock_visible(conn, principal, memory_id) is None:
         return "not_found"
+    # An archived note keeps its first archive time (the filter, not a coalesce: Citus
+    # refuses a non-immutable function inside one, docs/scaling.md).
     conn.execute(
         "UPDATE memories SET archived_at = statement_timestamp()"
         " WHERE account_id = %s AND id = %s AND archived_at IS NULL",
@@ -67,19 +70,17 @@ def _archive_one(
 
 #: Bring a note back: if it was archived or had expired, un-archive it and start its
 #: lifetime again from now as a fresh save would (same ``retention_days``; a permanent
-#: note stays permanent); otherwise (``UNCHANGED``) it stays as it is. Two statements
-#: rather than a CASE around the statement's time, and the locked row's
-#: ``retention_days`` as a value: Citus refuses either in an UPDATE (docs/scaling.md).
+#: note stays permanent). Restoring a live note that was not archived changes nothing.
+#: ``{expires}`` is ``RENEW`` or ``notes.KEEP``, chosen in Python from the locked row:
+#: two statements rather than a CASE, which Citus refuses with the statement's time in
+#: it (docs/scaling.md).
 BRING_BACK = f"""
-    UPDATE memories AS m SET archived_at = NULL, swept_at = NULL,
-        expires_at = statement_timestamp() + make_interval(days => %(retention_days)s)
-    WHERE m.account_id = %(account_id)s AND m.id = %(id)s
-      AND (m.archived_at IS NOT NULL OR m.expires_at <= statement_timestamp())
-    RETURNING {ROW_COLUMNS}
+    UPDATE memories AS m SET archived_at = NULL, swept_at = NULL, expires_at = {{expires}}
+    WHERE m.account_id = %(account_id)s AND m.id = %(id)s RETURNING {ROW_COLUMNS}
 """
-UNCHANGED = (
-    f"SELECT {ROW_COLUMNS} FROM memories m WHERE m.account_id = %(account_id)s AND m.id = %(id)s"
-)
+#: The note's ``retention_days`` is a value, not the column: Citus refuses a column
+#: reference beside the statement's time in an UPDATE (a null one stays permanent).
+RENEW = "statement_timestamp() + make_interval(days => %(retention_days)s)"
 
 #: An expired note in its restoration window (hidden, not deleted) in the caller's grants.
 LOCK_EXPIRED = f"""
@@ -103,11 +104,16 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
         if op.replay is not None:
             return op.replay.answer(Memory)
         conn = op.conn
-        current = _lock_restorable(conn, principal, req.id)
-        key = {"account_id": principal.account_id, "id": req.id}
-        days = {"retention_days": current["retention_days"]}
-        row = conn.execute(BRING_BACK, {**key, **days}).fetchone()
-        row = row or conn.execute(UNCHANGED, key).fetchone()
+        current, lapsed = _lock_restorable(conn, principal, req.id)
+        renew = lapsed or current["archived_at"] is not None
+        row = conn.execute(
+            BRING_BACK.format(expires=RENEW if renew else KEEP),
+            {
+                "account_id": principal.account_id,
+                "id": req.id,
+                "retention_days": current["retention_days"],
+            },
+        ).fetchone()
         assert row is not None
         queue.enqueue_expiries(
             conn, principal.account_id, [req.id]
@@ -128,18 +134,21 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
         return op.record(memory, req.id)
 
 
-def _lock_restorable(conn: Conn, principal: Principal, memory_id: Any) -> dict[str, Any]:
+def _lock_restorable(
+    conn: Conn, principal: Principal, memory_id: Any
+) -> tuple[dict[str, Any], bool]:
     """Lock a live, granted note, or an expired one awaiting restoration if the caller is
-    the owner's session (``OwnerSessionRequired`` for anyone else, ``NotFound``)."""
+    the owner's session (``OwnerSessionRequired`` for anyone else, ``NotFound``); and
+    whether it had expired."""
     row = lock_visible(conn, principal, memory_id)
     if row is not None:
-        return row
+        return row, False
     expired = conn.execute(LOCK_EXPIRED, params(principal, id=memory_id)).fetchone()
     if expired is None or expired["file_id"] is not None:
         raise NotFound("note not found")
     if not principal.is_owner:
         raise OwnerSessionRequired("only the account owner's session restores an expired note")
-    return expired
+    return expired, True
 
 
 def _move_one(

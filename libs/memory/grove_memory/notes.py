@@ -132,7 +132,8 @@ LOCK_VISIBLE = f"""
 LOCK_HANDOFF = f"""
     SELECT {ROW_COLUMNS}, statement_timestamp() >= m.expires_at AS expired
     FROM memories m
-    WHERE m.kind = 'handoff' AND m.deleted_at IS NULL AND m.superseded_at IS NULL
+    WHERE m.account_id = %(account_id)s
+      AND m.kind = 'handoff' AND m.deleted_at IS NULL AND m.superseded_at IS NULL
       AND m.task_id = %(task_id)s AND m.project_id IS NOT DISTINCT FROM %(project_id)s
     FOR UPDATE
 """
@@ -381,11 +382,12 @@ def _create_or_update_handoff(
     # A live handoff for this task exists (perhaps committed a moment ago): correct it,
     # unless it has expired, in which case it is superseded (it stays restorable for its
     # whole restoration window) and a fresh note starts.
-    current = conn.execute(LOCK_HANDOFF, values).fetchone()
+    current = conn.execute(LOCK_HANDOFF, {**values, "account_id": principal.account_id}).fetchone()
     if current is not None and current["expired"]:
         conn.execute(
-            "UPDATE memories SET superseded_at = statement_timestamp() WHERE id = %s",
-            (current["id"],),
+            "UPDATE memories SET superseded_at = statement_timestamp()"
+            " WHERE account_id = %s AND id = %s",
+            (principal.account_id, current["id"]),
         )
         return _create_or_update_handoff(conn, store, principal, req, values)
     if current is None:

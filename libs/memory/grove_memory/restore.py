@@ -73,7 +73,8 @@ from grove_contracts.notebooks import CreateNotebookRequest, Notebook
 from grove_contracts.notes import MAX_RETENTION_DAYS, Memory, RememberRequest, Revision
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
-from grove_db.pool import hold_live_account, set_locally, set_tenant
+from grove_db.inserts import insert_values
+from grove_db.pool import fan_out, hold_live_account, set_locally, set_tenant
 from grove_memory.blobs import CHUNK_BYTES, BlobKey, PostgresBlobs
 from grove_memory.errors import ServiceError
 from grove_memory.export import FORMAT_VERSION
@@ -88,8 +89,14 @@ READ_AHEAD = 2 * GROUP_NOTES
 
 Conn = psycopg.Connection[dict[str, Any]]
 
-#: Which of the candidate IDs exist, in any account (with ``grove.id_probe`` on).
-PROBE: dict[str, LiteralString] = {
+#: Which of the candidate IDs exist in the account (``HERE``), or in any account
+#: (``ANYWHERE``, with ``grove.id_probe`` on: ``grove import`` keeps an ID no other
+#: account holds, so it asks every shard; docs/scaling.md lists it).
+PROBE_HERE: dict[str, LiteralString] = {
+    table: f"SELECT account_id, id FROM {table} WHERE account_id = %s AND id = ANY(%s::uuid[])"
+    for table in ("projects", "memories")
+}
+PROBE_ANYWHERE: dict[str, LiteralString] = {
     "projects": "SELECT account_id, id FROM projects WHERE id = ANY(%s::uuid[])",
     "memories": "SELECT account_id, id FROM memories WHERE id = ANY(%s::uuid[])",
 }
@@ -100,34 +107,46 @@ INSERT_NOTEBOOK = """
             CASE WHEN %(archived)s THEN %(updated)s::timestamptz END, %(created)s, %(updated)s)
 """
 
-# Notes and revisions are written a group at a time, one statement each (a column an
-# array): statement triggers (the account's usage and quota) run once per group.
-INSERT_NOTES = """
-    INSERT INTO memories (account_id, id, project_id, kind, content, task_id, capture,
-                          source_agent, source_ref, retention_days, expires_at, archived_at,
-                          version, indexing, created_at, updated_at)
-    SELECT %(account)s::uuid, u.*
-    FROM unnest(%(id)s::uuid[], %(project)s::uuid[], %(kind)s::text[], %(content)s::text[],
-                %(task)s::text[], %(capture)s::text[], %(agent)s::text[], %(ref)s::text[],
-                %(retention)s::integer[], %(expires)s::timestamptz[],
-                %(archived)s::timestamptz[], %(version)s::integer[], %(indexing)s::text[],
-                %(created)s::timestamptz[], %(updated)s::timestamptz[]) AS u
-"""
+# Notes and revisions are written a group at a time, one statement each (rows of
+# ``VALUES``: ``grove_db.inserts``): statement triggers (the account's usage and quota)
+# run once per group.
+#: A restored note's columns after ``account_id``, each with its key in ``_note_row``.
+NOTE_COLUMNS = {
+    "id": "id",
+    "project_id": "project",
+    "kind": "kind",
+    "content": "content",
+    "task_id": "task",
+    "capture": "capture",
+    "source_agent": "agent",
+    "source_ref": "ref",
+    "retention_days": "retention",
+    "expires_at": "expires",
+    "archived_at": "archived",
+    "version": "version",
+    "indexing": "indexing",
+    "created_at": "created",
+    "updated_at": "updated",
+}
+#: A restored revision's columns after ``account_id``, keyed as ``_revision_rows``.
+REVISION_COLUMNS = {
+    "memory_id": "id",
+    "version": "version",
+    "content": "content",
+    "kind": "kind",
+    "project_id": "project",
+    "task_id": "task",
+    "capture": "capture",
+    "source_agent": "agent",
+    "source_ref": "ref",
+    "retention_days": "retention",
+    "expires_at": "expires",
+    "operation_id": "operation",
+    "created_at": "created",
+}
 
-INSERT_REVISIONS = """
-    INSERT INTO memory_revisions (account_id, memory_id, version, content, kind, project_id,
-                                  task_id, capture, source_agent, source_ref, retention_days,
-                                  expires_at, operation_id, created_at)
-    SELECT %(account)s::uuid, u.*
-    FROM unnest(%(id)s::uuid[], %(version)s::integer[], %(content)s::text[], %(kind)s::text[],
-                %(project)s::uuid[], %(task)s::text[], %(capture)s::text[], %(agent)s::text[],
-                %(ref)s::text[], %(retention)s::integer[], %(expires)s::timestamptz[],
-                %(operation)s::uuid[], %(created)s::timestamptz[]) AS u
-"""
-
-
-CONVERSATION_HERE = "SELECT 1 FROM conversations WHERE id = %s"
-FILES_HERE = "SELECT id FROM files WHERE id = ANY(%s::uuid[])"
+CONVERSATION_HERE = "SELECT 1 FROM conversations WHERE account_id = %s AND id = %s"
+FILES_HERE = "SELECT id FROM files WHERE account_id = %s AND id = ANY(%s::uuid[])"
 #: A restored file: version 1 of its exported current version, extraction pending.
 INSERT_FILE = """
     INSERT INTO files (account_id, id, project_id, name, media_type, size_bytes, sha256,
@@ -515,7 +534,7 @@ class Restorer:
         project = None if project is None else self.notebooks.get(project)
         mapped = mapped_id(self.account_id, meta.id)
         with self._transaction():
-            here = self._conn.execute(FILES_HERE, ([meta.id, mapped],)).fetchall()
+            here = self._conn.execute(FILES_HERE, (self.account_id, [meta.id, mapped])).fetchall()
             if here:
                 self.counts.skipped_files += 1
                 return
@@ -560,7 +579,7 @@ class Restorer:
         original = UUID(conversation["id"])
         final = original if self.keep_ids else mapped_id(self.account_id, original)
         with self._transaction():
-            if self._conn.execute(CONVERSATION_HERE, (final,)).fetchone() is not None:
+            if self._conn.execute(CONVERSATION_HERE, (self.account_id, final)).fetchone():
                 self.counts.skipped_conversations += 1
                 return
             refs = _note_references(line.data["turns"])
@@ -737,16 +756,20 @@ class Restorer:
         notes = [self._note_row(note, final) for note, final in pairs]
         revisions = [row for note, final in pairs for row in self._revision_rows(note, final)]
         number = group[0].number
-        _execute(self._conn, number, INSERT_NOTES, self._columns(notes))
-        _execute(self._conn, number, INSERT_REVISIONS, self._columns(revisions))
+        self._insert(number, "memories", NOTE_COLUMNS, notes)
+        self._insert(number, "memory_revisions", REVISION_COLUMNS, revisions)
         queue.enqueue_expiries(self._conn, self.account_id, finals)
         if self.profile:
             queue.enqueue_embeddings(self._conn, self.account_id, finals, self.profile)
         return new
 
-    def _columns(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """Rows as one array a column, plus the account (the statements' parameters)."""
-        return {"account": self.account_id} | {key: [row[key] for row in rows] for key in rows[0]}
+    def _insert(
+        self, number: int, table: str, columns: dict[str, str], rows: list[dict[str, Any]]
+    ) -> None:
+        """Write ``rows`` (keyed as ``columns`` says) into ``table`` in the account."""
+        values = [[self.account_id, *map(row.get, columns.values())] for row in rows]
+        with _refusals(number):
+            insert_values(self._conn, table, ["account_id", *columns], values)
 
     def _note_row(self, note: _Note, final: UUID) -> dict[str, Any]:
         memory = note.memory
@@ -790,11 +813,13 @@ class Restorer:
         """Which of ``originals`` (and their mapped IDs) exist, here and elsewhere."""
         candidates = originals + [mapped_id(self.account_id, o) for o in originals]
         if not self.keep_ids:  # this account's rows only
-            rows = self._conn.execute(PROBE[table], (candidates,)).fetchall()
+            here = (self.account_id, candidates)
+            rows = self._conn.execute(PROBE_HERE[table], here).fetchall()
         else:
+            fan_out(self._conn)
             set_locally(self._conn, {"grove.id_probe": "on"})
             try:
-                rows = self._conn.execute(PROBE[table], (candidates,)).fetchall()
+                rows = self._conn.execute(PROBE_ANYWHERE[table], (candidates,)).fetchall()
             finally:
                 # Everything after sees this account only again.
                 set_locally(self._conn, {"grove.id_probe": "off"})

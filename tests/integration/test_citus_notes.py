@@ -18,11 +18,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import requests
 
 from grove_db import embedded
 from tests.support.clients import Client, data_of, error_of, race
+from tests.support.files import uploaded
 from tests.support.tenants import Tenant, new_tenant, owner_session
 
 #: Words only one account's notes hold, so a leak would be found in the other's answers.
@@ -139,6 +141,16 @@ def test_archive_move_and_restore_notes_on_one_shard(
         assert ok(client.post("/v1/memories", handoff))["id"] == saved["id"]  # same task
         durable = ok(owners[name].post(f"/v1/memories/{saved['id']}/restore", {"durable": True}))
         assert (durable["kind"], durable["retentionDays"]) == ("fact", None)
+        # An expired note comes back for the owner only; an expired handoff's task
+        # starts a fresh note (the old one superseded).
+        lapsed = ok(client.post("/v1/memories", {**handoff, "taskId": f"{word}-2"}), 201)
+        expire(tenant.database, lapsed["id"])
+        refused = client.post(f"/v1/memories/{lapsed['id']}/restore", {})
+        assert error_of(refused)["code"] == "owner_session_required"
+        fresh = ok(client.post("/v1/memories", {**handoff, "taskId": f"{word}-2"}), 201)
+        assert fresh["id"] != lapsed["id"]
+        revived = ok(owners[name].post(f"/v1/memories/{lapsed['id']}/restore", {}))
+        assert revived["expiresAt"] > fresh["createdAt"]  # its lifetime renewed
     for name, tenant in tenants.items():
         foreign = notes[other(name)]["id"]
         client = tenant.client
@@ -148,6 +160,16 @@ def test_archive_move_and_restore_notes_on_one_shard(
         assert owners[name].post(f"/v1/memories/{foreign}/restore", {}).status_code == 404
         move = client.post("/v1/tools/move_memories", {"ids": [foreign], "projectId": None})
         assert error_of(move)["code"] == "move_refused", move.text
+
+
+def expire(database: embedded.EmbeddedDatabase, note_id: str) -> None:
+    """Move a note's expiry into the past, as the superuser (no row-level security)."""
+    with psycopg.connect(database.grove_superuser_url, autocommit=True) as conn:
+        updated = conn.execute(
+            "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s",
+            (note_id,),
+        ).rowcount
+    assert updated == 1
 
 
 def test_notebook_trees_move_and_their_subtrees_archive_restore_and_delete(
@@ -205,11 +227,14 @@ def test_an_export_imports_into_another_account_on_the_cluster(
     tenants: dict[str, Tenant],
     owners: dict[str, Client],
 ) -> None:
-    source, word = tenants["a"], WORDS["a"]
+    # A fresh source (its notes beside the other accounts' on the cluster), its export
+    # exactly what it saved here.
+    source, word = new_tenant(citus_database, citus_api), WORDS["a"]
     top = source.notebook(f"{word} exported")
     inner = source.notebook("inner", top)
     note = source.client.save(f"{word} exported note", projectId=inner)
     ok(source.client.patch(f"/v1/memories/{note['id']}", {"content": f"{word} exported, v2"}))
+    uploaded(source.client, f"{word} runbook".encode(), projectId=top)
     # An API key's export (an owner session's adds the connections and conversations).
     exported = source.client.get("/v1/export")
     assert exported.status_code == 200, exported.text
@@ -227,9 +252,13 @@ def test_an_export_imports_into_another_account_on_the_cluster(
     )
     counts = ok(sent)["counts"]
     exported_notes = [line for line in lines if line["type"] == "memory"]
-    assert counts["notes"] == len(exported_notes)
-    assert counts["revisions"] == sum(len(line["revisions"]) for line in exported_notes)
-    assert counts["notebooks"] == sum(1 for line in lines if line["type"] == "notebook")
+    assert len(exported_notes) == 1 and len(exported_notes[0]["revisions"]) == 2
+    assert (counts["notebooks"], counts["notes"], counts["revisions"], counts["files"]) == (
+        2,
+        1,
+        2,
+        1,
+    )
     assert ok(owner.get(f"/v1/import/{import_id}"))["state"] == "done"
     resent = owner.session.post(
         owner.base + "/v1/import",
@@ -242,9 +271,10 @@ def test_an_export_imports_into_another_account_on_the_cluster(
     contents = sorted(
         n["content"] for n in ok(target.client.get("/v1/memories?limit=100"))["items"]
     )
-    assert contents == sorted(line["memory"]["content"] for line in exported_notes)
+    assert contents == [f"{word} exported, v2"]
+    files = ok(target.client.get("/v1/files"))["items"]
+    assert [f["name"] for f in files] == ["runbook.txt"]
     again = target.client.get("/v1/export")
     assert again.status_code == 200 and WORDS["b"] not in again.text
-    # The source's own export is unchanged by the import, and the other account's
-    # import status is unknown to it.
+    # Another account's owner does not see this import.
     assert owners["a"].get(f"/v1/import/{import_id}").status_code == 404

@@ -8,12 +8,14 @@ its own: idempotent saves and their replays, version races, reading a note, its
 revisions and the activity, forgetting, archiving, moving and restoring notes, nested
 notebooks with their moves and whole-subtree archive, restore and delete, batch saves,
 and an export imported into a third account on the cluster (everything arrives, nothing
-of another account).
+of another account). And two writes at once, each holding its live account, both commit
+(holding the ``accounts`` row shared deadlocked them on the cluster).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ import pytest
 import requests
 
 from grove_db import embedded
+from grove_db.pool import hold_live_account, set_tenant
 from tests.support.clients import Client, data_of, error_of, race
 from tests.support.files import uploaded
 from tests.support.tenants import Tenant, new_tenant, owner_session
@@ -80,8 +83,15 @@ def test_saves_replay_race_and_read_back_on_one_shard(tenants: dict[str, Tenant]
             (1, f"{word} replayed"),
             (2, f"{word} corrected"),
         ]
+        page = ok(client.get(f"{path}/revisions?limit=1"))
+        assert page["nextAfterVersion"] == 1
+        rest = ok(client.get(f"{path}/revisions?afterVersion=1"))["items"]
+        assert [r["version"] for r in rest] == [2]
         activity = ok(client.get("/v1/activity"))["items"]
         assert {r["memoryId"] for r in activity} == {first["id"]}
+        newest = ok(client.get("/v1/activity?limit=1"))
+        later = ok(client.get(f"/v1/activity?limit=1&cursor={newest['nextCursor']}"))["items"]
+        assert [r["version"] for r in newest["items"] + later] == [2, 1]
         saved = ok(client.post("/v1/memories/batch", {"items": batch_items(word)}))["items"]
         assert [item["status"] for item in saved] == ["created", "created", "failed"]
         again = ok(client.post("/v1/memories/batch", {"items": batch_items(word)}))["items"]
@@ -278,3 +288,46 @@ def test_an_export_imports_into_another_account_on_the_cluster(
     assert again.status_code == 200 and WORDS["b"] not in again.text
     # Another account's owner does not see this import.
     assert owners["a"].get(f"/v1/import/{import_id}").status_code == 404
+
+
+def test_concurrent_writes_holding_their_accounts_never_deadlock(
+    citus_database: embedded.EmbeddedDatabase, tenants: dict[str, Tenant]
+) -> None:
+    """Every write holds its live account first (``pool.hold_live_account``), then
+    writes tables whose foreign keys point at ``accounts``, a reference table on the
+    cluster. Two such writes at once, of two accounts, both commit: holding the row
+    ``FOR SHARE`` deadlocked them on the reference table's shard lock."""
+    conns = [psycopg.connect(citus_database.runtime_url) for _ in tenants]
+    try:
+        for conn, tenant in zip(conns, tenants.values(), strict=True):
+            conn.execute("BEGIN")
+            # A wait ends as an error rather than hanging the test (the cluster's deadlock
+            # detection did not always end it).
+            conn.execute("SET LOCAL lock_timeout = '5s'")
+            set_tenant(conn, tenant.account_id)
+            assert hold_live_account(conn, tenant.account_id)
+        errors: list[BaseException] = []
+
+        def write(conn: psycopg.Connection[Any], tenant: Tenant) -> None:
+            try:
+                conn.execute(
+                    "INSERT INTO memories (account_id, id, kind, content, indexing)"
+                    " VALUES (%s, %s, 'fact', 'held and written', 'disabled')",
+                    (tenant.account_id, uuid.uuid4()),
+                )
+                conn.execute("COMMIT")
+            except BaseException as ex:  # re-raised in the test's thread
+                errors.append(ex)
+
+        threads = [
+            threading.Thread(target=write, args=pair)
+            for pair in zip(conns, tenants.values(), strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert errors == []
+    finally:
+        for conn in conns:
+            conn.close()

@@ -26,7 +26,7 @@ from grove_auth.connections import require_owner
 from grove_auth.errors import InvalidGrant
 from grove_auth.principal import Principal
 from grove_db import queue
-from grove_db.pool import transaction
+from grove_db.pool import HOLD_ACCOUNT_EXCLUSIVELY, transaction
 
 CONFIRMATION = "delete my Grove account"
 
@@ -35,9 +35,10 @@ CONFIRMATION = "delete my Grove account"
 #: security alone does not route a statement). A row already marked keeps its mark (not
 #: ``coalesce(deleted_at, now())``: Citus refuses ``now()`` in a COALESCE of an UPDATE).
 DELETE_STEPS = (
-    # First: take the account row. Writes in flight hold it shared (see
-    # grove_memory.idempotency), so this waits for them, and every statement after it
-    # sees what they committed; writes that come later find the account deleted.
+    # First: take the account's lock. Writes in flight hold it shared (see
+    # grove_db.pool.hold_live_account), so this waits for them, and every statement
+    # after it sees what they committed; writes that come later find the account deleted.
+    HOLD_ACCOUNT_EXCLUSIVELY,
     "UPDATE accounts SET deleted_at = now() WHERE id = %(account)s AND deleted_at IS NULL",
     "UPDATE connections SET revoked_at = now() WHERE account_id = %(account)s"
     " AND revoked_at IS NULL",

@@ -124,8 +124,19 @@ def transaction(
         raise
 
 
-#: The account's row, held shared to the end of the transaction, if it is not deleted.
-HOLD_LIVE_ACCOUNT = "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL FOR SHARE"
+#: The account's lock (a transaction-level advisory lock, keyed apart from the single-key
+#: locks of notebook trees and imports): writes hold it shared, a deletion exclusively.
+#: Not the row ``FOR SHARE``: on Citus, ``accounts`` is a reference table, and two
+#: transactions holding its row shared then writing a table whose foreign key points at
+#: it deadlock on the reference table's shard lock (docs/scaling.md). The services talk
+#: to the coordinator, which holds these locks for the whole cluster.
+ACCOUNT_LOCK = "hashtext('grove.account'), hashtext({account}::text)"
+HOLD_ACCOUNT = f"SELECT pg_advisory_xact_lock_shared({ACCOUNT_LOCK.format(account='%s')})"
+#: A deletion's hold, first in its transaction (``grove_auth.accounts.DELETE_STEPS``).
+HOLD_ACCOUNT_EXCLUSIVELY = (
+    f"SELECT pg_advisory_xact_lock({ACCOUNT_LOCK.format(account='grove_current_account()')})"
+)
+LIVE_ACCOUNT = "SELECT 1 FROM accounts WHERE id = %s AND deleted_at IS NULL"
 
 
 def hold_live_account(conn: psycopg.Connection[Any], account_id: UUID) -> bool:
@@ -133,11 +144,13 @@ def hold_live_account(conn: psycopg.Connection[Any], account_id: UUID) -> bool:
 
     Every write of an account's content passes here before it writes: a request's
     (``grove_memory.idempotency.hold_account``) and a job's completion
-    (``grove_db.queue.finish``). An account deletion takes the row first, so it waits for
-    the writes in flight and marks what they committed, and every write after it finds
-    the account deleted and writes nothing.
+    (``grove_db.queue.finish``). An account deletion takes the lock exclusively first, so
+    it waits for the writes in flight and marks what they committed, and every write
+    after it finds the account deleted and writes nothing: the row is read by a statement
+    after the one that waited, so it sees what the deletion committed.
     """
-    return conn.execute(HOLD_LIVE_ACCOUNT, (account_id,)).fetchone() is not None
+    conn.execute(HOLD_ACCOUNT, (str(account_id),))
+    return conn.execute(LIVE_ACCOUNT, (account_id,)).fetchone() is not None
 
 
 #: SQLSTATE class 40, transaction rollback: serialization failure (40001), deadlock

@@ -127,6 +127,11 @@ def ingest(api_url: str, key: str, sample_id: str, turns: list[Turn], threads: i
 
 def ranked_turns(http: requests.Session, api_url: str, query: str, mode: str) -> list[str]:
     """The dia_ids of the top ``PAGE`` search results, best first."""
+    return [dia_id(ref) for ref in ranked_sources(http, api_url, query, mode)]
+
+
+def ranked_sources(http: requests.Session, api_url: str, query: str, mode: str) -> list[str]:
+    """The ``sourceRef`` of each of the top ``PAGE`` search results, best first."""
     body: dict[str, Any] = {"query": query, "limit": PAGE, "sort": "relevance", "mode": mode}
     for _ in range(RETRIES):
         response = http.post(f"{api_url}/v1/memories/search", json=body, timeout=60)
@@ -142,8 +147,7 @@ def ranked_turns(http: requests.Session, api_url: str, query: str, mode: str) ->
         time.sleep(1)  # the query embedding timed out: lexical alone is not this mode
     else:
         raise RuntimeError(f"{mode} search failed {RETRIES} times for {query!r}")
-    items = data["items"]
-    return [dia_id(item["memory"]["provenance"]["sourceRef"]) for item in items]
+    return [item["memory"]["provenance"]["sourceRef"] for item in data["items"]]
 
 
 def dia_id(source_ref: str) -> str:
@@ -324,19 +328,34 @@ def cross_validation(
 def main() -> None:
     import psycopg
 
-    from bench.stack import SECRET, locomo, stack
+    from bench import longmemeval
+    from bench.stack import DATA, SECRET, locomo, stack
     from grove_cli import admin
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--samples", nargs="*", help="sample IDs (default: all in the file)")
-    parser.add_argument("--sessions", type=int, help="only the first N sessions of each")
+    parser.add_argument(
+        "--dataset",
+        choices=("locomo", "longmemeval"),
+        default="locomo",
+        help="LoCoMo (default) or LongMemEval_S (bench.longmemeval)",
+    )
+    parser.add_argument(
+        "--data", type=Path, help="the dataset's file (default: the one in ../shared/data)"
+    )
+    parser.add_argument("--samples", nargs="*", help="LoCoMo sample IDs (default: all)")
+    parser.add_argument("--sessions", type=int, help="LoCoMo: only the first N sessions of each")
+    parser.add_argument(
+        "--questions",
+        type=int,
+        help=f"LongMemEval: the first N questions shuffled with seed {longmemeval.SEED}"
+        " (default: all)",
+    )
     parser.add_argument(
         "--no-crossval",
         action="store_true",
         help="the HTTP figures only (minutes, not a quarter hour)",
     )
     args = parser.parse_args()
-    samples = [s for s in locomo() if not args.samples or s["sample_id"] in args.samples]
     started = time.perf_counter()
     accounts: dict[str, Any] = {}
     account_of: dict[str, str] = {}
@@ -344,11 +363,11 @@ def main() -> None:
         running.start_worker()
         superuser = running.db.grove_superuser_url
 
-        def new_key(sample_id: str) -> str:
-            account = admin.create_account(running.db.migration_url, f"locomo {sample_id}")
-            issued = admin.create_key(running.db.migration_url, SECRET, account, sample_id)
+        def new_key(name: str) -> str:
+            account = admin.create_account(running.db.migration_url, f"{args.dataset} {name}")
+            issued = admin.create_key(running.db.migration_url, SECRET, account, name)
             accounts[issued.key] = account
-            account_of[sample_id] = str(account)
+            account_of[name] = str(account)
             return issued.key
 
         def wait_ready(key: str, count: int) -> None:
@@ -363,6 +382,18 @@ def main() -> None:
                         return
                     time.sleep(0.2)
 
+        if args.dataset == "longmemeval":
+            raw = longmemeval.load(args.data or longmemeval.DATA)
+            questions = longmemeval.chosen(raw, args.questions)
+            report = longmemeval.run(running.api_url, new_key, wait_ready, questions)
+            print(longmemeval.table(report))
+            write(
+                "longmemeval.json",
+                {"seed": longmemeval.SEED, "seconds": elapsed(started), **report},
+            )
+            return
+        data = locomo(args.data or DATA)
+        samples = [s for s in data if not args.samples or s["sample_id"] in args.samples]
         summary = run(running.api_url, new_key, wait_ready, samples, args.sessions)
         print(table(summary))
         tuned = (
@@ -377,18 +408,31 @@ def main() -> None:
                 account_of,
             )
         )
+    write(
+        "quality.json",
+        {
+            "samples": [s["sample_id"] for s in samples],
+            "sessions": args.sessions,
+            "seconds": elapsed(started),
+            "baseline": BASELINE,
+            "summary": summary,
+            "crossValidation": tuned,
+        },
+    )
+    if chart(summary, RESULTS / "quality.png"):
+        print(f"and {RESULTS / 'quality.png'}")
+
+
+def elapsed(started: float) -> float:
+    """Seconds since ``started`` (a ``perf_counter`` reading), to a tenth."""
+    return round(time.perf_counter() - started, 1)
+
+
+def write(name: str, report: dict[str, Any]) -> None:
+    """The report as ``bench/results/<name>``."""
     RESULTS.mkdir(exist_ok=True)
-    report = {
-        "samples": [s["sample_id"] for s in samples],
-        "sessions": args.sessions,
-        "seconds": round(time.perf_counter() - started, 1),
-        "baseline": BASELINE,
-        "summary": summary,
-        "crossValidation": tuned,
-    }
-    (RESULTS / "quality.json").write_text(json.dumps(report, indent=2))
-    drawn = chart(summary, RESULTS / "quality.png")
-    print(f"\nwrote {RESULTS / 'quality.json'}" + (" and quality.png" if drawn else ""))
+    (RESULTS / name).write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {RESULTS / name}")
 
 
 if __name__ == "__main__":

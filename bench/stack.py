@@ -36,11 +36,11 @@ SECRET = secrets.token_urlsafe(48)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def locomo() -> list[dict[str, Any]]:
-    """The LoCoMo samples in ../shared/data."""
-    if not DATA.exists():
-        sys.exit(f"bench: {DATA} is missing (the shared benchmark data)")
-    return json.loads(DATA.read_text())  # type: ignore[no-any-return]
+def locomo(path: Path = DATA) -> list[dict[str, Any]]:
+    """The LoCoMo samples in ../shared/data (or ``path``)."""
+    if not path.exists():
+        sys.exit(f"bench: {path} is missing (the shared benchmark data)")
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
 
 
 def turns() -> list[str]:

@@ -386,6 +386,11 @@ def main() -> None:
             raw = longmemeval.load(args.data or longmemeval.DATA)
             questions = longmemeval.chosen(raw, args.questions)
             report = longmemeval.run(running.api_url, new_key, wait_ready, questions)
+            # Measured once the worker is idle, on the same machine, for the ratio.
+            report["ingest"]["modelSample"] = min(
+                longmemeval.MODEL_SAMPLE, report["ingest"]["notes"]
+            )
+            report["ingest"]["modelNotesPerSecond"] = round(longmemeval.model_rate(questions), 1)
             print(longmemeval.table(report))
             write(
                 "longmemeval.json",

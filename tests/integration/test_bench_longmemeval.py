@@ -134,5 +134,5 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
     saved = data_of(next(iter(tenants.values())).client.get("/v1/memories?limit=100"))["items"]
     assert {item["provenance"]["sourceRef"] for item in saved} >= {p.ref for p in pieces}
     lines = longmemeval.table(report).splitlines()
-    assert any(line.startswith("BM25") for line in lines)
+    assert any(line.startswith("publ.   session  BM25") for line in lines)
     assert "notes/s from save to ready" in lines[-1]

@@ -107,7 +107,7 @@ def chosen(raw: list[dict[str, Any]], count: int | None, seed: int = SEED) -> li
 def question_of(raw: dict[str, Any]) -> Question:
     """The question with its haystack as notes, sessions in date order."""
     qid = raw["question_id"]
-    ids, dates, sessions = (
+    ids, dates, answers = (
         raw["haystack_session_ids"],
         raw["haystack_dates"],
         raw["answer_session_ids"],
@@ -120,7 +120,7 @@ def question_of(raw: dict[str, Any]) -> Question:
         source = f"chat session {index + 1} of {dates[index]}"
         for turn, said in enumerate(raw["haystack_sessions"][index], 1):
             corpus.append((ids[index], turn))
-            if said.get("has_answer") and ids[index] in sessions and not qid.endswith("_abs"):
+            if said.get("has_answer") and ids[index] in answers and not qid.endswith("_abs"):
                 evidence.add((ids[index], turn))
             prefix = f"[{dates[index]}] {said['role']}: "
             parts = pieces(said["content"], MAX_CONTENT_CHARS - len(prefix))

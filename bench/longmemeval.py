@@ -199,7 +199,7 @@ def ranked(api_url: str, key: str, question: Question, mode: str) -> list[TurnId
 
 def scores(question: Question, ranking: list[TurnId]) -> dict[str, Any]:
     """The question's recall_all@k and ndcg_any@k at each level."""
-    row: dict[str, Any] = {"qid": question.qid, "type": question.kind}
+    row: dict[str, Any] = {"qid": question.qid, "type": question.kind, "ranking": ranking}
     for level, measure in (("session", session_level), ("turn", turn_level)):
         row[level] = {}
         for k in KS:

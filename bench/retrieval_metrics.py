@@ -8,10 +8,13 @@ The definitions are the benchmark's own (its ``src/retrieval/eval_utils.py``, re
   the benchmark's DCG weighs rank 1 and rank 2 alike (``rel[0] + sum(rel[i] /
   log2(i + 1))`` for ranks i + 1 >= 2), and the ideal is the best order of the whole
   corpus.
-- Session level, from a turn ranking: each turn stands for its session, and k grows
-  until the top k turns hold k distinct sessions (its ``evaluate_retrieval_turn2session``);
-  a session is evidence when it holds an evidence turn, and for nDCG every turn of an
-  evidence session counts as relevant.
+- Session level, from a turn ranking: each session ranks where its first turn ranks (the
+  data README's definition), and a session is evidence when it holds an evidence turn.
+  For recall_all this is the benchmark's ``evaluate_retrieval_turn2session`` (it widens k
+  until the top k turns hold k sessions); for nDCG that function would count every turn
+  of an evidence session as relevant, against an ideal of all of them, which is not what
+  the published session-level figures (one document a session) measure, so the sessions
+  are ranked once each, as those are.
 
 A ranking is a list of turn IDs, best first; a turn ID is ``(session, turn)``. Pure
 functions, no I/O, so the unit tests can check them against answers worked by hand.
@@ -60,16 +63,9 @@ def turn_level(
 def session_level(
     ranked: Sequence[TurnId], gold: Collection[TurnId], corpus: Sequence[TurnId], k: int
 ) -> tuple[float, float]:
-    """``(recall_all@k, ndcg_any@k)`` at session level, from the turn ranking: each turn
-    stands for its session, with k widened until the top k turns hold k sessions (or the
-    ranking ends), as the benchmark's ``evaluate_retrieval_turn2session`` does."""
-    sessions = [session for session, _ in ranked]
+    """``(recall_all@k, ndcg_any@k)`` at session level, from the turn ranking: each session
+    ranks where its first turn ranks, against the haystack's sessions."""
+    sessions = list(dict.fromkeys(session for session, _ in ranked))
     evidence = {session for session, _ in gold}
-    effective = k
-    while effective < len(sessions) and len(set(sessions[:effective])) < k:
-        effective += 1
-    everything = [session for session, _ in corpus]
-    return (
-        recall_all(sessions, evidence, effective),
-        ndcg_any(sessions, evidence, everything, effective),
-    )
+    everything = list(dict.fromkeys(session for session, _ in corpus))
+    return recall_all(sessions, evidence, k), ndcg_any(sessions, evidence, everything, k)

@@ -282,6 +282,21 @@ def test_a_conversation_through_every_method_and_a_key_is_refused(account: Accou
         owner.conversation(started.id)
 
 
+def test_the_near_duplicate_groups_are_listed_with_their_merge(account: Account) -> None:
+    first = account.key.remember(DEPLOY)
+    second = account.key.remember("Every Tuesday we deploy the billing service with Argo CD.")
+    account.key.remember("The office plants are watered on Fridays.")
+    listed = account.key.duplicates()
+    assert listed.scanned == 3
+    [group] = listed.groups
+    assert [n.id for n in group.notes] == [second.id, first.id]  # the freshest first
+    assert group.merge.change.action == "merge"
+    assert (group.merge.change.into, set(group.merge.change.note_ids)) == (
+        second.id,
+        {first.id, second.id},
+    )
+
+
 def test_a_turns_merge_proposal_is_applied_and_undone(account: Account) -> None:
     first = account.key.remember(DEPLOY)
     second = account.key.remember("Every Tuesday we deploy the billing service with Argo CD.")

@@ -83,6 +83,9 @@ class AsyncGrove:
     ) -> AsyncIterator[models.Revision]:
         return self._pages(lambda after: calls.activity(connection_id, limit, after))
 
+    async def duplicates(self) -> models.DuplicateList:
+        return await self._run(calls.duplicates())
+
     async def forget(
         self, ids: Iterable[Id], *, expected_versions: Mapping[str, int] | None = None
     ) -> models.ForgetResponse:

@@ -32,6 +32,7 @@ from grove_client.endpoints import Endpoint
 from grove_client.errors import GroveError, error_for
 from grove_client.models import (
     ActivityPage,
+    DuplicateList,
     ApiKeyList,
     ArchivedNotebookList,
     AskResult,
@@ -423,6 +424,11 @@ def activity(connection_id: Id | None, limit: int | None, cursor: str | None) ->
     """One page of the revisions saved lately, newest first (by one connection if given)."""
     params = query(connectionId=connection_id, limit=limit, cursor=cursor)
     return call(endpoints.ACTIVITY, ActivityPage, params=params)
+
+
+def duplicates() -> Call[DuplicateList]:
+    """The near-duplicate groups among the notes the caller may read."""
+    return call(endpoints.DUPLICATES, DuplicateList)
 
 
 def forget(ids: Iterable[Id], expected_versions: Mapping[str, int] | None) -> Call[ForgetResponse]:

@@ -99,6 +99,11 @@ class Grove:
         used up."""
         return self._pages(lambda after: calls.activity(connection_id, limit, after))
 
+    def duplicates(self) -> models.DuplicateList:
+        """The near-duplicate groups among the notes the caller may read (the 2,000 most
+        recently updated), each with the merge a conversation would propose for it."""
+        return self._run(calls.duplicates())
+
     def forget(
         self, ids: Iterable[Id], *, expected_versions: Mapping[str, int] | None = None
     ) -> models.ForgetResponse:

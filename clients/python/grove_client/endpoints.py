@@ -50,6 +50,7 @@ GET = Endpoint("GET", "/v1/memories/{memory_id}", models.Memory)
 UPDATE = Endpoint("PATCH", "/v1/memories/{memory_id}", models.Memory, "header")
 REVISIONS = Endpoint("GET", "/v1/memories/{memory_id}/revisions", models.RevisionPage)
 ACTIVITY = Endpoint("GET", "/v1/activity", models.ActivityPage)
+DUPLICATES = Endpoint("GET", "/v1/duplicates", models.DuplicateList)
 RESTORE = Endpoint("POST", "/v1/memories/{memory_id}/restore", models.Memory, "header")
 RECALL = Endpoint("POST", "/v1/recall", models.RecallResult)
 ASK = Endpoint("POST", "/v1/ask", models.AskResult)
@@ -161,6 +162,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     REMEMBER,
     LIST,
     ACTIVITY,
+    DUPLICATES,
     BATCH,
     SEARCH,
     FORGET,

@@ -416,6 +416,29 @@ class ProposalEvent(Model):
     detail: str | None = None
 
 
+class MergeDraft(Model):
+    """The merge the deterministic proposer offers for a group of near-duplicates, before
+    it is proposed in a conversation."""
+
+    summary: str
+    change: ProposalChange
+
+
+class DuplicateGroup(Model):
+    """Notes in one scope that say the same thing, freshest first, and their merge."""
+
+    notes: list[Memory]
+    merge: MergeDraft
+
+
+class DuplicateList(Model):
+    """The near-duplicate groups among the ``scanned`` most recently updated notes the
+    caller may read, the freshest groups first."""
+
+    groups: list[DuplicateGroup]
+    scanned: int
+
+
 class Proposal(Model):
     """A change to the notes a turn offers (``source``: ``deterministic`` or ``model``),
     its ``preview``, its ``state`` (``proposed``, ``applied``, ``undone``) and history."""

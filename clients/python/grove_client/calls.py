@@ -32,7 +32,6 @@ from grove_client.endpoints import Endpoint
 from grove_client.errors import GroveError, error_for
 from grove_client.models import (
     ActivityPage,
-    DuplicateList,
     ApiKeyList,
     ArchivedNotebookList,
     AskResult,
@@ -51,6 +50,7 @@ from grove_client.models import (
     DeletedConversation,
     DeletedFile,
     DeletedRecord,
+    DuplicateList,
     FilePage,
     ForgetResponse,
     Grants,

@@ -204,7 +204,7 @@ def set_locally(conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> N
 
 #: The Citus setting that logs (or, at ``error``, refuses) a statement planned as more
 #: than one task: one that reads or writes several shards. The test cluster sets it to
-#: ``error`` for the services' roles (``tests/support/cluster.py``), so a per-account
+#: ``error`` for the services' roles (``grove_db.citus.refuse_fan_out``), so a per-account
 #: statement that fans out fails its request; work that spans accounts by design says so
 #: with ``fan_out``. On one server it is an unknown setting PostgreSQL keeps as written.
 FAN_OUT_LEVEL = "citus.multi_task_query_log_level"

@@ -115,9 +115,8 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
             },
         ).fetchone()
         assert row is not None
-        queue.enqueue_expiries(
-            conn, principal.account_id, [req.id]
-        )  # its sweep at the renewed expiry
+        # Its sweep at the renewed expiry.
+        queue.enqueue_expiries(conn, principal.account_id, [req.id])
         values = {name: current[name] for name in NOTE_FIELDS}
         if req.version is not None:
             values.update(_revision(conn, principal, req.id, req.version))

@@ -582,6 +582,29 @@ def test_claiming_is_round_robin_across_accounts(database: embedded.EmbeddedData
         pool.close()
 
 
+def test_a_claim_on_one_server_is_one_transaction(database: embedded.EmbeddedDatabase) -> None:
+    # Whether the database is a Citus cluster is read once per pool, and the claim's
+    # instant in the claim's own transaction: a claim borrows one connection, once.
+    profile = f"one-{uuid.uuid4().hex[:8]}"
+    account = admin.create_account(database.migration_url, "one transaction")
+    with psycopg.connect(database.grove_superuser_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO jobs (account_id, kind, profile, run_after)"
+            " SELECT %s, 'embed_revision', %s, now() FROM generate_series(1, 3)",
+            (account, profile),
+        )
+    pool = open_pool(database.runtime_url, max_size=1)
+    try:
+        assert len(queue.claim(pool, "one", profile, 1, 60, sweeps=[])) == 1
+        pool.pop_stats()
+        [job] = queue.claim(pool, "one", profile, 1, 60, sweeps=[])
+        assert pool.get_stats().get("requests_num") == 1
+        assert job.account_id == account and job.attempts == 1
+        assert len(queue.claim(pool, "one", profile, 5, 60, sweeps=[])) == 1  # the last one
+    finally:
+        pool.close()
+
+
 def test_a_lease_is_taken_over_only_after_its_last_instant(
     database: embedded.EmbeddedDatabase,
 ) -> None:

@@ -6,12 +6,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
+from weakref import WeakKeyDictionary
 
 import psycopg
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from grove_db.errors import QUOTA_SQLSTATE, DatabaseError, QueryTimeout, QuotaExceeded
@@ -122,6 +123,26 @@ def transaction(
         if ex.sqlstate == QUOTA_SQLSTATE:
             raise QuotaExceeded(ex.diag.message_primary or "") from ex
         raise
+
+
+#: Whether a pool's database has Citus installed, read once per pool (``distributed``).
+_DISTRIBUTED: WeakKeyDictionary[ConnectionPool, bool] = WeakKeyDictionary()
+CITUS_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+
+
+def distributed(pool: ConnectionPool) -> bool:
+    """Whether the pool's database is a Citus cluster (``grove migrate --citus``).
+
+    Read on the pool's first call and kept for the pool's life: a database does not
+    become a cluster under running services (that is a migration and a restart), and
+    a worker that asked on every claim paid a transaction of its own each time.
+    """
+    known = _DISTRIBUTED.get(pool)
+    if known is None:
+        with pool.connection() as conn, conn.transaction():
+            row = conn.cursor(row_factory=tuple_row).execute(CITUS_INSTALLED).fetchone()
+        known = _DISTRIBUTED[pool] = bool(row and row[0])
+    return known
 
 
 #: The account's lock (a transaction-level advisory lock, keyed apart from the single-key

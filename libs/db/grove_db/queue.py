@@ -19,7 +19,14 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from grove_db.pool import Conn, fan_out, hold_live_account, set_locally, transaction
+from grove_db.pool import (
+    Conn,
+    distributed,
+    fan_out,
+    hold_live_account,
+    set_locally,
+    transaction,
+)
 
 CHANNEL = "grove_jobs"
 EMBED_REVISION = "embed_revision"
@@ -69,12 +76,9 @@ KINDS = "(j.profile = %(profile)s OR (j.profile IS NULL AND j.kind = ANY(%(sweep
 RUNNABLE = """((j.status = 'queued' AND j.run_after <= %(now)s)
         OR (j.status = 'running' AND j.lease_expires_at < %(now)s))"""
 
-#: The claim's instant and whether the tables are spread over shards (a Citus cluster,
-#: ``grove migrate --citus``). The database's clock, read before the claim: Citus refuses
-#: a ``coalesce(…, now())`` in an ``UPDATE``, so the claim takes its instant as a value.
-CLOCK = """
-    SELECT now() AS now, EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS sharded
-"""
+#: The claim's instant: the database's clock, read before the claim's statement, which
+#: takes it as a value (Citus refuses a ``coalesce(…, now())`` in an ``UPDATE``).
+CLOCK = "SELECT now() AS now"
 
 #: On a Citus cluster, the accounts with jobs this worker may run, each with its shard of
 #: ``jobs`` (every tenant table is co-located with it). It reads every shard by design
@@ -405,23 +409,32 @@ def claim(
         "lease": lease_seconds,
         "profile": profile,
         "sweeps": sweeps,
+        "now": now,
     }
-    with transaction(pool) as conn:
-        queue_context(conn)
-        clock = conn.execute(CLOCK).fetchone()
-        assert clock is not None
-        params["now"] = now or clock["now"]
-        groups: list[list[UUID] | None] = _groups(conn, params) if clock["sharded"] else [None]
+    groups: list[list[UUID] | None] = _groups(pool, params) if distributed(pool) else [None]
     return _claim_groups(pool, params, groups, limit)
 
 
-def _groups(conn: Conn, params: dict[str, Any]) -> list[list[UUID] | None]:
-    """The accounts with jobs to run, one group per shard, in the shards' order."""
-    fan_out(conn)
-    by_shard: dict[int, list[UUID]] = {}
-    for row in conn.execute(DUE_BY_SHARD, params):
-        by_shard.setdefault(row["shard"], []).append(row["account_id"])
+def _groups(pool: ConnectionPool, params: dict[str, Any]) -> list[list[UUID] | None]:
+    """The accounts with jobs to run, one group per shard, in the shards' order; the
+    claim's instant is read here (if not given), so that every group's claim measures
+    leases against the same one."""
+    with transaction(pool) as conn:
+        queue_context(conn)
+        fan_out(conn)
+        _read_clock(conn, params)
+        by_shard: dict[int, list[UUID]] = {}
+        for row in conn.execute(DUE_BY_SHARD, params):
+            by_shard.setdefault(row["shard"], []).append(row["account_id"])
     return [by_shard[shard] for shard in sorted(by_shard)]
+
+
+def _read_clock(conn: Conn, params: dict[str, Any]) -> None:
+    """Give the claim its instant, the database's clock, unless the caller gave one."""
+    if params["now"] is None:
+        clock = conn.execute(CLOCK).fetchone()
+        assert clock is not None
+        params["now"] = clock["now"]
 
 
 def _claim_groups(
@@ -455,6 +468,7 @@ def _claim_group(
     statement = CLAIM if accounts is None else CLAIM_GROUP
     with transaction(pool) as conn:
         queue_context(conn)
+        _read_clock(conn, params)  # on one server, in the claim's own transaction
         rows = conn.execute(statement, {**params, "limit": limit, "accounts": accounts})
         return [Job(**row) for row in rows.fetchall()]
 

@@ -221,6 +221,16 @@ def test_the_migrations_produce_exactly_the_reference_schema(
     )
 
 
+def test_every_migration_sent_one_statement_at_a_time_makes_the_reference_schema(
+    database: embedded.EmbeddedDatabase,
+) -> None:
+    # On a Citus cluster already placed, grove migrate sends each migration's statements
+    # one at a time (migrate.statements cuts them): cut so, every migration still makes
+    # exactly schema.sql.
+    with schema.fresh_database(database, one_at_a_time=True) as url:
+        assert schema.dump(url) == schema.REFERENCE.read_text()
+
+
 #: Unique keys of tenant tables without account_id: each is looked up before the account
 #: is known (a presented API key, a public share link), and docs/scaling.md says where
 #: each goes when tables are distributed by account_id.

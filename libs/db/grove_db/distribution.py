@@ -104,14 +104,13 @@ def distribute(conn: psycopg.Connection[Any]) -> list[str]:
             sql.Identifier(conn.info.dbname)
         )
     )
-    if is_distributed(conn):
-        with conn.transaction():
-            _place_later(conn)  # made by a migration after the first placement
-        return []
     with conn.transaction():  # all or nothing: a failed step leaves the tables as they were
         # One connection per node for the whole step: placing a table after another has
         # been given shards over parallel connections is refused in one transaction.
         conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+        if is_distributed(conn):
+            _place_later(conn)  # made by a migration after the first placement
+            return []
         return _place(conn)
 
 
@@ -160,10 +159,29 @@ def _place(conn: psycopg.Connection[Any]) -> list[str]:
     return tenants
 
 
+#: Tenant tables not distributed by account yet: made by a migration after the first
+#: placement (Citus keeps such a table on the coordinator, as a local table, or one it
+#: added to its metadata when the table's foreign key points at a reference table).
+UNPLACED_TENANT_TABLES: LiteralString = f"""
+    SELECT t.relname FROM ({TENANT_TABLES}) AS t (relname)
+    WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition p
+                      WHERE p.logicalrelid = ('public.' || quote_ident(t.relname))::regclass
+                        AND p.partmethod = 'h')
+"""
+
+
 def _place_later(conn: psycopg.Connection[Any]) -> None:
-    """Distribute each lookup table not placed yet by its hash (``LOOKUP_TABLES``), and
-    make the per-account functions distributed ones (``ACCOUNT_FUNCTIONS``; again is
-    harmless): on the first placement, and after a migration that made them."""
+    """Distribute each tenant table and lookup table not placed yet (by account, with
+    the others, or by its hash: ``LOOKUP_TABLES``), and make the per-account functions
+    distributed ones (``ACCOUNT_FUNCTIONS``; again is harmless): on the first placement,
+    and after a migration that made them."""
+    excluded = [*REFERENCE_TABLES, *LOOKUP_TABLES]
+    for (table,) in conn.execute(UNPLACED_TENANT_TABLES, (excluded,)).fetchall():
+        conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")  # as in _place
+        conn.execute(
+            "SELECT create_distributed_table(%s, %s, colocate_with => 'memories')",
+            (table, COLUMN),
+        )
     placed = {
         r[0]
         for r in conn.execute(

@@ -31,9 +31,12 @@ def fresh_dump(database: embedded.EmbeddedDatabase) -> str:
 
 
 @contextmanager
-def fresh_database(database: embedded.EmbeddedDatabase) -> Iterator[str]:
-    """A new database on ``database``'s server, migrated and never analyzed; its superuser
-    URL while the block runs, dropped after."""
+def fresh_database(
+    database: embedded.EmbeddedDatabase, *, one_at_a_time: bool | None = None
+) -> Iterator[str]:
+    """A new database on ``database``'s server, migrated and never analyzed (each
+    migration's statements sent one at a time with ``one_at_a_time``, as on a Citus
+    cluster); its superuser URL while the block runs, dropped after."""
     name = f"grove_fresh_{uuid.uuid4().hex[:8]}"
     superuser = database.superuser_url
     with psycopg.connect(superuser, autocommit=True) as conn:
@@ -56,6 +59,7 @@ def fresh_database(database: embedded.EmbeddedDatabase) -> Iterator[str]:
             embedded.RUNTIME_ROLE,
             embedded.SHARE_ROLE,
             embedded.CONSOLE_ROLE,
+            one_at_a_time=one_at_a_time,
         )
         yield url
     finally:

@@ -1,0 +1,118 @@
+"""The last paths checked on a Citus cluster, and migrations on a cluster already placed.
+
+The real grove-api runs against the coordinator of a coordinator and two workers
+(``citus_api``), whose services' roles refuse any statement touching more than one shard
+(``tests/support/cluster.py``): a per-account statement that does not name its account
+as a value answers 500 there, and fails these tests.
+
+Migrations: on a cluster whose tables are placed, ``grove migrate --citus`` sends a
+migration's statements one at a time (the coordinator carries DDL on a distributed or
+reference table to the nodes as its text, which must be one command), still one
+transaction per migration, and distributes a tenant table a later migration made.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from grove_cli import admin
+from grove_db import embedded
+from grove_db.migrate import migrate
+
+
+def write_migrations(folder: Path, files: dict[str, str]) -> Path:
+    """A throwaway migrations folder holding ``files`` (name: SQL)."""
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_a_migration_altering_distributed_tables_runs_on_a_placed_cluster(
+    citus_database: embedded.EmbeddedDatabase, tmp_path: Path
+) -> None:
+    table = f"paths_probe_{secrets.token_hex(4)}"
+    first = 1_000_000_000 + secrets.randbelow(1_000_000_000)  # apart from the real ones
+    url = citus_database.migration_url
+    made = write_migrations(
+        tmp_path / "made",
+        {
+            # A new tenant table whose foreign key points at the reference table accounts
+            # (Citus adds it to its metadata at once), then altered in the same file.
+            f"{first}_table.sql": f"""
+                CREATE TABLE {table} (
+                    account_id uuid NOT NULL REFERENCES accounts (id),
+                    id bigint NOT NULL,
+                    PRIMARY KEY (account_id, id)
+                );
+                ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;  -- a comment; with a semicolon
+                CREATE POLICY tenant ON {table} USING (account_id = grove_current_account());
+            """,
+        },
+    )
+    try:
+        assert migrate(url, citus=True, folder=made) == [first]
+        with psycopg.connect(citus_database.grove_superuser_url) as conn:
+            groups = conn.execute(
+                "SELECT logicalrelid::text, partmethod, colocationid FROM pg_dist_partition"
+                " WHERE logicalrelid::text IN (%s, 'memories') ORDER BY 1 DESC",
+                (table,),
+            ).fetchall()
+        # Distributed by account, with the other tenant tables.
+        assert [(name, method) for name, method, _ in groups] == [
+            (table, "h"),
+            ("memories", "h"),
+        ]
+        assert groups[0][2] == groups[1][2]
+
+        altered = write_migrations(
+            tmp_path / "altered",
+            {
+                f"{first + 1}_alter.sql": f"""
+                    /* Two ALTERs of a distributed table; a function whose body holds
+                       semicolons; a string with one. */
+                    ALTER TABLE {table} ADD COLUMN body text NOT NULL DEFAULT 'a;b';
+                    ALTER TABLE {table} ADD COLUMN kept boolean;
+                    CREATE FUNCTION {table}_word() RETURNS text LANGUAGE plpgsql AS $fn$
+                    BEGIN
+                        RETURN 'c;d';
+                    END;
+                    $fn$;
+                    CREATE INDEX ON {table} (account_id, body);
+                """,
+                # Fails at its last statement: the migration is one transaction still.
+                f"{first + 2}_broken.sql": f"""
+                    ALTER TABLE {table} ADD COLUMN never text;
+                    SELECT no_such_function();
+                """,
+            },
+        )
+        with pytest.raises(psycopg.errors.UndefinedFunction):
+            migrate(url, citus=True, folder=altered)
+        account = admin.create_account(url, "migration probe")
+        with psycopg.connect(citus_database.grove_superuser_url) as conn:
+            conn.execute(f"INSERT INTO {table} (account_id, id) VALUES (%s, 1)", (account,))
+            row = conn.execute(
+                f"SELECT body, kept FROM {table} WHERE account_id = %s", (account,)
+            ).fetchone()
+            assert row == ("a;b", None)
+            assert conn.execute(f"SELECT {table}_word()").fetchone() == ("c;d",)
+            columns = conn.execute(
+                "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
+                " AND NOT attisdropped ORDER BY attnum",
+                (table,),
+            ).fetchall()
+            assert [c for (c,) in columns] == ["account_id", "id", "body", "kept"]
+            recorded = conn.execute(
+                "SELECT version FROM schema_migrations WHERE version >= %s ORDER BY 1", (first,)
+            ).fetchall()
+            assert recorded == [(first,), (first + 1,)]
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
+            conn.execute(f"DROP FUNCTION IF EXISTS {table}_word()")
+            conn.execute("DELETE FROM schema_migrations WHERE version >= %s", (first,))

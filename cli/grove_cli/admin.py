@@ -93,7 +93,7 @@ def enrich(migration_url: str, account_id: UUID, *, reset: bool, files: bool) ->
         set_tenant(conn, account_id)
         if conn.execute("SELECT 1 FROM accounts WHERE id = %s", (account_id,)).fetchone() is None:
             raise LookupError(f"no account {account_id}")
-        return redo(conn, reset=reset, files=files)
+        return redo(conn, account_id, reset=reset, files=files)
 
 
 def add_owner(migration_url: str, account_id: UUID, issuer: str, subject: str) -> None:

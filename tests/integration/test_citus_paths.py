@@ -5,6 +5,10 @@ The real grove-api runs against the coordinator of a coordinator and two workers
 (``tests/support/cluster.py``): a per-account statement that does not name its account
 as a value answers 500 there, and fails these tests.
 
+``grove enrich reindex`` and ``reset`` (per account) name the account in every statement
+and queue each notebook's brief, the classification and each file's extraction once,
+which the worker's claims then find.
+
 Migrations: on a cluster whose tables are placed, ``grove migrate --citus`` sends a
 migration's statements one at a time (the coordinator carries DDL on a distributed or
 reference table to the nodes as its text, which must be one command), still one
@@ -20,8 +24,24 @@ import psycopg
 import pytest
 
 from grove_cli import admin
-from grove_db import embedded
+from grove_db import embedded, queue
 from grove_db.migrate import migrate
+from grove_db.pool import FAN_OUT_LEVEL, open_pool
+from tests.support.files import uploaded
+from tests.support.tenants import Tenant, new_tenant
+
+#: The enrichment kinds (no profile) that grove enrich queues.
+ENRICHMENT = [queue.BRIEF_NOTEBOOK, queue.CLASSIFY_NOTES, queue.EXTRACT_FILE]
+
+
+def guarded(url: str) -> str:
+    """``url`` under the guard the services run with: a statement on several shards fails."""
+    return f"{url}&options=-c%20{FAN_OUT_LEVEL}%3Derror"
+
+
+@pytest.fixture(scope="module")
+def tenants(citus_database: embedded.EmbeddedDatabase, citus_api: str) -> dict[str, Tenant]:
+    return {name: new_tenant(citus_database, citus_api) for name in ("a", "b")}
 
 
 def write_migrations(folder: Path, files: dict[str, str]) -> Path:
@@ -116,3 +136,65 @@ def test_a_migration_altering_distributed_tables_runs_on_a_placed_cluster(
             conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
             conn.execute(f"DROP FUNCTION IF EXISTS {table}_word()")
             conn.execute("DELETE FROM schema_migrations WHERE version >= %s", (first,))
+
+
+def queued_jobs(database: embedded.EmbeddedDatabase, account: object) -> list[tuple[str, str]]:
+    """The account's queued enrichment jobs: kind and notebook or file."""
+    with psycopg.connect(database.grove_superuser_url) as conn:
+        rows = conn.execute(
+            "SELECT kind, coalesce(payload->>'notebookId', payload->>'fileId', '') FROM jobs"
+            " WHERE account_id = %s AND status = 'queued' AND kind = ANY(%s) ORDER BY 1, 2",
+            (account, ENRICHMENT),
+        ).fetchall()
+    return [(kind, target) for kind, target in rows]
+
+
+def test_grove_enrich_queues_each_job_once_on_the_accounts_shard(
+    citus_database: embedded.EmbeddedDatabase, tenants: dict[str, Tenant]
+) -> None:
+    a, b = tenants["a"], tenants["b"]
+    notebooks = [a.notebook("billing"), a.notebook("travel")]
+    for notebook in notebooks:
+        a.client.save("Invoices go out on the first.", projectId=notebook)
+    a.notebook("empty")  # no notes: nothing to brief
+    file_id = uploaded(a.client, b"# Runbook\n\nRestart at two.", "text/markdown")["id"]
+    b.client.save("A note of another account.", projectId=b.notebook("theirs"))
+    with psycopg.connect(citus_database.grove_superuser_url, autocommit=True) as conn:
+        # What the saves' triggers and the upload queued is done: grove enrich queues anew.
+        conn.execute("UPDATE jobs SET status = 'done' WHERE account_id = %s", (a.account_id,))
+    theirs = queued_jobs(citus_database, b.account_id)
+    url = guarded(citus_database.migration_url)
+    done = admin.enrich(url, a.account_id, reset=True, files=True)
+    assert done == {
+        "suggestions dropped": 0,
+        "briefs dropped": 0,
+        "jobs queued": 3,
+        "files queued": 1,
+    }
+    expected = sorted(
+        [(queue.BRIEF_NOTEBOOK, n) for n in notebooks]
+        + [(queue.CLASSIFY_NOTES, ""), (queue.EXTRACT_FILE, file_id)]
+    )
+    assert queued_jobs(citus_database, a.account_id) == expected
+    # Again: the brief and classification already queued are not queued twice.
+    again = admin.enrich(url, a.account_id, reset=False, files=False)
+    assert again == {"suggestions dropped": 0, "jobs queued": 0}
+    assert queued_jobs(citus_database, a.account_id) == expected
+    assert queued_jobs(citus_database, b.account_id) == theirs  # untouched
+
+    # The worker's claims (per shard, as the runtime role under the guard) find each
+    # once; jobs of other accounts claimed meanwhile are given back at once.
+    pool = open_pool(citus_database.runtime_url, max_size=2)
+    claimed: list[queue.Job] = []
+    try:
+        while (jobs := queue.claim(pool, "paths", None, 50, 60, sweeps=ENRICHMENT)) and len(
+            claimed
+        ) < len(expected):
+            others = [(j.account_id, j.id) for j in jobs if j.account_id != a.account_id]
+            queue.release(pool, "paths", others)
+            claimed += [j for j in jobs if j.account_id == a.account_id]
+        assert sorted(j.kind for j in claimed) == sorted(kind for kind, _ in expected)
+        assert len({j.id for j in claimed}) == len(claimed)
+    finally:
+        queue.release(pool, "paths", [(j.account_id, j.id) for j in claimed])
+        pool.close()

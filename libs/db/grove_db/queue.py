@@ -329,30 +329,46 @@ ENRICHMENT_QUEUED_ONCE = """
 
 
 def enqueue_enrichment(
-    conn: Conn, kind: str, notebook_id: UUID | None, run_after: datetime
-) -> None:
+    conn: Conn, kind: str, notebook_id: UUID | None, run_after: datetime | None = None
+) -> bool:
     """Queue ``kind`` (``CLASSIFY_NOTES``, or ``BRIEF_NOTEBOOK`` of ``notebook_id``) to run
-    at ``run_after``, unless one is queued already, in the caller's transaction."""
+    at ``run_after`` (None: now), unless one is queued already, in the caller's
+    transaction; whether it was queued."""
     payload = {} if notebook_id is None else {"notebookId": str(notebook_id)}
-    conn.execute(
-        "INSERT INTO jobs (account_id, kind, payload, run_after)"
-        " VALUES (grove_current_account(), %s, %s, %s)" + ENRICHMENT_QUEUED_ONCE,
-        (kind, Jsonb(payload), run_after),
+    return (
+        conn.execute(
+            "INSERT INTO jobs (account_id, kind, payload, run_after)"
+            " VALUES (grove_current_account(), %s, %s, coalesce(%s, now()))"
+            + ENRICHMENT_QUEUED_ONCE,
+            (kind, Jsonb(payload), run_after),
+        ).rowcount
+        == 1
     )
 
 
-def enqueue_reextraction(conn: Conn) -> int:
-    """Queue the extraction of every live file of the transaction's account at its current
-    version (``grove enrich reindex --files``), embedded for the worker's own profile;
-    how many."""
-    queued = conn.execute(
-        "INSERT INTO jobs (account_id, kind, version, payload)"
-        " SELECT account_id, %s, version, jsonb_build_object('fileId', id) FROM files"
-        " WHERE deleted_at IS NULL",
-        (EXTRACT_FILE,),
-    ).rowcount
-    conn.execute("UPDATE files SET indexing = 'pending' WHERE deleted_at IS NULL")
-    return queued
+def enqueue_reextraction(conn: Conn, account_id: UUID) -> int:
+    """Queue the extraction of every live file of the account at its current version
+    (``grove enrich reindex --files``), embedded for the worker's own profile; how many.
+
+    The files are read, then their jobs inserted from values, each statement naming the
+    account: on a Citus cluster an ``INSERT … SELECT`` into ``jobs`` goes through the
+    coordinator, which row-level security refuses (docs/scaling.md)."""
+    files = conn.execute(
+        "SELECT id, version FROM files WHERE account_id = %s AND deleted_at IS NULL",
+        (account_id,),
+    ).fetchall()
+    conn.cursor().executemany(
+        "INSERT INTO jobs (account_id, kind, version, payload) VALUES (%s, %s, %s, %s)",
+        [
+            (account_id, EXTRACT_FILE, row["version"], Jsonb({"fileId": str(row["id"])}))
+            for row in files
+        ],
+    )
+    conn.execute(
+        "UPDATE files SET indexing = 'pending' WHERE account_id = %s AND deleted_at IS NULL",
+        (account_id,),
+    )
+    return len(files)
 
 
 def enqueue_expiries(conn: Conn, account_id: UUID, memory_ids: list[UUID]) -> None:

@@ -691,33 +691,47 @@ def list_suggestions(store: Store, principal: Principal, query: SuggestionQuery)
     return SuggestionPage(items=items, nextCursor=cursor)
 
 
-#: Queue a classification and a brief of every live notebook holding notes (one queued
-#: job each at most, as the triggers do).
-QUEUE_ALL = (
-    """
-    INSERT INTO jobs (account_id, kind, payload)
-    SELECT grove_current_account(), 'brief_notebook', jsonb_build_object('notebookId', p.id)
-    FROM projects p WHERE p.deleted_at IS NULL AND EXISTS (
-        SELECT 1 FROM memories m WHERE m.project_id = p.id AND m.kind <> 'passage'
+#: The account's live notebooks holding notes, each to be briefed again.
+BRIEFED = """
+    SELECT p.id FROM projects p
+    WHERE p.account_id = %(account)s AND p.deleted_at IS NULL AND EXISTS (
+        SELECT 1 FROM memories m
+        WHERE m.account_id = %(account)s AND m.project_id = p.id AND m.kind <> 'passage'
           AND m.deleted_at IS NULL)
-    UNION ALL
-    SELECT grove_current_account(), 'classify_notes', '{}'::jsonb
 """
-    + queue.ENRICHMENT_QUEUED_ONCE
-)
 
 
-def redo(conn: Conn, *, reset: bool, files: bool) -> dict[str, int]:
-    """``grove enrich reindex`` (``reset`` False) or ``reset`` for the account of ``conn``'s
-    transaction: suggestions are dropped to be made again (with ``reset`` briefs too, and
-    today's quota use), the jobs queued, and with ``files`` every live file re-extracted.
-    What was done, counted."""
-    done = {"suggestions dropped": conn.execute("DELETE FROM note_suggestions").rowcount}
+def redo(conn: Conn, account_id: UUID, *, reset: bool, files: bool) -> dict[str, int]:
+    """``grove enrich reindex`` (``reset`` False) or ``reset`` for ``account_id``, the
+    account of ``conn``'s transaction: suggestions are dropped to be made again (with
+    ``reset`` briefs too, and today's quota use), a classification and a brief of every
+    notebook holding notes queued (one queued job each at most, as the triggers do), and
+    with ``files`` every live file re-extracted. What was done, counted.
+
+    Every statement names the account as a value, so that on a Citus cluster each runs
+    on the account's shard; the jobs are inserted from values (an ``INSERT … SELECT``
+    into ``jobs`` is refused there under row-level security, docs/scaling.md).
+    """
+    account = {"account": account_id}
+    done = {
+        "suggestions dropped": conn.execute(
+            "DELETE FROM note_suggestions WHERE account_id = %(account)s", account
+        ).rowcount
+    }
     if reset:
-        done["briefs dropped"] = conn.execute("DELETE FROM notebook_briefs").rowcount
-        conn.execute("DELETE FROM account_enrichment WHERE day = (now() AT TIME ZONE 'UTC')::date")
-    done["jobs queued"] = conn.execute(QUEUE_ALL).rowcount
+        done["briefs dropped"] = conn.execute(
+            "DELETE FROM notebook_briefs WHERE account_id = %(account)s", account
+        ).rowcount
+        conn.execute(
+            "DELETE FROM account_enrichment WHERE account_id = %(account)s"
+            " AND day = (now() AT TIME ZONE 'UTC')::date",
+            account,
+        )
+    notebooks = [row["id"] for row in conn.execute(BRIEFED, account)]
+    queued = [queue.enqueue_enrichment(conn, queue.BRIEF_NOTEBOOK, n) for n in notebooks]
+    queued.append(queue.enqueue_enrichment(conn, queue.CLASSIFY_NOTES, None))
+    done["jobs queued"] = sum(queued)
     if files:
-        done["files queued"] = queue.enqueue_reextraction(conn)
+        done["files queued"] = queue.enqueue_reextraction(conn, account_id)
     conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))
     return done

@@ -17,19 +17,33 @@ transaction per migration, and distributes a tenant table a later migration made
 
 from __future__ import annotations
 
+import json
 import secrets
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from grove_cli import admin
+from grove_cli.launch import Running
+from grove_contracts.proposals import ProposalDraft
 from grove_db import embedded, queue
 from grove_db.migrate import migrate
-from grove_db.pool import FAN_OUT_LEVEL, open_pool
+from grove_db.pool import FAN_OUT_LEVEL, open_pool, transaction
+from grove_memory import proposals
+from grove_memory.conversations import conversation_row
+from tests.support.clients import data_of
 from tests.support.files import uploaded
-from tests.support.tenants import Tenant, new_tenant
+from tests.support.owners import OwnedAccount, Provider, owned_tenant
+from tests.support.processes import start_api, start_ask
+from tests.support.tenants import Tenant, new_tenant, owner_of
 
+#: Words only one account's notes hold, so a leak would be found in the other's answers.
+WORDS = {"a": "pangolin", "b": "axolotl"}
 #: The enrichment kinds (no profile) that grove enrich queues.
 ENRICHMENT = [queue.BRIEF_NOTEBOOK, queue.CLASSIFY_NOTES, queue.EXTRACT_FILE]
 
@@ -37,6 +51,55 @@ ENRICHMENT = [queue.BRIEF_NOTEBOOK, queue.CLASSIFY_NOTES, queue.EXTRACT_FILE]
 def guarded(url: str) -> str:
     """``url`` under the guard the services run with: a statement on several shards fails."""
     return f"{url}&options=-c%20{FAN_OUT_LEVEL}%3Derror"
+
+
+@dataclass
+class Stack:
+    provider: Provider
+    api: Running
+    database: embedded.EmbeddedDatabase
+
+
+@pytest.fixture(scope="module")
+def stack(citus_database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+    """grove-api on the coordinator answering through an extractive grove-ask, with owner
+    sessions (conversations, proposals and an owner's export are the owner's)."""
+    provider = Provider()
+    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
+    api = start_api(
+        {
+            "GROVE_DATABASE_URL": citus_database.runtime_url,
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ASK_ADDRESS": ask.url,
+            "GROVE_API_WORKERS": "1",
+            **provider.env(),
+        }
+    )
+    yield Stack(provider, api, citus_database)
+    api.stop()
+    ask.stop()
+    provider.close()
+
+
+@pytest.fixture(scope="module")
+def owners(stack: Stack) -> dict[str, OwnedAccount]:
+    return {
+        name: OwnedAccount(stack, *owned_tenant(stack.database, stack.api.url)) for name in WORDS
+    }
+
+
+def ok(response: Any, status: int = 200) -> Any:
+    """The answer's data, after checking its status (a fan-out answers 500)."""
+    assert response.status_code == status, response.text
+    return data_of(response)
+
+
+def conversation_with_a_turn(owner: OwnedAccount, query: str) -> tuple[str, dict[str, Any]]:
+    """A new conversation of the owner's and its first turn, answered by grove-ask."""
+    conversation = ok(owner.session.post("/v1/conversations", {"id": str(uuid.uuid4())}), 201)
+    path = f"/v1/conversations/{conversation['id']}"
+    body = {"id": str(uuid.uuid4()), "query": query, "expectedVersion": 1}
+    return path, ok(owner.session.post(path + "/turns", body), 201)["turn"]
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +261,104 @@ def test_grove_enrich_queues_each_job_once_on_the_accounts_shard(
     finally:
         queue.release(pool, "paths", [(j.account_id, j.id) for j in claimed])
         pool.close()
+
+
+def test_an_owners_export_holds_its_notes_connections_and_conversations_only(
+    owners: dict[str, OwnedAccount],
+) -> None:
+    exports = {}
+    for name, owner in owners.items():
+        owner.key.save(f"The {WORDS[name]} runbook lives in the wiki.")
+        conversation_with_a_turn(owner, f"Where does the {WORDS[name]} runbook live?")
+        response = owner.session.get("/v1/export")
+        assert response.status_code == 200, response.text
+        exports[name] = [json.loads(line) for line in response.text.splitlines() if line]
+    for name, owner in owners.items():
+        lines, theirs = exports[name], WORDS["b" if name == "a" else "a"]
+        kinds = [line["type"] for line in lines]
+        assert kinds[0] == "export" and {"connection", "conversation", "memory"} <= set(kinds)
+        connections = [line["connection"] for line in lines if line["type"] == "connection"]
+        assert [c["keyPrefix"] for c in connections] == [(owner.key.key or "")[:12]]
+        (conversation,) = [line for line in lines if line["type"] == "conversation"]
+        assert len(conversation["turns"]) == 1
+        assert WORDS[name] in conversation["turns"][0]["query"]
+        notes = [line["memory"]["content"] for line in lines if line["type"] == "memory"]
+        assert notes == [f"The {WORDS[name]} runbook lives in the wiki."]
+        assert theirs not in json.dumps(lines)
+
+
+def test_the_models_edit_create_and_organize_proposals_apply_and_undo_on_one_account(
+    stack: Stack, owners: dict[str, OwnedAccount]
+) -> None:
+    """A model's proposals are offered in process, as a completing turn offers them (the
+    deterministic proposer's merge is checked through Ask in test_citus_ask_mcp.py); the
+    owner applies and undoes each through the api."""
+    pool = open_pool(stack.database.runtime_url)
+    try:
+        for name, owner in owners.items():
+            word, other = WORDS[name], owners["b" if name == "a" else "a"]
+            shelf = owner.tenant.notebook(f"{word} shelf")
+            note = owner.key.save(f"The {word} gate code is 1234.")
+            moved = owner.key.save(f"Visitors to the {word} office wait at the gate.")
+            path, turn = conversation_with_a_turn(owner, f"What is the {word} gate code?")
+            assert {note["id"], moved["id"]} <= {s["noteId"] for s in turn["sources"]}
+            drafts = [
+                {"action": "edit", "noteId": note["id"], "content": f"The {word} code is 4321."},
+                {
+                    "action": "create",
+                    "content": f"{word} couriers use the loading bay.",
+                    "kind": "fact",
+                },
+                {
+                    "action": "organize",
+                    "noteIds": [moved["id"]],
+                    "notebookIds": [],
+                    "destination": {"projectId": shelf},
+                },
+            ]
+            offered = offer(pool, owner, path, turn, drafts)
+            assert [p["change"]["action"] for p in offered] == ["edit", "create", "organize"]
+            edit, create, organize = (f"{path}/proposals/{p['id']}" for p in offered)
+            # Another account's owner finds none of them.
+            assert other.session.post(edit + "/apply", {}).status_code == 404
+            ok(owner.session.post(edit + "/apply", {}))
+            changed = ok(owner.key.get(f"/v1/memories/{note['id']}"))
+            assert changed["content"] == f"The {word} code is 4321."
+            ok(owner.session.post(edit + "/undo", {}))
+            restored = ok(owner.key.get(f"/v1/memories/{note['id']}"))
+            assert restored["content"] == f"The {word} gate code is 1234."
+            made = ok(owner.session.post(create + "/apply", {}))
+            found = ok(owner.key.post("/v1/memories/search", {"query": "couriers loading bay"}))
+            assert [i["memory"]["content"] for i in found["items"]] == [
+                f"{word} couriers use the loading bay."
+            ]
+            ok(owner.session.post(create + "/undo", {}))
+            found = ok(owner.key.post("/v1/memories/search", {"query": "couriers loading bay"}))
+            assert found["items"] == [], made
+            ok(owner.session.post(organize + "/apply", {}))
+            assert ok(owner.key.get(f"/v1/memories/{moved['id']}"))["projectId"] == shelf
+            ok(owner.session.post(organize + "/undo", {}))
+            assert ok(owner.key.get(f"/v1/memories/{moved['id']}"))["projectId"] is None
+    finally:
+        pool.close()
+
+
+def offer(
+    pool: Any, owner: OwnedAccount, path: str, turn: dict[str, Any], changes: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Offer ``changes`` as the model's proposals on the turn (checked and stored as a
+    completing turn does, on the cluster); the turn's proposals as the api shows them."""
+    principal = owner_of(owner.tenant.account_id)
+    drafts = [
+        ("model", ProposalDraft.model_validate({"summary": c["action"], "change": c}))
+        for c in changes
+    ]
+    with transaction(pool, principal.account_id) as conn:
+        row = conversation_row(conn, principal.account_id, uuid.UUID(path.rsplit("/", 1)[1]))
+        assert row is not None
+        given = [uuid.UUID(s["noteId"]) for s in turn["sources"]]
+        scope = proposals.scope_of(row, turn["context"], given)
+        prepared = proposals.prepare(conn, principal, scope, drafts)
+        proposals.store_proposals(conn, principal, row["id"], uuid.UUID(turn["id"]), prepared)
+    (stored,) = [t for t in ok(owner.session.get(path))["turns"] if t["id"] == turn["id"]]
+    return [p for p in stored["proposals"] if p["source"] == "model"]

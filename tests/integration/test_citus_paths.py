@@ -9,6 +9,9 @@ as a value answers 500 there, and fails these tests.
 and queue each notebook's brief, the classification and each file's extraction once,
 which the worker's claims then find.
 
+``grove indexes`` builds a large account's own HNSW index (one per shard, Citus's), which
+the account's semantic statement, still one task, reads on its shard.
+
 Migrations: on a cluster whose tables are placed, ``grove migrate --citus`` sends a
 migration's statements one at a time (the coordinator carries DDL on a distributed or
 reference table to the nodes as its text, which must be one command), still one
@@ -18,6 +21,7 @@ transaction per migration, and distributes a tenant table a later migration made
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import uuid
 from collections.abc import Iterator
@@ -25,17 +29,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
-from grove_cli import admin
+from bench import bulk
+from grove_auth.principal import Principal
+from grove_cli import admin, indexes
 from grove_cli.launch import Running
 from grove_contracts.proposals import ProposalDraft
 from grove_db import embedded, queue
 from grove_db.migrate import migrate
-from grove_db.pool import FAN_OUT_LEVEL, open_pool, transaction
-from grove_memory import proposals
+from grove_db.pool import FAN_OUT_LEVEL, open_pool, set_tenant, transaction
+from grove_memory import proposals, recall
 from grove_memory.conversations import conversation_row
+from grove_memory.rows import MEMORY_COLUMNS
+from grove_memory.scope import VISIBLE
 from tests.support.clients import data_of
 from tests.support.files import uploaded
 from tests.support.owners import OwnedAccount, Provider, owned_tenant
@@ -362,3 +372,57 @@ def offer(
         proposals.store_proposals(conn, principal, row["id"], uuid.UUID(turn["id"]), prepared)
     (stored,) = [t for t in ok(owner.session.get(path))["turns"] if t["id"] == turn["id"]]
     return [p for p in stored["proposals"] if p["source"] == "model"]
+
+
+def semantic_plan(database: embedded.EmbeddedDatabase, account: uuid.UUID) -> tuple[str, int]:
+    """The account's semantic statement as the runtime role (under the guard), with an
+    exact sort priced out: its plan as text, and how many notes it found."""
+    principal = Principal(account, uuid.uuid4(), personal=True, all_notebooks=True)
+    statement = recall.SEMANTIC.format(
+        columns=MEMORY_COLUMNS, visible=VISIBLE, scope="true", dims=384
+    )
+    values = recall.semantic_params(principal, [1.0] + [0.0] * 383, "minilm", {"limit": 5})
+    with psycopg.connect(database.runtime_url, row_factory=dict_row) as conn:
+        with conn.transaction():
+            set_tenant(conn, account)
+            recall.walk_for_this_tenant(conn)
+            conn.execute("SET LOCAL enable_sort = off")  # only an HNSW scan orders
+            plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, values).fetchone()
+            found = conn.execute(statement, values).fetchall()
+    assert plan is not None
+    return json.dumps(plan["QUERY PLAN"]), len(found)
+
+
+def test_grove_indexes_gives_a_large_account_its_own_graph_on_its_shard(
+    citus_database: embedded.EmbeddedDatabase,
+) -> None:
+    rng = np.random.default_rng(49)
+    accounts = {}
+    for label, size in (("large", 60), ("small", 10)):
+        accounts[label] = admin.create_account(citus_database.migration_url, label)
+        vectors = rng.normal(size=(size, 384))
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        notes = [f"{label} note {n}" for n in range(size)]
+        bulk.load(citus_database.grove_superuser_url, str(accounts[label]), notes, vectors)
+    url = guarded(citus_database.migration_url)
+    large, threshold = accounts["large"], 40
+    try:
+        built = [
+            (c.action, c.account_id, c.vectors) for c in indexes.ensure(url, "minilm", threshold)
+        ]
+        assert ("built", large, 60) in built
+        assert accounts["small"] not in {account for _, account, _ in built}
+        assert indexes.ensure(url, "minilm", threshold) == []  # nothing left to do
+        # Citus names each shard's copy of the index after it, shortened, with its shard.
+        own = re.escape(indexes.PREFIX + large.hex[:20]) + r"[0-9a-f_]*_\d+"
+        plan, found = semantic_plan(citus_database, large)
+        assert re.findall(r'"Task Count": \d+', plan) == ['"Task Count": 1']
+        assert re.search(own, plan), plan
+        assert found == 5
+        plan, found = semantic_plan(citus_database, accounts["small"])
+        assert re.findall(r'"Task Count": \d+', plan) == ['"Task Count": 1']
+        assert not re.search(own, plan) and found == 5
+    finally:
+        with psycopg.connect(citus_database.migration_url, autocommit=True) as conn:
+            name = indexes.index_name(large, "minilm")
+            conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')

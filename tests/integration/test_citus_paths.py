@@ -24,7 +24,7 @@ import json
 import re
 import secrets
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,19 +38,18 @@ from bench import bulk
 from grove_auth.principal import Principal
 from grove_cli import admin, indexes
 from grove_cli.launch import Running
-from grove_contracts.proposals import ProposalDraft
 from grove_db import embedded, queue
 from grove_db.migrate import migrate
-from grove_db.pool import FAN_OUT_LEVEL, open_pool, set_tenant, transaction
-from grove_memory import proposals, recall
-from grove_memory.conversations import conversation_row
+from grove_db.pool import FAN_OUT_LEVEL, open_pool, set_tenant
+from grove_memory import recall
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE
+from tests.support import loopback
 from tests.support.clients import data_of
 from tests.support.files import uploaded
 from tests.support.owners import OwnedAccount, Provider, owned_tenant
 from tests.support.processes import start_api, start_ask
-from tests.support.tenants import Tenant, new_tenant, owner_of
+from tests.support.tenants import Tenant, new_tenant
 
 #: Words only one account's notes hold, so a leak would be found in the other's answers.
 WORDS = {"a": "pangolin", "b": "axolotl"}
@@ -63,19 +62,49 @@ def guarded(url: str) -> str:
     return f"{url}&options=-c%20{FAN_OUT_LEVEL}%3Derror"
 
 
+#: The chat model's reply to a prompt: by default, no answer (the evidence does not say).
+Reply = Callable[[str], dict[str, Any]]
+SILENT: Reply = lambda prompt: {"answer": "", "citations": []}  # noqa: E731
+
+
 @dataclass
 class Stack:
     provider: Provider
     api: Running
     database: embedded.EmbeddedDatabase
+    replies: list[Reply]  # the model's next reply, set by a test
+
+
+def scripted_model(replies: list[Reply]) -> loopback.Server:
+    """An OpenAI-compatible chat endpoint answering each prompt with ``replies[0]``."""
+
+    class Chat(loopback.Handler):
+        def do_POST(self) -> None:  # http.server's method name
+            prompt = json.loads(self.body())["messages"][1]["content"]
+            content = json.dumps(replies[0](prompt))
+            message = {"role": "assistant", "content": content}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            self.answer({"object": "chat.completion", "choices": [choice]})
+
+    return loopback.Server(Chat)
 
 
 @pytest.fixture(scope="module")
 def stack(citus_database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
-    """grove-api on the coordinator answering through an extractive grove-ask, with owner
-    sessions (conversations, proposals and an owner's export are the owner's)."""
+    """grove-api on the coordinator answering through grove-ask on the ``openai``
+    generator, whose chat model is scripted; with owner sessions (conversations,
+    proposals and an owner's export are the owner's)."""
+    replies = [SILENT]
+    model = scripted_model(replies)
     provider = Provider()
-    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
+    ask = start_ask(
+        {
+            "GROVE_EMBEDDING_PROFILE": "disabled",
+            "GROVE_ANSWER_GENERATOR": "openai",
+            "GROVE_ANSWER_OPENAI_BASE_URL": f"{model.url}/v1",
+            "GROVE_ANSWER_OPENAI_MODEL": "scripted",
+        }
+    )
     api = start_api(
         {
             "GROVE_DATABASE_URL": citus_database.runtime_url,
@@ -85,10 +114,20 @@ def stack(citus_database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
             **provider.env(),
         }
     )
-    yield Stack(provider, api, citus_database)
+    yield Stack(provider, api, citus_database, replies)
     api.stop()
     ask.stop()
     provider.close()
+    model.close()
+
+
+def numbered(prompt: str, text: str) -> int:
+    """The number the prompt gave the evidence item or notebook line holding ``text``."""
+    found = re.search(r"\[(\d+)\] " + re.escape(text), prompt) or re.search(
+        r"^(\d+)\. " + re.escape(text), prompt, re.MULTILINE
+    )
+    assert found, f"{text!r} is not in the prompt"
+    return int(found.group(1))
 
 
 @pytest.fixture(scope="module")
@@ -316,78 +355,72 @@ def test_an_owners_export_holds_its_notes_connections_and_conversations_only(
 def test_the_models_edit_create_and_organize_proposals_apply_and_undo_on_one_account(
     stack: Stack, owners: dict[str, OwnedAccount]
 ) -> None:
-    """A model's proposals are offered in process, as a completing turn offers them (the
-    deterministic proposer's merge is checked through Ask in test_citus_ask_mcp.py); the
-    owner applies and undoes each through the api."""
-    pool = open_pool(stack.database.runtime_url)
-    try:
-        for name, owner in owners.items():
-            word, other = WORDS[name], owners["b" if name == "a" else "a"]
-            shelf = owner.tenant.notebook(f"{word} shelf")
-            note = owner.key.save(f"The {word} gate code is 1234.")
-            moved = owner.key.save(f"Visitors to the {word} office wait at the gate.")
-            path, turn = conversation_with_a_turn(owner, f"What is the {word} gate code?")
-            assert {note["id"], moved["id"]} <= {s["noteId"] for s in turn["sources"]}
-            drafts = [
-                {"action": "edit", "noteId": note["id"], "content": f"The {word} code is 4321."},
+    """The model (a scripted chat endpoint behind grove-ask) proposes an edit, a new note
+    and a move on an Ask turn; the owner applies and undoes each through the api."""
+    for name, owner in owners.items():
+        word, other = WORDS[name], owners["b" if name == "a" else "a"]
+        shelf = owner.tenant.notebook(f"{word} shelf")
+        note = owner.key.save(f"The {word} gate code is 1234.")
+        moved = owner.key.save(f"Visitors to the {word} office wait at the gate.")
+        stack.replies[0] = lambda prompt, word=word: {
+            "answer": "The code is 1234.",
+            "citations": [
+                {
+                    "evidence": numbered(prompt, f"The {word} gate code"),
+                    "quote": f"The {word} gate code is 1234.",
+                }
+            ],
+            "proposals": [
+                {
+                    "action": "edit",
+                    "summary": "New code",
+                    "note": numbered(prompt, f"The {word} gate code"),
+                    "content": f"The {word} code is 4321.",
+                },
                 {
                     "action": "create",
+                    "summary": "Couriers",
                     "content": f"{word} couriers use the loading bay.",
                     "kind": "fact",
                 },
                 {
                     "action": "organize",
-                    "noteIds": [moved["id"]],
-                    "notebookIds": [],
-                    "destination": {"projectId": shelf},
+                    "summary": "File it",
+                    "notes": [numbered(prompt, f"Visitors to the {word}")],
+                    "to": numbered(prompt, f"{word} shelf"),
                 },
-            ]
-            offered = offer(pool, owner, path, turn, drafts)
-            assert [p["change"]["action"] for p in offered] == ["edit", "create", "organize"]
-            edit, create, organize = (f"{path}/proposals/{p['id']}" for p in offered)
-            # Another account's owner finds none of them.
-            assert other.session.post(edit + "/apply", {}).status_code == 404
-            ok(owner.session.post(edit + "/apply", {}))
-            changed = ok(owner.key.get(f"/v1/memories/{note['id']}"))
-            assert changed["content"] == f"The {word} code is 4321."
-            ok(owner.session.post(edit + "/undo", {}))
-            restored = ok(owner.key.get(f"/v1/memories/{note['id']}"))
-            assert restored["content"] == f"The {word} gate code is 1234."
-            made = ok(owner.session.post(create + "/apply", {}))
-            found = ok(owner.key.post("/v1/memories/search", {"query": "couriers loading bay"}))
-            assert [i["memory"]["content"] for i in found["items"]] == [
-                f"{word} couriers use the loading bay."
-            ]
-            ok(owner.session.post(create + "/undo", {}))
-            found = ok(owner.key.post("/v1/memories/search", {"query": "couriers loading bay"}))
-            assert found["items"] == [], made
-            ok(owner.session.post(organize + "/apply", {}))
-            assert ok(owner.key.get(f"/v1/memories/{moved['id']}"))["projectId"] == shelf
-            ok(owner.session.post(organize + "/undo", {}))
-            assert ok(owner.key.get(f"/v1/memories/{moved['id']}"))["projectId"] is None
-    finally:
-        pool.close()
-
-
-def offer(
-    pool: Any, owner: OwnedAccount, path: str, turn: dict[str, Any], changes: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Offer ``changes`` as the model's proposals on the turn (checked and stored as a
-    completing turn does, on the cluster); the turn's proposals as the api shows them."""
-    principal = owner_of(owner.tenant.account_id)
-    drafts = [
-        ("model", ProposalDraft.model_validate({"summary": c["action"], "change": c}))
-        for c in changes
-    ]
-    with transaction(pool, principal.account_id) as conn:
-        row = conversation_row(conn, principal.account_id, uuid.UUID(path.rsplit("/", 1)[1]))
-        assert row is not None
-        given = [uuid.UUID(s["noteId"]) for s in turn["sources"]]
-        scope = proposals.scope_of(row, turn["context"], given)
-        prepared = proposals.prepare(conn, principal, scope, drafts)
-        proposals.store_proposals(conn, principal, row["id"], uuid.UUID(turn["id"]), prepared)
-    (stored,) = [t for t in ok(owner.session.get(path))["turns"] if t["id"] == turn["id"]]
-    return [p for p in stored["proposals"] if p["source"] == "model"]
+            ],
+        }
+        try:
+            path, turn = conversation_with_a_turn(
+                owner, f"Reword the {word} gate code note and file the visitors note."
+            )
+        finally:
+            stack.replies[0] = SILENT
+        offered = [p for p in turn["proposals"] if p["source"] == "model"]
+        assert [p["change"]["action"] for p in offered] == ["edit", "create", "organize"]
+        assert offered[2]["change"]["noteIds"] == [moved["id"]]
+        edit, create, organize = (f"{path}/proposals/{p['id']}" for p in offered)
+        # Another account's owner finds none of them.
+        assert other.session.post(edit + "/apply", {}).status_code == 404
+        ok(owner.session.post(edit + "/apply", {}))
+        changed = ok(owner.key.get(f"/v1/memories/{note['id']}"))
+        assert changed["content"] == f"The {word} code is 4321."
+        ok(owner.session.post(edit + "/undo", {}))
+        restored = ok(owner.key.get(f"/v1/memories/{note['id']}"))
+        assert restored["content"] == f"The {word} gate code is 1234."
+        ok(owner.session.post(create + "/apply", {}))
+        found = ok(owner.key.post("/v1/memories/search", {"query": "couriers loading bay"}))
+        assert [i["memory"]["content"] for i in found["items"]] == [
+            f"{word} couriers use the loading bay."
+        ]
+        ok(owner.session.post(create + "/undo", {}))
+        found = ok(owner.key.post("/v1/memories/search", {"query": "couriers loading bay"}))
+        assert found["items"] == []
+        ok(owner.session.post(organize + "/apply", {}))
+        assert ok(owner.key.get(f"/v1/memories/{moved['id']}"))["projectId"] == shelf
+        ok(owner.session.post(organize + "/undo", {}))
+        assert ok(owner.key.get(f"/v1/memories/{moved['id']}"))["projectId"] is None
 
 
 def semantic_plan(database: embedded.EmbeddedDatabase, account: uuid.UUID) -> tuple[str, int]:

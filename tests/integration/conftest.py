@@ -109,6 +109,17 @@ def citus_api(citus_database: embedded.EmbeddedDatabase, citus_issuer_key: Path)
     running.stop()
 
 
+@pytest.fixture(params=["single", "citus"])
+def each_engine(request: pytest.FixtureRequest) -> tuple[embedded.EmbeddedDatabase, str]:
+    """The lexical-only stack on one engine, then on the other: a test that takes it (or
+    a module's ``make_tenant`` built on it) runs once on the embedded server with
+    ``api_url`` and once on the Citus cluster with ``citus_api``, its services' statements
+    refused if they fan out. Without Citus the second run skips, as the cluster tests do."""
+    if request.param == "citus":
+        return request.getfixturevalue("citus_database"), request.getfixturevalue("citus_api")
+    return request.getfixturevalue("database"), request.getfixturevalue("api_url")
+
+
 @pytest.fixture(scope="session")
 def citus_share(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
     """A real grove-share on the Citus coordinator, as the share role (whose statements

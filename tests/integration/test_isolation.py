@@ -2,12 +2,17 @@
 
 Three layers are checked: the HTTP routes between two accounts, the grants of keys
 within one account, and row-level security in PostgreSQL itself (as the runtime role).
+Every test runs twice (``each_engine``): on the embedded server, and on the Citus
+cluster, where the api's statements are refused if they fan out and the runtime role's
+reads go through the coordinator to every shard, so that row-level security is checked
+on every node.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -16,9 +21,10 @@ import psycopg
 import pytest
 import requests
 
-from grove_db.pool import set_tenant
+from grove_db import citus, embedded
+from grove_db.pool import fan_out, set_tenant
 from tests.support.clients import Client
-from tests.support.tenants import Tenant
+from tests.support.tenants import Tenant, new_tenant
 
 #: Distinctive words, so that search and recall would match a foreign note if it leaked.
 WORD = "xylophone"
@@ -38,6 +44,13 @@ TENANT_TABLES = (
     "account_owners",
     "accounts",
 )
+
+
+@pytest.fixture
+def make_tenant(each_engine: tuple[embedded.EmbeddedDatabase, str]) -> Callable[[], Tenant]:
+    """Fresh accounts on the engine of this run of the test (``tenant`` is one of them)."""
+    database, url = each_engine
+    return lambda: new_tenant(database, url)
 
 
 @dataclass
@@ -479,17 +492,28 @@ def _count(conn: psycopg.Connection[Any], table: str) -> int:
     return int(row[0])
 
 
+@contextmanager
+def every_shard(conn: psycopg.Connection[Any], account_id: UUID | None = None) -> Iterator[None]:
+    """A transaction of the runtime role (as ``account_id``, or as no account) whose
+    statements name no account: on the cluster they run on every shard (``fan_out``, so
+    the guard lets them), and only row-level security on each node keeps the other
+    accounts' rows out; on one server, the same statements on the one table."""
+    with conn.transaction():
+        if account_id is not None:
+            set_tenant(conn, account_id)
+        fan_out(conn)
+        yield
+
+
 def test_runtime_role_sees_no_foreign_rows_in_any_tenant_table(world: World) -> None:
     a, b = world.owner.account_id, world.intruder.account_id
     with psycopg.connect(world.owner.database.runtime_url, autocommit=True) as conn:
         # As the owner, every table holds at least one row: the checks below are not vacuous.
-        with conn.transaction():
-            set_tenant(conn, a)
+        with every_shard(conn, a):
             for table in TENANT_TABLES:
                 assert _count(conn, table) > 0, table
                 assert set(_account_ids(conn, table)) == {a}, table
-        with conn.transaction():
-            conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(b),))
+        with every_shard(conn, b):
             for table in TENANT_TABLES:
                 ids = _account_ids(conn, table)
                 assert _count(conn, table) == len(ids), table
@@ -514,14 +538,13 @@ def test_runtime_role_sees_no_foreign_rows_in_any_tenant_table(world: World) -> 
 
 def test_runtime_role_without_tenant_context_sees_no_rows(world: World) -> None:
     with psycopg.connect(world.owner.database.runtime_url, autocommit=True) as conn:
-        with conn.transaction():
+        with every_shard(conn):
             for table in TENANT_TABLES:
                 assert _count(conn, table) == 0, table
         # A transaction-local context ends with its transaction.
-        with conn.transaction():
-            set_tenant(conn, world.owner.account_id)
+        with every_shard(conn, world.owner.account_id):
             assert _count(conn, "memories") == len(world.note_ids)
-        with conn.transaction():
+        with every_shard(conn):
             assert _count(conn, "memories") == 0
             assert conn.execute("SELECT id FROM memories").fetchall() == []
 
@@ -531,26 +554,29 @@ def test_runtime_role_cannot_write_rows_for_another_account(world: World) -> Non
     own = world.intruder.client.save("intruder note")
     with psycopg.connect(world.owner.database.runtime_url, autocommit=True) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-            with conn.transaction():
-                set_tenant(conn, b)
+            with every_shard(conn, b):
                 conn.execute(
                     "INSERT INTO memories (account_id, id, kind, content, indexing)"
                     " VALUES (%s, %s, 'fact', 'planted', 'disabled')",
                     (a, uuid4()),
                 )
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-            with conn.transaction():
-                set_tenant(conn, b)
+        # One server refuses the move by the policy's check; Citus refuses to change a
+        # row's distribution column at all, before any node runs the statement.
+        error, reason = (
+            (psycopg.errors.FeatureNotSupported, "modifying the partition value")
+            if isinstance(world.owner.database.server, citus.Cluster)
+            else (psycopg.errors.InsufficientPrivilege, "row-level security")
+        )
+        with pytest.raises(error, match=reason):
+            with every_shard(conn, b):
                 conn.execute("UPDATE memories SET account_id = %s WHERE id = %s", (a, own["id"]))
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-            with conn.transaction():
-                set_tenant(conn, b)
+            with every_shard(conn, b):
                 conn.execute(
                     "INSERT INTO projects (account_id, id, name) VALUES (%s, %s, 'planted')",
                     (a, uuid4()),
                 )
-        with conn.transaction():
-            set_tenant(conn, b)
+        with every_shard(conn, b):
             updated = conn.execute(
                 "UPDATE memories SET content = 'hijacked' WHERE id = ANY(%s::uuid[])",
                 (sorted(world.note_ids),),
@@ -572,7 +598,6 @@ def test_runtime_role_cannot_delete_notes_or_rewrite_revisions(world: World) -> 
     with psycopg.connect(world.owner.database.runtime_url, autocommit=True) as conn:
         for statement in statements:
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
-                with conn.transaction():
-                    set_tenant(conn, a)  # even within the account's own context
+                with every_shard(conn, a):  # even within the account's own context
                     conn.execute(statement)
     assert_untouched(world)

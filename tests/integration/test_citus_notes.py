@@ -159,8 +159,11 @@ def test_archive_move_and_restore_notes_on_one_shard(
         assert error_of(refused)["code"] == "owner_session_required"
         fresh = ok(client.post("/v1/memories", {**handoff, "taskId": f"{word}-2"}), 201)
         assert fresh["id"] != lapsed["id"]
-        revived = ok(owners[name].post(f"/v1/memories/{lapsed['id']}/restore", {}))
-        assert revived["expiresAt"] > fresh["createdAt"]  # its lifetime renewed
+        # The task has its fresh handoff: the old one comes back only as a fact.
+        taken = owners[name].post(f"/v1/memories/{lapsed['id']}/restore", {})
+        assert (taken.status_code, error_of(taken)["code"]) == (409, "conflict"), taken.text
+        revived = ok(owners[name].post(f"/v1/memories/{lapsed['id']}/restore", {"durable": True}))
+        assert (revived["kind"], revived["retentionDays"]) == ("fact", None)
     for name, tenant in tenants.items():
         foreign = notes[other(name)]["id"]
         client = tenant.client

@@ -1118,7 +1118,7 @@ def test_expired_notes_enter_the_window_and_the_owner_can_restore_them(
     assert setup.tenant.client.get(f"/v1/memories/{notes[0]['id']}").status_code == 200
 
 
-def test_a_new_handoff_for_the_task_keeps_the_expired_one_restorable(
+def test_a_superseded_handoff_comes_back_as_a_fact_and_never_beside_its_tasks_live_handoff(
     setup: Setup, database: embedded.EmbeddedDatabase
 ) -> None:
     key = setup.tenant.client
@@ -1130,18 +1130,78 @@ def test_a_new_handoff_for_the_task_keeps_the_expired_one_restorable(
     )
     fresh = key.save("where I stopped on Friday", "handoff", taskId="weekly-report")
     assert fresh["id"] != old["id"]
-    restored = setup.owner().post(f"/v1/memories/{old['id']}/restore", {})
+    # A task has one live handoff: bringing the old one back as a handoff (as it is, or
+    # an earlier version of it) is refused, naming the task's handoff, and changes nothing.
+    for body in ({}, {"version": 1}):
+        refused = setup.owner().post(f"/v1/memories/{old['id']}/restore", body)
+        assert refused.status_code == 409, refused.text
+        assert error_of(refused)["code"] == "conflict"
+        assert fresh["id"] in error_of(refused)["message"]
+        assert "durable" in error_of(refused)["message"]
+    assert key.get(f"/v1/memories/{old['id']}").status_code == 404  # still expired
+    # Made durable it comes back as a permanent fact, the task's handoff untouched.
+    restored = setup.owner().post(f"/v1/memories/{old['id']}/restore", {"durable": True})
     assert restored.status_code == 200, restored.text
-    assert key.get(f"/v1/memories/{old['id']}").json()["data"]["content"] == (
-        "where I stopped on Monday"
+    back = data_of(restored)
+    assert (back["content"], back["kind"], back["retentionDays"]) == (
+        "where I stopped on Monday",
+        "fact",
+        None,
     )
-    # The task's handoff is still the fresh note: the next save corrects it.
     again = key.post(
         "/v1/memories",
         {"content": "where I stopped on Saturday", "kind": "handoff", "taskId": "weekly-report"},
     )
     assert again.status_code == 200, again.text
-    assert (again.json()["data"]["id"], again.json()["data"]["version"]) == (fresh["id"], 2)
+    assert (data_of(again)["id"], data_of(again)["version"]) == (fresh["id"], 2)
+    handoffs = [
+        n for n in export_lines(setup.owner()) if n.get("memory", {}).get("kind") == "handoff"
+    ]
+    assert [n["memory"]["id"] for n in handoffs] == [fresh["id"]]
+    # So the account's export restores into another account whole.
+    other = new_tenant(database, setup.api.url)
+    subject = f"user-{uuid.uuid4().hex[:8]}"
+    admin.add_owner(database.migration_url, other.account_id, ISSUER, subject)
+    target = Client(setup.api.url, setup.provider.token(subject))
+    imported = target.session.post(
+        target.base + "/v1/import",
+        params={"id": str(uuid.uuid4())},
+        data=setup.owner().get("/v1/export").content,
+        headers=target.headers({"Content-Type": "application/x-ndjson"}),
+        timeout=60,
+    )
+    assert imported.status_code == 200, imported.text
+    assert (data_of(imported)["state"], data_of(imported)["counts"]["notes"]) == ("done", 2)
+
+
+def test_a_superseded_handoff_takes_its_task_back_when_the_task_has_no_live_handoff(
+    setup: Setup, database: embedded.EmbeddedDatabase
+) -> None:
+    key = setup.tenant.client
+    old = key.save("first attempt", "handoff", taskId="migration")
+    expire_now = "UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = %s"
+    superuser_sql(database, expire_now, old["id"])
+    newer = key.save("second attempt", "handoff", taskId="migration")
+    superuser_sql(database, expire_now, newer["id"])  # the task's handoff expired too
+    restored = setup.owner().post(f"/v1/memories/{old['id']}/restore", {})
+    assert restored.status_code == 200, restored.text
+    assert data_of(restored)["kind"] == "handoff"
+    # The old note is the task's handoff again (the expired newer one superseded, still
+    # restorable as a fact); the next save for the task corrects it.
+    again = key.post(
+        "/v1/memories", {"content": "third attempt", "kind": "handoff", "taskId": "migration"}
+    )
+    assert again.status_code == 200, again.text
+    assert (data_of(again)["id"], data_of(again)["version"]) == (old["id"], 2)
+    durable = setup.owner().post(f"/v1/memories/{newer['id']}/restore", {"durable": True})
+    assert data_of(durable)["kind"] == "fact"
+
+
+def export_lines(client: Client) -> list[dict[str, Any]]:
+    """The lines of the account's export, as its caller sees it."""
+    response = client.get("/v1/export")
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines() if line]
 
 
 def test_the_window_ends_in_soft_deletion_unless_restored(

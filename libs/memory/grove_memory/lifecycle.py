@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import psycopg
+
 from grove_auth.errors import OwnerSessionRequired
 from grove_auth.principal import Principal
 from grove_contracts.notes import (
@@ -28,10 +30,12 @@ from grove_memory import idempotency
 from grove_memory.errors import Conflict, InvalidRequest, MoveRefused, NotFound
 from grove_memory.notes import (
     KEEP,
+    LOCK_HANDOFF,
     NOTE_FIELDS,
     lock_note,
     lock_visible,
     record_revision,
+    supersede,
     write_correction,
 )
 from grove_memory.rows import ROW_COLUMNS, memory_of, with_saver
@@ -105,6 +109,15 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
             return op.replay.answer(Memory)
         conn = op.conn
         current, lapsed = _lock_restorable(conn, principal, req.id)
+        values = {name: current[name] for name in NOTE_FIELDS}
+        if req.version is not None:
+            values.update(_revision(conn, principal, req.id, req.version))
+        if req.durable:
+            if values["kind"] != "handoff":
+                raise InvalidRequest("durable", "only a handoff can be made durable")
+            values.update(kind="fact", retention_days=None)
+        if values["kind"] == "handoff":
+            _hold_task(conn, principal, req.id, values)
         renew = lapsed or current["archived_at"] is not None
         row = conn.execute(
             BRING_BACK.format(expires=RENEW if renew else KEEP),
@@ -117,20 +130,49 @@ def restore(store: Store, principal: Principal, req: RestoreRequest) -> Memory:
         assert row is not None
         # Its sweep at the renewed expiry.
         queue.enqueue_expiries(conn, principal.account_id, [req.id])
-        values = {name: current[name] for name in NOTE_FIELDS}
-        if req.version is not None:
-            values.update(_revision(conn, principal, req.id, req.version))
-        if req.durable:
-            if values["kind"] != "handoff":
-                raise InvalidRequest("durable", "only a handoff can be made durable")
-            values.update(kind="fact", retention_days=None)
         if req.version is not None or req.durable:
             # A restore renews the lifetime (a durable one makes it permanent).
             row = write_correction(conn, store, row, values, retention_supplied=True, by=principal)
             memory = record_revision(conn, store, row, req.operationId)
         else:
             memory = memory_of(with_saver(conn, row))
+        _no_longer_superseded(conn, principal, req.id)
         return op.record(memory, req.id)
+
+
+def _hold_task(conn: Conn, principal: Principal, memory_id: Any, values: dict[str, Any]) -> None:
+    """Make a note that comes back as a handoff its task's one live handoff.
+
+    A task has one live handoff: the one a save for it corrects, recall gives and an
+    export carries (an import refuses a second). A handoff superseded by a fresh one for
+    its task (it had expired) is restorable, so bringing it back as a handoff is refused
+    (``Conflict``, naming the task's handoff) while the task has another live one, and
+    supersedes an expired one as a save would; made durable it is a fact, no task's, and
+    comes back beside it. A handoff that was never superseded holds its task already.
+    """
+    holder = conn.execute(LOCK_HANDOFF, {**values, "account_id": principal.account_id}).fetchone()
+    if holder is not None and holder["id"] != memory_id:
+        if not holder["expired"]:
+            raise Conflict(
+                f"task {values['task_id']!r} has a live handoff, note {holder['id']}, and a"
+                " task has one: restore this note with durable: true to keep it as a fact"
+            )
+        supersede(conn, principal.account_id, holder["id"])
+
+
+def _no_longer_superseded(conn: Conn, principal: Principal, memory_id: Any) -> None:
+    """A note brought back is no longer superseded: as a handoff it is its task's again
+    (``_hold_task`` made room; the unique index of live handoffs, migration 0017, refuses
+    a handoff for the task saved meanwhile). Last, once the note has its task and scope."""
+    try:
+        with conn.transaction():
+            conn.execute(
+                "UPDATE memories SET superseded_at = NULL"
+                " WHERE account_id = %s AND id = %s AND superseded_at IS NOT NULL",
+                (principal.account_id, memory_id),
+            )
+    except psycopg.errors.UniqueViolation as ex:
+        raise Conflict("a handoff for this task was saved meanwhile; retry") from ex
 
 
 def _lock_restorable(

@@ -384,16 +384,22 @@ def _create_or_update_handoff(
     # whole restoration window) and a fresh note starts.
     current = conn.execute(LOCK_HANDOFF, {**values, "account_id": principal.account_id}).fetchone()
     if current is not None and current["expired"]:
-        conn.execute(
-            "UPDATE memories SET superseded_at = statement_timestamp()"
-            " WHERE account_id = %s AND id = %s",
-            (principal.account_id, current["id"]),
-        )
+        supersede(conn, principal.account_id, current["id"])
         return _create_or_update_handoff(conn, store, principal, req, values)
     if current is None:
         raise Conflict("the handoff for this taskId changed concurrently; retry")
     _check_version(current, req.expectedVersion)
     return write_correction(conn, store, current, values, retention_supplied, by=principal), False
+
+
+def supersede(conn: Conn, account_id: UUID, memory_id: Any) -> None:
+    """Take an expired handoff off its task (a fresh one takes its place): it leaves the
+    one-live-handoff-per-task index (migration 0017), and stays restorable."""
+    conn.execute(
+        "UPDATE memories SET superseded_at = statement_timestamp()"
+        " WHERE account_id = %s AND id = %s",
+        (account_id, memory_id),
+    )
 
 
 def saver(principal: Principal) -> dict[str, Any]:

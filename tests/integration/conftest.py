@@ -120,6 +120,16 @@ def each_engine(request: pytest.FixtureRequest) -> tuple[embedded.EmbeddedDataba
     return request.getfixturevalue("database"), request.getfixturevalue("api_url")
 
 
+@pytest.fixture
+def engine_mcp(
+    each_engine: tuple[embedded.EmbeddedDatabase, str], request: pytest.FixtureRequest
+) -> str:
+    """The /mcp URL of the grove-mcp on ``each_engine``'s engine (``mcp_url`` or
+    ``citus_mcp``)."""
+    on_cluster = isinstance(each_engine[0].server, citus.Cluster)
+    return str(request.getfixturevalue("citus_mcp" if on_cluster else "mcp_url"))
+
+
 @pytest.fixture(scope="session")
 def citus_share(citus_database: embedded.EmbeddedDatabase) -> Iterator[str]:
     """A real grove-share on the Citus coordinator, as the share role (whose statements

@@ -286,7 +286,10 @@ def test_the_website_shows_one_owners_pages_on_the_cluster(cluster: Cluster) -> 
     a, b = cluster.owner(), cluster.owner()
     note = a.key.save("apricot thinning notes")["id"]
     ok(a.session.post("/v1/shares", {"target": {"type": "note", "id": note}}), 201)
-    b.key.save("foreign damson notes")
+    theirs = b.tenant.notebook("damson shelf")
+    foreign = b.key.save("foreign damson notes", projectId=theirs)["id"]
+    conversation = str(uuid.uuid4())
+    ok(b.session.post("/v1/conversations", {"id": conversation}), 201)
     console = start_console(
         cluster.database,
         cluster.console_port,
@@ -316,5 +319,21 @@ def test_the_website_shows_one_owners_pages_on_the_cluster(cluster: Cluster) -> 
             assert page.status_code == 200, (path, page.text)
             assert text in page.text, path
             assert "damson" not in page.text, path
+        # The other account's pages and forms: not found, and its note is unchanged.
+        for path in (f"/notes/{foreign}", f"/notebooks/{theirs}", f"/ask/{conversation}"):
+            page = browser.get(f"{console.url}{path}", timeout=30)
+            assert page.status_code == 404, (path, page.text)
+            assert "damson" not in page.text, path
+        searched = browser.get(f"{console.url}/notes?q=damson", timeout=30)
+        assert searched.status_code == 200 and "foreign damson" not in searched.text
+        signed_csrf = re.search(r'name="csrf" value="([^"]+)"', searched.text)
+        assert signed_csrf is not None, searched.text
+        forget = browser.post(
+            f"{console.url}/notes/{foreign}/forget",
+            data={"csrf": signed_csrf.group(1), "confirmed": "1"},
+            timeout=30,
+        )
+        assert forget.status_code == 404, forget.text
+        assert ok(b.key.get(f"/v1/memories/{foreign}"))["version"] == 1
     finally:
         console.stop()

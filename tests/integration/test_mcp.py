@@ -26,7 +26,7 @@ from tests.support.keys import SECRET
 from tests.support.mcp import connect, error_of, ok, text_json
 from tests.support.processes import start_mcp
 from tests.support.schemas import undescribed
-from tests.support.tenants import Tenant
+from tests.support.tenants import Tenant, new_tenant
 from tests.support.tools import require_tool
 from tests.support.waiting import wait_until
 
@@ -216,8 +216,13 @@ def test_invalid_arguments_are_tool_errors_not_protocol_errors(
     asyncio.run(scenario())
 
 
-def test_another_tenants_note_is_not_found(mcp_url: str, tenant: Tenant, make_tenant: Any) -> None:
-    other = make_tenant()
+def test_another_tenants_note_is_not_found(
+    each_engine: tuple[embedded.EmbeddedDatabase, str], engine_mcp: str
+) -> None:
+    """On one server and on the Citus cluster (``each_engine``): the tools that take a
+    note's ID, and recall."""
+    mcp_url = engine_mcp
+    tenant, other = new_tenant(*each_engine), new_tenant(*each_engine)
     foreign = other.client.save("the other tenant's secret")["id"]
 
     async def scenario() -> None:
@@ -368,7 +373,11 @@ def test_both_protocol_eras(mcp_url: str, tenant: Tenant, mode: str) -> None:
         assert version == MODERN
 
 
-def test_grants_apply_over_mcp(mcp_url: str, tenant: Tenant) -> None:
+def test_grants_apply_over_mcp(
+    each_engine: tuple[embedded.EmbeddedDatabase, str], engine_mcp: str
+) -> None:
+    """On one server and on the Citus cluster (``each_engine``)."""
+    mcp_url, tenant = engine_mcp, new_tenant(*each_engine)
     notebook = tenant.notebook("work")
     in_notebook = tenant.client.save("notebook only", projectId=notebook)["id"]
     personal = tenant.client.save("personal note")["id"]

@@ -192,11 +192,8 @@ def _started(
     db = _database(root, citus_workers)
     running: Stack | None = None
     try:
-        if shards:  # read by grove migrate --citus when it distributes the tables
-            with psycopg.connect(db.superuser_url, autocommit=True) as conn:
-                conn.execute(
-                    f"ALTER DATABASE {embedded.DATABASE} SET citus.shard_count = {shards:d}"
-                )
+        if shards:
+            citus.set_shard_count(db, shards)
         migrate(
             db.migration_url, embedded.RUNTIME_ROLE, embedded.SHARE_ROLE, citus=bool(citus_workers)
         )

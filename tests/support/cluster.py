@@ -20,6 +20,11 @@ from pathlib import Path
 from grove_db import citus, embedded
 from grove_db.migrate import migrate
 
+#: Shards per table: a few on each worker, so that accounts spread over shards and
+#: nodes as on a production cluster, while placing the tables takes half the
+#: time of Citus's default 32 (5 s instead of 10 on this loaded 2-core machine).
+SHARDS = 8
+
 
 @contextmanager
 def _locked(folder: Path) -> Iterator[Path]:
@@ -37,6 +42,7 @@ def join(tools: Path, folder: Path) -> embedded.EmbeddedDatabase:
             shared = json.loads(state.read_text())
         else:
             db = citus.start(tools, folder / "cluster")
+            citus.set_shard_count(db, SHARDS)
             migrate(
                 db.migration_url,
                 embedded.RUNTIME_ROLE,

@@ -19,6 +19,7 @@ import os
 import shutil
 import socket
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,9 +150,10 @@ def start(tools: Path, root: Path, workers: int = 2) -> embedded.EmbeddedDatabas
     nodes = [Node(root / f"node{n}", _free_port()) for n in range(workers + 1)]
     cluster = Cluster(root, pginstall, nodes[0], nodes[1:])
     try:
-        for node in nodes:
-            _start_node(pginstall, node)
-            _prepare(node)
+        # The nodes start side by side: each is mostly waiting on its own processes.
+        with ThreadPoolExecutor(len(nodes)) as pool:
+            for started in [pool.submit(_start_and_prepare, pginstall, n) for n in nodes]:
+                started.result()
         _register(cluster)
     except BaseException:
         cluster.cleanup()
@@ -183,11 +185,28 @@ def add_worker(cluster: Cluster) -> Node:
     return node
 
 
+def _start_and_prepare(pginstall: Path, node: Node) -> None:
+    _start_node(pginstall, node)
+    _prepare(node)
+
+
 def _prepare(node: Node) -> None:
     """Roles, Grove's database and ``vector`` as on one server, plus ``citus``."""
     embedded.bootstrap(node.url())
     with psycopg.connect(node.url(embedded.DATABASE), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+
+
+def set_shard_count(db: embedded.EmbeddedDatabase, shards: int) -> None:
+    """Give each table ``shards`` shards when ``grove migrate --citus`` distributes it
+    (Citus's default is 32): fewer make a small cluster quicker to place and to move,
+    as the tests and benchmarks on loopback want. Run before the migration."""
+    with psycopg.connect(db.superuser_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} SET citus.shard_count = {}").format(
+                sql.Identifier(embedded.DATABASE), sql.Literal(shards)
+            )
+        )
 
 
 def refuse_fan_out(db: embedded.EmbeddedDatabase) -> None:
@@ -229,6 +248,7 @@ def _start_node(pginstall: Path, node: Node) -> None:
             str(node.data),
             "--auth=trust",
             "--encoding=utf8",
+            "--no-sync",  # a throwaway cluster, as NODE_SETTINGS' fsync says
             "-U",
             "postgres",
         ]

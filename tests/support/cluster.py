@@ -24,6 +24,9 @@ from grove_db.migrate import migrate
 #: nodes as on a production cluster, while placing the tables takes half the
 #: time of Citus's default 32 (5 s instead of 10 on this loaded 2-core machine).
 SHARDS = 8
+#: The prefix of tables a test makes for a while on the shared cluster (a throwaway
+#: migration's): checks of the whole cluster's placement leave them out.
+THROWAWAY = "throwaway_"
 
 
 @contextmanager

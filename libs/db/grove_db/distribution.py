@@ -176,8 +176,11 @@ def _place_later(conn: psycopg.Connection[Any]) -> None:
     distributed ones (``ACCOUNT_FUNCTIONS``; again is harmless): on the first placement,
     and after a migration that made them."""
     excluded = [*REFERENCE_TABLES, *LOOKUP_TABLES]
-    for (table,) in conn.execute(UNPLACED_TENANT_TABLES, (excluded,)).fetchall():
-        conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")  # as in _place
+    unplaced = conn.execute(UNPLACED_TENANT_TABLES, (excluded,)).fetchall()
+    if unplaced:  # as in _place: triggers run on the shards; policies are deparsed bare
+        conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+        conn.execute("SET LOCAL search_path = public")
+    for (table,) in unplaced:
         conn.execute(
             "SELECT create_distributed_table(%s, %s, colocate_with => 'memories')",
             (table, COLUMN),

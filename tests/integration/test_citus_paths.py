@@ -1,9 +1,13 @@
 """The last paths checked on a Citus cluster, and migrations on a cluster already placed.
 
-The real grove-api runs against the coordinator of a coordinator and two workers
-(``citus_api``), whose services' roles refuse any statement touching more than one shard
-(``tests/support/cluster.py``): a per-account statement that does not name its account
-as a value answers 500 there, and fails these tests.
+A real grove-api runs against the coordinator of a coordinator and two workers
+(``citus_database``), whose services' roles refuse any statement touching more than one
+shard (``tests/support/cluster.py``): a per-account statement that does not name its
+account as a value answers 500 there, and fails these tests. The api answers through a
+real grove-ask on the ``openai`` generator, whose chat model is a scripted endpoint on
+loopback (the one stand-in), and takes owner sessions. For two accounts, each seeing
+only its own: an owner's export (notes, connections, conversations), and the model's
+edit, create and organize proposals on an Ask turn, applied and undone.
 
 ``grove enrich reindex`` and ``reset`` (per account) name the account in every statement
 and queue each notebook's brief, the classification and each file's extraction once,

@@ -48,6 +48,10 @@ NODE_SETTINGS = {
     "wal_level": "logical",
     # This build trusts only the output plugins named here; Citus decodes with its own.
     "output_plugin_libraries": "'pgoutput, test_decoding, citus'",
+    # A rebalance's moves are background tasks, which the coordinator looks for every
+    # 5 s by default: a small cluster's move of a few shard groups spent most of its
+    # time waiting for the next look.
+    "citus.background_task_queue_interval": "'500ms'",
     "fsync": "off",  # a throwaway cluster: nothing to keep across a crash
     "synchronous_commit": "off",
     "full_page_writes": "off",

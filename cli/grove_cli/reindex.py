@@ -22,6 +22,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from grove_db import queue
+from grove_db.inserts import insert_values
 from grove_db.pool import set_tenant
 
 #: The most dimensions pgvector's HNSW index takes on ``vector`` (``grove indexes`` too).
@@ -30,8 +31,8 @@ PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
 
 #: The account's notes whose current revision has no vector of the profile (or all, with
 #: ``force``) and no embedding job under way; their jobs are then inserted from values
-#: (``queue.insert_jobs``: on a Citus cluster an ``INSERT … SELECT`` into ``jobs`` is
-#: refused). Every table names the account as a value: one shard's statement.
+#: (``grove_db.inserts.insert_values``: on a Citus cluster an ``INSERT … SELECT`` into
+#: ``jobs`` is refused). Every table names the account as a value: one shard's statement.
 MISSING = """
     SELECT m.id, m.version FROM memories m
     WHERE m.account_id = %(account)s AND m.deleted_at IS NULL
@@ -77,19 +78,15 @@ def reindex(
                 rows = conn.execute(
                     MISSING, {"account": account_id, "profile": profile, "force": force}
                 ).fetchall()
-                queued = queue.insert_jobs(
+                queued = insert_values(
                     conn,
+                    "jobs",
+                    queue.MEMORY_JOB,
                     [
-                        {
-                            "account": account_id,
-                            "kind": queue.EMBED_REVISION,
-                            "memory": row["id"],
-                            "version": row["version"],
-                            "profile": profile,
-                            "run_after": None,
-                        }
+                        (account_id, queue.EMBED_REVISION, row["id"], row["version"], profile)
                         for row in rows
                     ],
+                    returning="id",
                 )
                 job_ids += queued
                 conn.execute("SELECT pg_notify(%s, '')", (queue.CHANNEL,))

@@ -19,6 +19,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from grove_db.inserts import insert_values
 from grove_db.pool import (
     Conn,
     distributed,
@@ -240,30 +241,11 @@ class Job:
         return (self.account_id, self.id)
 
 
-#: Jobs are inserted from values, never with ``INSERT … SELECT``: on a Citus cluster an
-#: ``INSERT … SELECT`` into ``jobs`` (its ``id`` an identity) is not sent to the shard
-#: but pulled through the coordinator, which reads every shard and then copies, and
-#: Citus refuses that copy under row-level security.
-INSERT_JOB = """
-    INSERT INTO jobs (account_id, kind, memory_id, version, profile, run_after)
-    VALUES (%(account)s, %(kind)s, %(memory)s, %(version)s, %(profile)s,
-            coalesce(%(run_after)s, now()))
-    RETURNING id
-"""
-
-
-def insert_jobs(conn: Conn, jobs: list[dict[str, Any]]) -> list[int]:
-    """Insert jobs of one account (``INSERT_JOB``'s values, ``run_after`` None for now),
-    in one round trip however many there are; their IDs."""
-    if not jobs:
-        return []
-    cursor = conn.cursor()
-    cursor.executemany(INSERT_JOB, jobs, returning=True)
-    ids = []
-    while True:
-        ids += [row["id"] for row in cursor.fetchall()]
-        if not cursor.nextset():
-            return ids
+#: Jobs are inserted from values (``grove_db.inserts.insert_values``), never with
+#: ``INSERT … SELECT``: on a Citus cluster an ``INSERT … SELECT`` into ``jobs`` (its
+#: ``id`` an identity) is not sent to the shard but pulled through the coordinator, which
+#: reads every shard and then copies, and Citus refuses that copy under row-level security.
+MEMORY_JOB = ("account_id", "kind", "memory_id", "version", "profile")
 
 
 def enqueue_embeddings(conn: Conn, account_id: UUID, memory_ids: list[UUID], profile: str) -> None:
@@ -273,19 +255,11 @@ def enqueue_embeddings(conn: Conn, account_id: UUID, memory_ids: list[UUID], pro
         "SELECT id, version FROM memories WHERE account_id = %s AND id = ANY(%s::uuid[])",
         (account_id, memory_ids),
     ).fetchall()
-    insert_jobs(
+    insert_values(
         conn,
-        [
-            {
-                "account": account_id,
-                "kind": EMBED_REVISION,
-                "memory": row["id"],
-                "version": row["version"],
-                "profile": profile,
-                "run_after": None,
-            }
-            for row in rows
-        ],
+        "jobs",
+        MEMORY_JOB,
+        [(account_id, EMBED_REVISION, row["id"], row["version"], profile) for row in rows],
     )
     conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
 
@@ -382,19 +356,11 @@ def enqueue_expiries(conn: Conn, account_id: UUID, memory_ids: list[UUID]) -> No
         "   AND j.kind = %(kind)s AND j.status = 'queued' AND j.run_after = m.expires_at)",
         {"kind": EXPIRE_NOTE, "account": account_id, "ids": memory_ids},
     ).fetchall()
-    insert_jobs(
+    insert_values(
         conn,
-        [
-            {
-                "account": account_id,
-                "kind": EXPIRE_NOTE,
-                "memory": row["id"],
-                "version": None,
-                "profile": None,
-                "run_after": row["expires_at"],
-            }
-            for row in rows
-        ],
+        "jobs",
+        ("account_id", "kind", "memory_id", "run_after"),
+        [(account_id, EXPIRE_NOTE, row["id"], row["expires_at"]) for row in rows],
     )
 
 

@@ -53,7 +53,7 @@ lint: $(STAMP) ## ruff and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy libs services cli tools bench clients/python \
-		clients/mcp-bridge
+		clients/mcp-bridge tests
 
 fmt: $(STAMP) ## format the code
 	$(BIN)/ruff format .

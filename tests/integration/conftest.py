@@ -20,6 +20,7 @@ from grove_db import citus, embedded, schema
 from grove_db.migrate import migrate
 from grove_db.pool import open_pool
 from tests.support import cluster
+from tests.support.chat import FakeChat, serve
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
 from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
@@ -355,10 +356,8 @@ def context(browser: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def openai_chat() -> Iterator[tuple[Any, Any]]:
-    """A scripted fake OpenAI-compatible chat provider (``test_ask_openai.FakeChat``) and
+    """A scripted fake OpenAI-compatible chat provider (``tests.support.chat.FakeChat``) and
     a grove-ask answering with it (the ``openai`` generator), one per module."""
-    from tests.integration.test_ask_openai import FakeChat, serve
-
     fake = FakeChat()
     server = serve(fake)
     ask = start_ask(

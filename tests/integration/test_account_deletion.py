@@ -47,16 +47,16 @@ from grove_memory.blobs import PostgresBlobs
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
 from grove_worker.settings import WorkerSettings
-from tests.integration.test_owner import ISSUER
-from tests.integration.test_shares import Stack, new_owner, read, stack
-from tests.integration.test_worker_lanes import running
 from tests.support.fakes import FakeEmbeddings, start_fake_ask
 from tests.support.keys import SECRET
+from tests.support.owners import ISSUER
 from tests.support.processes import run_script
+from tests.support.shares import Stack, new_owner, read, stack
 from tests.support.tenants import owner_of
 from tests.support.waiting import wait_until
+from tests.support.workers import running
 
-__all__ = ["stack"]
+__all__ = ["stack"]  # the fixture tests name
 
 GATEWAY = "The billing gateway restarts at two in the morning, every night, without paging."
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday morning."
@@ -78,7 +78,7 @@ class Account:
         parameters positional or one dict."""
         values = args[0] if len(args) == 1 and isinstance(args[0], dict) else args
         with psycopg.connect(self.superuser_url, autocommit=True, row_factory=dict_row) as conn:
-            return conn.execute(query, values).fetchall()  # type: ignore[arg-type]
+            return conn.execute(query, values).fetchall()
 
     def delete(self) -> None:
         """Delete the account as its owner does (``DELETE /v1/account``)."""
@@ -111,8 +111,13 @@ def new_account(quiet: tuple[str, Any], profile: str | None = None) -> Account:
     url, pool = quiet
     migration = embedded.role_url(url, embedded.MIGRATION_ROLE)
     account = admin.create_account(migration, "to be deleted")
-    secrets = {"cursor_secret": b"c" * 32, "key_secret": b"k" * 32, "share_secret": b"s" * 32}
-    store = Store(pool=pool, profile=profile, **secrets)
+    store = Store(
+        pool=pool,
+        profile=profile,
+        cursor_secret=b"c" * 32,
+        key_secret=b"k" * 32,
+        share_secret=b"s" * 32,
+    )
     return Account(account, owner_of(account), store, url, migration)
 
 
@@ -169,7 +174,7 @@ def test_no_job_completion_writes_for_an_account_marked_deleted_while_it_ran(
         [queue.BRIEF_NOTEBOOK, queue.CLASSIFY_NOTES, queue.EXTRACT_FILE]
     )
     account.rows("UPDATE accounts SET deleted_at = now() WHERE id = %s RETURNING id", account.id)
-    results = {}
+    results: dict[str, str] = {}
     for job in jobs:
         if job.kind == queue.EXTRACT_FILE:
             results[job.kind] = passages.run(pool, PostgresBlobs(), "test", job, None).result

@@ -29,13 +29,13 @@ def channel(minilm_ask: str) -> Iterator[grpc.Channel]:
 
 @pytest.fixture(scope="module")
 def stub(channel: grpc.Channel) -> Any:
-    return inference_pb2_grpc.InferenceStub(channel)
+    return inference_pb2_grpc.InferenceStub(channel)  # type: ignore[no-untyped-call]
 
 
 def embed(
     stub: Any,
     texts: list[str],
-    purpose: int = inference_pb2.QUERY,
+    purpose: inference_pb2.Purpose = inference_pb2.QUERY,
     profile: str = "minilm",
 ) -> Any:
     """Call ``Embed`` with a deadline; returns the response message."""
@@ -63,7 +63,9 @@ def rejected(stub: Any, texts: list[str], **kwargs: Any) -> grpc.RpcError:
 @pytest.mark.parametrize(
     "purpose", [inference_pb2.DOCUMENT, inference_pb2.QUERY], ids=["document", "query"]
 )
-def test_embed_returns_one_unit_vector_of_384_dimensions_per_text(stub: Any, purpose: int) -> None:
+def test_embed_returns_one_unit_vector_of_384_dimensions_per_text(
+    stub: Any, purpose: inference_pb2.Purpose
+) -> None:
     texts = ["We deploy with Argo CD every Tuesday", "what is our release cadence?", "ERR_4471"]
     response = embed(stub, texts, purpose=purpose)
     assert response.profile == "minilm"

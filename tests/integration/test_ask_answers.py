@@ -264,7 +264,7 @@ def test_grove_ask_down_answers_503_inference_unavailable(
 def answer_call(address: str, **fields: Any) -> Any:
     """Call ``Inference.Answer`` directly over gRPC."""
     with grpc.insecure_channel(address) as channel:
-        stub = inference_pb2_grpc.InferenceStub(channel)
+        stub = inference_pb2_grpc.InferenceStub(channel)  # type: ignore[no-untyped-call]
         return stub.Answer(inference_pb2.AnswerRequest(**fields), timeout=60)
 
 
@@ -281,7 +281,7 @@ def test_grpc_answer_limits_at_their_boundaries(minilm_ask: str) -> None:
         evidence=evidence(24, chars=6000),
     )
     assert fine.generator == "extractive"
-    refused = [
+    refused: list[dict[str, Any]] = [
         {"question": "q" * 6001},
         {"question": "   "},
         {"question": "q", "previous_questions": ["p"] * 9},

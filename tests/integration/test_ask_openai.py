@@ -8,13 +8,11 @@ server this module starts and scripts per test.
 from __future__ import annotations
 
 import json
-import re
-import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -23,7 +21,16 @@ import requests
 
 from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
-from tests.support import loopback
+from tests.support.chat import (
+    Drop,
+    FakeChat,
+    Gated,
+    Hold,
+    Step,
+    number_of,
+    reply,
+    serve,
+)
 from tests.support.clients import Client, error_of
 from tests.support.processes import Running, start_api, start_ask
 from tests.support.scraping import scrape
@@ -36,115 +43,8 @@ TEA = "Alice prefers green tea in the morning."
 MODEL = "fake-chat"
 KEY = "sk-test-answer-key"
 PROVIDER_TIMEOUT = 3.0  # seconds: GROVE_ANSWER_OPENAI_TIMEOUT_SECONDS of grove-ask
-HOLD_SECONDS = 15.0  # how long a held request waits for the client to give up
 ASK_RATE = 4
 ASK_CONCURRENT = 2
-
-
-@dataclass
-class Hold:
-    """Keep the request open, answering nothing, until the client closes the connection."""
-
-
-@dataclass
-class Drop:
-    """Close the connection without answering (a provider that fell over)."""
-
-
-@dataclass
-class Gated:
-    """Answer ``content`` once the test releases the fake's gate."""
-
-    content: str
-
-
-Step = str | int | Hold | Drop | Gated | Callable[[dict[str, Any]], str]
-
-
-@dataclass
-class Seen:
-    """One request the fake received."""
-
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-    @property
-    def prompt(self) -> str:
-        return str(self.body["messages"][1]["content"])
-
-
-@dataclass
-class FakeChat:
-    """A stand-in for an outside OpenAI-compatible ``/chat/completions`` endpoint.
-
-    Each request takes the next step of the script (the last one repeats): a string is
-    the model's reply text (HTTP 200), an int an HTTP status, ``Hold`` keeps the request
-    open and records in ``closed`` when the client closes the connection, ``Drop``
-    closes it at once, ``Gated`` waits for ``gate``, a callable computes the reply text
-    from the request body.
-    """
-
-    script: list[Step] = field(default_factory=list)
-    seen: list[Seen] = field(default_factory=list)
-    closed: list[float] = field(default_factory=list)
-    gate: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def reset(self, *steps: Step) -> None:
-        with self.lock:
-            self.script, self.seen, self.closed = list(steps), [], []
-            self.gate = threading.Event()
-
-    def next_step(self, seen: Seen) -> Step:
-        with self.lock:
-            self.seen.append(seen)
-            return self.script.pop(0) if len(self.script) > 1 else self.script[0]
-
-    def hold(self, connection: socket.socket) -> bool:
-        """Wait until the client closes the connection (True) or ``HOLD_SECONDS`` pass."""
-        deadline = time.monotonic() + HOLD_SECONDS
-        while time.monotonic() < deadline:
-            readable, _, _ = select.select([connection], [], [], 0.02)
-            if readable:
-                try:
-                    ended = connection.recv(1, socket.MSG_PEEK) == b""
-                except OSError:
-                    ended = True
-                if ended:
-                    self.closed.append(time.monotonic())
-                    return True
-        return False
-
-
-def serve(fake: FakeChat) -> loopback.Server:
-    class Handler(loopback.Handler):
-        def do_POST(self) -> None:  # http.server's method name
-            body = json.loads(self.body())
-            step = fake.next_step(Seen(self.path, dict(self.headers), body))
-            if callable(step):
-                step = step(body)
-            if isinstance(step, Hold) and fake.hold(self.connection):
-                return
-            if isinstance(step, Drop):
-                self.connection.shutdown(socket.SHUT_RDWR)
-                return
-            if isinstance(step, Gated):
-                fake.gate.wait(timeout=30)
-                step = step.content
-            if isinstance(step, int):
-                self.send_response(step)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.reply(step if isinstance(step, str) else "held too long")
-
-        def reply(self, content: str) -> None:
-            message = {"role": "assistant", "content": content}
-            choice = {"index": 0, "message": message, "finish_reason": "stop"}
-            self.answer({"object": "chat.completion", "choices": [choice]})
-
-    return loopback.Server(Handler)
 
 
 @dataclass
@@ -201,19 +101,6 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
         for service in reversed(running):
             service.stop()
         server.close()
-
-
-def reply(answer: str, *citations: tuple[int, str]) -> str:
-    """A model reply in the format the prompt asks for."""
-    cited = [{"evidence": number, "quote": quote} for number, quote in citations]
-    return json.dumps({"answer": answer, "citations": cited})
-
-
-def number_of(body: dict[str, Any], content: str) -> int:
-    """The number the prompt gave the evidence item with ``content``."""
-    found = re.search(r"\[(\d+)\] " + re.escape(content), body["messages"][1]["content"])
-    assert found, "the evidence is not in the prompt"
-    return int(found.group(1))
 
 
 VALID = reply("We deploy on Tuesdays, with Argo CD.", (1, "We deploy with Argo CD every Tuesday."))
@@ -362,7 +249,8 @@ def answer_request() -> Any:
 def test_cancelling_the_grpc_call_closes_the_provider_request_at_once(stack: Stack) -> None:
     stack.fake.reset(Hold())
     with grpc.insecure_channel(stack.ask.url) as channel:
-        call = inference_pb2_grpc.InferenceStub(channel).Answer.future(answer_request(), timeout=30)
+        stub = inference_pb2_grpc.InferenceStub(channel)  # type: ignore[no-untyped-call]
+        call = stub.Answer.future(answer_request(), timeout=30)
         wait_until(lambda: stack.fake.seen, timeout=10)
         cancelled = time.monotonic()
         assert call.cancel()
@@ -375,7 +263,7 @@ def test_cancelling_the_grpc_call_closes_the_provider_request_at_once(stack: Sta
 def test_a_passed_grpc_deadline_closes_the_provider_request(stack: Stack) -> None:
     stack.fake.reset(Hold())
     with grpc.insecure_channel(stack.ask.url) as channel:
-        stub = inference_pb2_grpc.InferenceStub(channel)
+        stub = inference_pb2_grpc.InferenceStub(channel)  # type: ignore[no-untyped-call]
         started = time.monotonic()
         with pytest.raises(grpc.RpcError) as caught:
             stub.Answer(answer_request(), timeout=0.5)

@@ -22,7 +22,7 @@ from grove_contracts.proposals import (
     ProposalDraft,
 )
 from grove_memory.inference import EvidenceText, InferenceClient, InferenceError
-from tests.integration.test_ask_openai import FakeChat
+from tests.support.chat import FakeChat
 from tests.support.processes import Running
 from tests.support.scraping import scrape
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bench import crossval, quality
+from bench import quality
 from grove_db import embedded
 from tests.support.clients import data_of
 from tests.support.tenants import new_tenant
@@ -106,7 +106,7 @@ def test_the_quality_benchmark_runs_end_to_end(
         database.runtime_url, minilm_ask, [SAMPLE, other], None, summary, account_of, grid
     )
     assert report is not None
-    for k in crossval.KS:
+    for k in quality.KS:
         assert report["shipped"]["recall"][f"recall@{k}"] == round(
             summary["hybrid"]["all"][f"recall@{k}"], 1
         )

@@ -23,19 +23,9 @@ from grove_db import embedded
 from tests.support.clients import data_of
 from tests.support.keys import SECRET
 from tests.support.processes import start_api
+from tests.support.sentences import SENTENCES
 from tests.support.tenants import Tenant
 
-NAMES = ("Ana", "Ben", "Caro", "Dev", "Eli")
-DEEDS = (
-    "baked sourdough bread",
-    "repaired an old bicycle",
-    "hiked up the mountain trail",
-    "painted the garden fence",
-    "practised the cello",
-    "planted tomatoes on the balcony",
-)
-#: Thirty distinct sentences, in the "<speaker>: <text>" shape of LoCoMo turns.
-SENTENCES = [f"{NAMES[i % len(NAMES)]}: I {DEEDS[i % len(DEEDS)]} on day {i}." for i in range(30)]
 QUERIES = ["Who baked bread?", "Where did someone hike?", "What about the cello?"]
 
 

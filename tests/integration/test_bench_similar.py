@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bench import bulk, similar
-from tests.integration.test_bench_scale import SENTENCES
+from tests.support.sentences import SENTENCES
 
 
 def test_the_save_cost_benchmark_times_saves_with_and_without_the_warning(

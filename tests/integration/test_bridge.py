@@ -28,9 +28,9 @@ from grove_cli import admin
 from grove_contracts.tools import INSTRUCTIONS, TOOLS
 from grove_mcp import results
 from grove_mcp_bridge import results as bridge_results
-from tests.integration.test_mcp import DESCRIBED, assert_is_registry, connect, error_of, ok
 from tests.support import loopback
 from tests.support.clients import data_of
+from tests.support.mcp import DESCRIBED, assert_is_registry, connect, error_of, ok
 from tests.support.tenants import Tenant
 
 BRIDGE = str(Path(sys.executable).with_name("grove-mcp-bridge"))

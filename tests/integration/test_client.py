@@ -46,18 +46,12 @@ from grove_client.endpoints import ENDPOINTS, EXCLUDED, Endpoint
 from grove_client.models import StoredFile
 from grove_db import embedded
 from grove_db.pool import open_pool
-from tests.integration.test_conversations import start_answering_api
-from tests.integration.test_owner import (
-    AUDIENCE,
-    ISSUER,
-    WEBSITE,
-    Provider,
-    owned_tenant,
-    superuser_sql,
-)
-from tests.integration.test_project_memory import Stack, Team, new_team
+from tests.support.conversations import start_answering_api
+from tests.support.databases import superuser_sql
+from tests.support.owners import AUDIENCE, ISSUER, WEBSITE, OwnerStack, Provider, owned_tenant
 from tests.support.processes import free_port, start_api, start_ask
 from tests.support.proxy import Fault, FaultyProxy
+from tests.support.teams import Team, new_team
 from tests.support.tenants import Tenant, new_tenant
 
 T = TypeVar("T")
@@ -157,13 +151,13 @@ def test_a_batch_answers_each_item(grove: Grove) -> None:
 
 
 @pytest.fixture(scope="module")
-def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+def owner_api(database: embedded.EmbeddedDatabase) -> Iterator[OwnerStack]:
     """An api that accepts owner sessions from a fake provider and answers questions
     (grove-ask, extractive and lexical only), with its provider and database."""
     provider = Provider()
     ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
     api = start_answering_api(database, provider, ask, workers=1)
-    yield Stack(provider, api, database)
+    yield OwnerStack(provider, api, database)
     api.stop()
     ask.stop()
     provider.close()
@@ -182,7 +176,7 @@ class Account:
 
 
 @pytest.fixture
-def account(database: embedded.EmbeddedDatabase, owner_api: Stack) -> Iterator[Account]:
+def account(database: embedded.EmbeddedDatabase, owner_api: OwnerStack) -> Iterator[Account]:
     url, provider = owner_api.api.url, owner_api.provider
     tenant, subject = owned_tenant(database, url)
     session = provider.token(subject)
@@ -408,14 +402,14 @@ def export_of(grove: Grove) -> list[bytes]:
 
 
 @pytest.fixture
-def newcomer_token(database: embedded.EmbeddedDatabase, owner_api: Stack) -> str:
+def newcomer_token(database: embedded.EmbeddedDatabase, owner_api: OwnerStack) -> str:
     """An owner session of another fresh account on ``owner_api``."""
     _, subject = owned_tenant(database, owner_api.api.url)
     return owner_api.provider.token(subject)
 
 
 @pytest.fixture
-def newcomer(owner_api: Stack, newcomer_token: str) -> Iterator[Grove]:
+def newcomer(owner_api: OwnerStack, newcomer_token: str) -> Iterator[Grove]:
     """A client of ``newcomer_token``."""
     with connect(owner_api.api.url, newcomer_token) as owner:
         yield owner
@@ -449,7 +443,7 @@ def test_an_export_is_imported_into_another_account(account: Account, newcomer: 
 
 
 def test_an_import_whose_answer_is_lost_is_resent_under_its_id(
-    account: Account, owner_api: Stack, database: embedded.EmbeddedDatabase
+    account: Account, owner_api: OwnerStack, database: embedded.EmbeddedDatabase
 ) -> None:
     account.key.remember(DEPLOY)
     export = b"".join(export_of(account.key))
@@ -713,7 +707,7 @@ def record(key: str, body: str, **fields: Any) -> NewRecord:
 
 
 @pytest.fixture
-def team(owner_api: Stack) -> Team:
+def team(owner_api: OwnerStack) -> Team:
     """An org with one project, and project keys that read and write, or only read."""
     return new_team(owner_api)
 

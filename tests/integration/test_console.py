@@ -15,8 +15,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,138 +43,38 @@ from grove_auth.keys import derive_secret
 from grove_console.sessions import SessionStore
 from grove_db import embedded
 from grove_db.pool import open_pool
-from tests.integration.test_mcp import error_of as tool_error
-from tests.integration.test_mcp import text_json
-from tests.integration.test_oidc import agent_session
 from tests.support import loopback
 from tests.support.axe import serious_violations
 from tests.support.clients import Client, data_of
+from tests.support.console import (
+    AGENT_CALLBACK,
+    CONSOLE,
+    CONSOLE_SECRET,
+    Site,
+    agent_record,
+    login,
+    new_team,
+    own_pool,
+    running_site,
+    shot,
+    sign_in,
+    sign_in_at_provider,
+)
 from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
-from tests.support.oidc_provider import OidcProvider
+from tests.support.mcp import agent_session, text_json
+from tests.support.mcp import error_of as tool_error
 from tests.support.processes import (
-    Running,
     free_port,
     run_script,
-    start_api,
-    start_ask,
-    start_console,
-    start_mcp,
-    start_share,
 )
 from tests.support.tools import require_tool
 from tests.support.waiting import wait_until
-
-API_RESOURCE = "https://grove.test/api"
-CONSOLE = "grove-console"
-CONSOLE_SECRET = "console-secret-for-browser-tests"
-AGENT_CALLBACK = "http://127.0.0.1:9/agent/callback"
-
-
-@dataclass
-class Site:
-    provider: OidcProvider
-    api: Running
-    mcp: Running
-    console: Running
-    share: Running
-
-    def owner_api(self, login: str) -> Client:
-        """The owner's API client, signed in over HTTP (for setting up notes)."""
-        callback = f"{self.console.url}/auth/callback"
-        tokens = self.provider.sign_in(login, CONSOLE, callback, API_RESOURCE, CONSOLE_SECRET)
-        return Client(self.api.url, tokens.access_token)
-
-    def agent_token(self, login: str, client_id: str) -> str:
-        return self.provider.sign_in(login, client_id, AGENT_CALLBACK, self.mcp.url).access_token
 
 
 @pytest.fixture(scope="module")
 def site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
     with running_site(database) as started:
         yield started
-
-
-@contextmanager
-def running_site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
-    """The test provider, grove-ask, -share, -api, -mcp and -console on ``database``."""
-    console_port, mcp_port = free_port(), free_port()
-    origin = f"http://127.0.0.1:{console_port}"
-    mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
-    provider = OidcProvider.start(
-        {API_RESOURCE: {}, mcp_url: {}},
-        [
-            {
-                "client_id": CONSOLE,
-                "client_secret": CONSOLE_SECRET,
-                "redirect_uris": [f"{origin}/auth/callback"],
-                "grant_types": ["authorization_code", "refresh_token"],
-                "response_types": ["code"],
-                "token_endpoint_auth_method": "client_secret_basic",
-            }
-        ],
-    )
-    identity = {
-        "GROVE_OIDC_ISSUER": provider.issuer,
-        "GROVE_OIDC_AUDIENCE": API_RESOURCE,
-        "GROVE_WEBSITE_ORIGIN": origin,
-    }
-    services = {
-        "GROVE_DATABASE_URL": database.runtime_url,
-        "GROVE_EMBEDDING_PROFILE": "disabled",
-        "GROVE_OIDC_PROVISIONING": "personal",
-        "GROVE_OIDC_AUTHORIZED_PARTY": CONSOLE,
-        "GROVE_MCP_PUBLIC_URL": mcp_url,
-        **identity,
-    }
-    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
-    share = start_share(database)
-    api = start_api(
-        {
-            **services,
-            "GROVE_API_WORKERS": "1",
-            "GROVE_ASK_ADDRESS": ask.url,
-            "GROVE_SHARE_PUBLIC_URL": share.url,
-        }
-    )
-    mcp = start_mcp(services, workers=1, port=mcp_port)
-    console = start_console(
-        database,
-        console_port,
-        {
-            **identity,
-            "GROVE_CONSOLE_API_URL": api.url,
-            "GROVE_CONSOLE_CLIENT_ID": CONSOLE,
-            "GROVE_CONSOLE_CLIENT_SECRET": CONSOLE_SECRET,
-            "GROVE_CONSOLE_SCOPES": "openid offline_access",
-            "GROVE_MCP_PUBLIC_URL": mcp_url,
-            "GROVE_API_PUBLIC_URL": api.url,
-        },
-    )
-    try:
-        yield Site(provider, api, mcp, console, share)
-    finally:
-        for running in (console, mcp, api, share, ask):
-            running.stop()
-        provider.stop()
-
-
-def login() -> str:
-    return f"owner-{uuid.uuid4().hex[:8]}"
-
-
-def sign_in_at_provider(page: Page, person: str) -> None:
-    """The provider's own pages: log in with any password, then consent."""
-    page.fill("input[name=login]", person)
-    page.fill("input[name=password]", "any password")
-    page.click("button[type=submit]")
-    page.click("button[type=submit]")  # the consent page's Continue
-
-
-def sign_in(page: Page, site: Site, person: str, path: str = "/connections") -> None:
-    page.goto(f"{site.console.url}{path}")
-    page.click("text=Sign in with your identity provider")
-    sign_in_at_provider(page, person)
-    page.wait_for_url(f"{site.console.url}{path.split('?')[0]}*")
 
 
 def call_tool(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
@@ -191,24 +90,6 @@ def call_tool(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any
 
 def search(url: str, token: str, query: str) -> Any:
     return call_tool(url, token, "search_memories", {"query": query})
-
-
-#: Screenshots go to the test's own directory, and also here when it is set (so a
-#: reviewer can look at every page after a run).
-SCREENSHOTS = os.environ.get("GROVE_SCREENSHOTS_DIR")
-#: Desktop and phone widths.
-WIDTHS = {"desktop": 1280, "phone": 390}
-
-
-def shot(page: Page, tmp_path: Path, name: str) -> None:
-    """Screenshots for review at desktop and phone width, kept with the test's output."""
-    size = page.viewport_size or {"width": 1280, "height": 800}
-    for label, width in WIDTHS.items():
-        page.set_viewport_size({"width": width, "height": 800})
-        for folder in (tmp_path, *([Path(SCREENSHOTS)] if SCREENSHOTS else [])):
-            folder.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(folder / f"{name}-{label}.png"), full_page=True)
-    page.set_viewport_size(size)
 
 
 def test_an_owner_approves_an_agent_in_the_browser_and_revokes_it(
@@ -810,7 +691,7 @@ def test_an_ending_access_token_is_renewed_with_the_refresh_token(
             assert renewed.token_expires_at and renewed.token_expires_at > datetime.now(UTC)
 
         # A refresh token the provider no longer honours ends the session.
-        assert renewed.refresh_token
+        assert renewed is not None and renewed.refresh_token
         site.provider.revoke(renewed.refresh_token, CONSOLE, CONSOLE_SECRET)
         store.save(cookie, replace(renewed, access_token="not-a-token"))
         page.goto(f"{site.console.url}/notes")
@@ -885,74 +766,6 @@ def test_pages_of_another_account_are_not_found(site: Site, context: BrowserCont
 # --- project memory: an org project's shared pool, for its members -------------------
 
 
-@dataclass
-class Team:
-    """An org of ``admin``'s with one project, ``member`` in it with ``role``; a record
-    written by an agent's project key of the admin's."""
-
-    admin: str
-    member: str
-    org: str
-    project: str
-
-    @property
-    def page(self) -> str:
-        return f"/projects/{self.org}/{self.project}"
-
-    @property
-    def pool(self) -> str:
-        return f"/v1/orgs/{self.org}/projects/{self.project}/memory"
-
-
-def account_id(client: Client) -> str:
-    """The signed-in owner's account ID, as a project of their own lists its members."""
-    org = data_of(client.post("/v1/orgs", {"name": "Own"}))["id"]
-    project = data_of(client.post(f"/v1/orgs/{org}/projects", {"name": "Own"}))["id"]
-    members = data_of(client.get(f"/v1/orgs/{org}/projects/{project}/members"))["members"]
-    return str(members[0]["accountId"])
-
-
-def agent_record(key: str = "deploy.day") -> dict[str, Any]:
-    return {
-        "key": key,
-        "title": "Deploy day",
-        "body": "We deploy on Tuesdays after the standup.",
-        "kind": "fact",
-        "provenance": {
-            "source": "slack #ops",
-            "ref": "https://chat.example/c/123",
-            "verification": "unverified",
-            "observedAt": "2026-11-02T09:30:00+00:00",
-        },
-    }
-
-
-def own_pool(site: Site, owner: Client) -> tuple[str, str]:
-    """An org and project of ``owner``'s (its admin), with a record written by an
-    agent's project key of theirs; their IDs."""
-    org = data_of(owner.post("/v1/orgs", {"name": "Acme"}))["id"]
-    project = data_of(owner.post(f"/v1/orgs/{org}/projects", {"name": "Rocket"}))["id"]
-    scopes = ["project_memory:read", "project_memory:write"]
-    created = owner.post(
-        f"/v1/orgs/{org}/projects/{project}/keys", {"name": "ci agent", "scopes": scopes}
-    )
-    agent = Client(site.api.url, data_of(created)["key"])
-    written = agent.put(f"/v1/orgs/{org}/projects/{project}/memory/entry", agent_record())
-    assert written.status_code == 200, written.text
-    return org, project
-
-
-def new_team(site: Site, role: str = "contributor") -> Team:
-    admin, member = login(), login()
-    org, project = own_pool(site, site.owner_api(admin))
-    added = site.owner_api(admin).post(
-        f"/v1/orgs/{org}/projects/{project}/members",
-        {"accountId": account_id(site.owner_api(member)), "role": role},
-    )
-    assert added.status_code == 201, added.text
-    return Team(admin, member, org, project)
-
-
 def test_project_memory_in_the_browser_for_a_projects_member(
     site: Site, context: BrowserContext, tmp_path: Path
 ) -> None:
@@ -1002,11 +815,11 @@ def test_project_memory_in_the_browser_for_a_projects_member(
     page.fill("input[name=source]", "me")
     page.fill("input[name=ref]", "https://wiki.example/rules")
     page.select_option("select[name=authority]", "pinned")
-    response = page.click("text=Save record")
+    page.click("text=Save record")
     assert "owner_confirmed" in page.locator("[role=alert]").inner_text()
     assert page.locator("input[name=key]").input_value() == "rule.pinned"
     missing = site.owner_api(team.admin).get(team.pool + "/entry", params={"key": "rule.pinned"})
-    assert missing.status_code == 404 and response is None
+    assert missing.status_code == 404
     # Retrieve: the search ranks the record that answers.
     page.fill("input[name=q]", "who is on call")
     page.press("input[name=q]", "Enter")

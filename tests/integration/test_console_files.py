@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import BrowserContext, Page
+from playwright.sync_api import BrowserContext, FilePayload, Page
 
 from grove_console.files import human_bytes
 from grove_db import embedded
-from tests.integration.test_console import (
+from tests.support.clients import Client, data_of
+from tests.support.console import (
     API_RESOURCE,
     CONSOLE,
     CONSOLE_SECRET,
@@ -28,8 +29,6 @@ from tests.integration.test_console import (
     shot,
     sign_in_at_provider,
 )
-from tests.integration.test_enrichment import BILLING, DEPLOYS, UNFILED
-from tests.support.clients import Client, data_of
 from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import (
     Running,
@@ -38,6 +37,7 @@ from tests.support.processes import (
     start_console,
     start_worker,
 )
+from tests.support.topics import BILLING, DEPLOYS, UNFILED
 from tests.support.waiting import wait_for, wait_until
 
 #: ``GROVE_MAX_FILE_BYTES`` of this module's api.
@@ -140,7 +140,7 @@ def upload_in_page(page: Page, name: str, media: str, data: bytes, notebook: str
     if notebook:
         page.select_option("form.upload select[name=notebook]", notebook)
     page.set_input_files(
-        "input[name=file]", files=[{"name": name, "mimeType": media, "buffer": data}]
+        "input[name=file]", files=[FilePayload(name=name, mimeType=media, buffer=data)]
     )
     page.click("form.upload button[type=submit]")
 
@@ -416,10 +416,11 @@ def test_files_briefs_and_suggestions_of_another_account_are_not_found(
         assert response.status == 404, path
         assert b"Restart the gateway" not in response.body()
         assert b"Acme" not in response.body()
-    for path, form in (
+    forms: list[tuple[str, dict[str, str | float | bool]]] = [
         (f"/files/{file['id']}/delete", {"csrf": csrf}),
         (f"/suggestions/{note}/apply", {"csrf": csrf, "version": "1", "projectId": billing}),
-    ):
+    ]
+    for path, form in forms:
         posted = context.request.post(f"{site.console.url}{path}", form=form)
         assert posted.status == 404, path
     # Uploading into their notebook stores nothing.

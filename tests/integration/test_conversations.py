@@ -17,93 +17,22 @@ import pytest
 import requests
 
 from grove_auth.errors import Unauthorized
-from grove_auth.principal import Principal
 from grove_contracts.conversations import TurnRequest
-from grove_db import embedded
 from grove_db.pool import open_pool
 from grove_memory.ask import InferenceUnavailable
 from grove_memory.errors import NotFound
 from grove_memory.inference import EvidenceText, Generated, InferenceClient, InferenceError
 from grove_memory.store import Store
 from grove_memory.turns import ContextUnavailable, GeneratorChanged, TurnInProgress, add_turn
-from tests.integration.test_owner import ISSUER, OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of, race
-from tests.support.processes import Running, start_api, start_ask
-from tests.support.tenants import owner_of
+from tests.support.conversations import Owner, Stack, new_owner, stack
+from tests.support.owners import ISSUER
+from tests.support.processes import start_ask
+
+__all__ = ["stack"]  # the fixture tests name
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
 OWNER_NOTE = "Priya maintains the billing service."
-
-
-@dataclass
-class Stack:
-    provider: Provider
-    ask: Running
-    api: Running
-    database: embedded.EmbeddedDatabase
-
-
-def start_answering_api(
-    database: embedded.EmbeddedDatabase, provider: Provider, ask: Running, workers: int
-) -> Running:
-    """An api taking owner sessions from ``provider`` and answering through ``ask``
-    (embeddings off: evidence is lexical)."""
-    return start_api(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_ASK_ADDRESS": ask.url,
-            "GROVE_API_WORKERS": str(workers),
-            **provider.env(),
-        }
-    )
-
-
-@pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
-    provider = Provider()
-    ask = start_ask({"GROVE_EMBEDDING_PROFILE": "disabled"})
-    api = start_answering_api(database, provider, ask, workers=2)
-    yield Stack(provider, ask, api, database)
-    api.stop()
-    ask.stop()
-    provider.close()
-
-
-@dataclass
-class Owner(OwnedAccount):
-    """One account on the conversation stack, with conversation helpers."""
-
-    stack: Stack
-
-    def create(self, **fields: Any) -> dict[str, Any]:
-        body = {"id": str(uuid.uuid4()), **fields}
-        response = self.session.post("/v1/conversations", body)
-        assert response.status_code == 201, response.text
-        return data_of(response)  # type: ignore[no-any-return]
-
-    def turn(self, conversation: str, query: str, version: int, **fields: Any) -> requests.Response:
-        body = {"id": str(uuid.uuid4()), "query": query, "expectedVersion": version, **fields}
-        return self.session.post(f"/v1/conversations/{conversation}/turns", body)
-
-    def answered(self, conversation: str, query: str, version: int, **fields: Any) -> Any:
-        response = self.turn(conversation, query, version, **fields)
-        assert response.status_code == 201, response.text
-        return data_of(response)
-
-    def get(self, conversation: str) -> requests.Response:
-        return self.session.get(f"/v1/conversations/{conversation}")
-
-    def delete(self, path: str, client: Client | None = None) -> requests.Response:
-        caller = client or self.session
-        return caller.session.delete(caller.base + path, headers=caller.headers(), timeout=30)
-
-    def principal(self) -> Principal:
-        return owner_of(self.tenant.account_id)
-
-
-def new_owner(stack: Stack) -> Owner:
-    return Owner(stack, *owned_tenant(stack.database, stack.api.url))
 
 
 @pytest.fixture
@@ -301,7 +230,7 @@ def test_selector_limits_hold_at_their_boundaries(owner: Owner) -> None:
     notes = [owner.key.save(f"Fact {i}: the deploy window is Tuesday.")["id"] for i in range(13)]
     notebooks = [owner.tenant.notebook(f"notebook {i}") for i in range(7)]
     conversation = owner.create()["id"]
-    for context in (
+    contexts: list[dict[str, Any]] = [
         {"notes": notes},  # 13
         {"notebooks": notebooks},  # 7
         {"notes": [notes[0], notes[0]]},
@@ -309,7 +238,8 @@ def test_selector_limits_hold_at_their_boundaries(owner: Owner) -> None:
         {"notes": [], "notebooks": []},
         {"only": True},
         {"notes": ["not-a-uuid"]},
-    ):
+    ]
+    for context in contexts:
         refused = owner.turn(conversation, "When is the deploy window?", 1, context=context)
         assert refused.status_code == 400, (context, refused.text)
         assert error_of(refused)["code"] == "validation_error"
@@ -549,6 +479,9 @@ class Crashing:
     ) -> Generated:
         raise Crash()
 
+    def describe(self, *, timeout: float) -> str:
+        raise Crash()
+
 
 @dataclass
 class Failing:
@@ -564,6 +497,9 @@ class Failing:
         timeout: float,
         notebooks: Sequence[tuple[str, str]] = (),
     ) -> Generated:
+        raise InferenceError(self.reason, "the ask service says no")
+
+    def describe(self, *, timeout: float) -> str:
         raise InferenceError(self.reason, "the ask service says no")
 
 

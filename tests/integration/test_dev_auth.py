@@ -2,87 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from uuid import UUID
 
 import requests
 
 from grove_cli import admin
-from grove_cli.dev import dev_identity
 from grove_db import embedded
 from tests.support.clients import Client
+from tests.support.dev import dev_env, start_dev_api
 from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
-from tests.support.processes import Running, free_port, run_script, start_api, start_console
+from tests.support.processes import free_port, run_script, start_console
 from tests.support.tenants import new_tenant
-
-
-def dev_env(tmp_path: Path, port: int, console_port: int = 1) -> dict[str, str]:
-    """The development identity exactly as ``grove dev`` sets it, with a key of this test."""
-    identity = dev_identity(
-        f"http://127.0.0.1:{port}", "http://127.0.0.1:1/mcp", f"http://127.0.0.1:{console_port}"
-    )
-    return {**identity, "GROVE_DEV_ISSUER_KEY": str(tmp_path / "dev-issuer.pem")}
-
-
-def start_dev_api(
-    database: embedded.EmbeddedDatabase, tmp_path: Path, console_port: int = 1, **extra: str
-) -> tuple[Running, dict[str, str]]:
-    """An api with the development provider, as ``make dev`` runs it; and its dev env."""
-    port = free_port()
-    env = dev_env(tmp_path, port, console_port)
-    api = start_api(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_API_PORT": str(port),
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_API_WORKERS": "1",
-            **env,
-            **extra,
-        }
-    )
-    return api, env
-
-
-def run_readme_walkthrough(
-    heading: str, database: embedded.EmbeddedDatabase, tmp_path: Path, **api_env: str
-) -> str:
-    """Run the first ```sh block under the README's ``heading`` as printed (minus sourcing
-    .grove/dev.env) against an api with the development provider, as ``make dev`` has it:
-    ``GROVE_API_KEY`` and ``GROVE_DEMO_ACCOUNT`` are a fresh account and its key. Its
-    standard output."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split(f"## {heading}\n", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
-    assert block is not None
-    script = block.group(1).replace(".venv/bin/", f"{Path(sys.executable).parent}/")
-    script = "\n".join(line for line in script.splitlines() if not line.startswith("set -a"))
-    api, env = start_dev_api(database, tmp_path, **api_env)
-    try:
-        tenant = new_tenant(database, api.url)
-        result = subprocess.run(
-            [shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", script],
-            env={
-                **os.environ,
-                **env,
-                "GROVE_API_URL": api.url,
-                "GROVE_API_KEY": tenant.client.key or "",
-                "GROVE_DEMO_ACCOUNT": str(tenant.account_id),
-                "GROVE_MIGRATION_DATABASE_URL": database.migration_url,
-                "GROVE_SECRET_KEY": SECRET,
-            },
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        api.stop()
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def test_dev_token_gives_a_working_owner_session(

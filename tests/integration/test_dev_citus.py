@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from grove_cli.launch import free_port, script
-from tests.integration.test_readme import ALARMS, Dev
 from tests.support.clients import Client, data_of
+from tests.support.dev import ALARMS, Dev
 
 #: How long ``grove dev --citus`` may take to serve on a busy machine (three nodes).
 READY_SECONDS = 300

@@ -28,24 +28,13 @@ from grove_db.pool import transaction
 from grove_memory import enrichment, notebooks, notes
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
-from tests.integration.test_ask_openai import FakeChat, number_of, reply
+from tests.support.chat import FakeChat, number_of, reply
 from tests.support.clients import Client, data_of, error_of
 from tests.support.files import uploaded
 from tests.support.processes import Running, run_script, start_api, start_worker
 from tests.support.tenants import Tenant, new_tenant, owner_of
+from tests.support.topics import BILLING, DEPLOYS, UNFILED
 from tests.support.waiting import wait_for
-
-BILLING = [
-    "Invoices for the Acme account are sent on the first business day of each month.",
-    "Acme invoices go to accounts payable, not to the project manager.",
-    "Late invoices for Acme get a reminder after fourteen days.",
-]
-DEPLOYS = [
-    "Deploys to production need a green canary for thirty minutes.",
-    "Production deploys are frozen on Fridays after noon.",
-    "Rollback of a production deploy is one click in Argo CD.",
-]
-UNFILED = "Acme invoices: resend the March invoice to accounts payable."
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from grove_db import embedded
-from tests.integration.test_mcp import INITIALIZE, MCP_ACCEPT
 from tests.support import loopback
+from tests.support.mcp import INITIALIZE, MCP_ACCEPT
 from tests.support.processes import Running, start_api, start_mcp
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.windows import in_one_window

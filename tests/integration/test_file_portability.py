@@ -16,9 +16,9 @@ from typing import Any
 from grove_cli import admin
 from grove_memory.blobs import CHUNK_BYTES
 from grove_memory.restore import mapped_id
-from tests.integration.test_restore import export, grove_import, restored, write
 from tests.support.clients import data_of
 from tests.support.files import uploaded
+from tests.support.portability import export, grove_import, restored, write
 from tests.support.tenants import Tenant
 
 #: Three chunks: two full ones and a short one.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -18,10 +17,10 @@ import requests
 from grove_db import embedded
 from grove_db.pool import set_tenant
 from grove_memory.blobs import CHUNK_BYTES
-from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of
 from tests.support.files import FILES, upload, uploaded
-from tests.support.processes import Running, start_api
+from tests.support.owners import OwnedAccount, OwnerStack, Provider, owned_tenant
+from tests.support.processes import start_api
 
 #: ``GROVE_MAX_FILE_BYTES`` of this module's api.
 LIMIT = 4096
@@ -34,19 +33,12 @@ ACCEPTED = {
 }
 
 
-@dataclass
-class FilesStack:
-    provider: Provider
-    api: Running
-    database: embedded.EmbeddedDatabase
-
-
 #: An account with its owner's session and a full-access key on the files stack.
 Account = OwnedAccount
 
 
 @pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[FilesStack]:
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[OwnerStack]:
     provider = Provider()
     api = start_api(
         {
@@ -56,17 +48,17 @@ def stack(database: embedded.EmbeddedDatabase) -> Iterator[FilesStack]:
             **provider.env(),
         }
     )
-    yield FilesStack(provider, api, database)
+    yield OwnerStack(provider, api, database)
     api.stop()
     provider.close()
 
 
-def new_account(stack: FilesStack) -> Account:
+def new_account(stack: OwnerStack) -> Account:
     return Account(stack, *owned_tenant(stack.database, stack.api.url))
 
 
 @pytest.fixture
-def account(stack: FilesStack) -> Account:
+def account(stack: OwnerStack) -> Account:
     return new_account(stack)
 
 
@@ -80,7 +72,7 @@ def listed(client: Client, **params: Any) -> list[str]:
     return [item["id"] for item in data_of(response)["items"]]
 
 
-def superuser(stack: FilesStack) -> psycopg.Connection[Any]:
+def superuser(stack: OwnerStack) -> psycopg.Connection[Any]:
     return psycopg.connect(stack.database.grove_superuser_url)
 
 
@@ -121,7 +113,7 @@ def test_another_type_is_refused_with_415(account: Account) -> None:
 
 
 def test_an_uploaded_content_type_is_never_stored_or_sent_back_verbatim(
-    account: Account, stack: FilesStack
+    account: Account, stack: OwnerStack
 ) -> None:
     sent = {
         'TEXT/Plain ; charset="utf-8"; x=<script>alert(1)</script>': ("text/plain", "text/plain"),
@@ -209,7 +201,7 @@ def test_a_new_version_bumps_the_version_and_the_download_follows(account: Accou
 
 
 def test_a_large_file_is_stored_in_chunks_and_read_back_whole(
-    stack: FilesStack, database: embedded.EmbeddedDatabase
+    stack: OwnerStack, database: embedded.EmbeddedDatabase
 ) -> None:
     api = start_api(
         {
@@ -234,7 +226,7 @@ def test_a_large_file_is_stored_in_chunks_and_read_back_whole(
 
 
 def test_a_replay_returns_the_first_result_and_stores_nothing_twice(
-    account: Account, stack: FilesStack
+    account: Account, stack: OwnerStack
 ) -> None:
     operation = str(uuid.uuid4())
     first = upload(account.key, b"once", operationId=operation)
@@ -285,7 +277,7 @@ def test_files_live_in_a_notebook_scope_and_keys_see_only_theirs(account: Accoun
         assert upload(work_key, b"v2", path=f"{FILES}/{hidden}").status_code == 404
         assert work_key.delete(f"{FILES}/{hidden}").status_code == 404
     for scope in (home, "personal", None):
-        params = {} if scope is None else {"projectId": scope}
+        params: dict[str, Any] = {} if scope is None else {"projectId": scope}
         refused = upload(work_key, b"elsewhere", **params)
         assert refused.status_code == 404, scope
         assert error_of(refused)["code"] == "not_found"
@@ -299,7 +291,7 @@ def test_files_live_in_a_notebook_scope_and_keys_see_only_theirs(account: Accoun
     assert set(listed(account.session)) >= {in_work["id"], in_home["id"], personal["id"]}
 
 
-def test_another_tenant_sees_nothing(stack: FilesStack) -> None:
+def test_another_tenant_sees_nothing(stack: OwnerStack) -> None:
     owner, stranger = new_account(stack), new_account(stack)
     notebook = owner.tenant.notebook("private")
     file = uploaded(owner.key, b"secret", projectId=notebook)
@@ -370,7 +362,7 @@ TRUTH = """
 """
 
 
-def assert_never_under_the_truth(stack: FilesStack, account: Account) -> dict[str, Any]:
+def assert_never_under_the_truth(stack: OwnerStack, account: Account) -> dict[str, Any]:
     # The truth first: rows are only ever added (deletes are soft), so the counters read
     # after it hold at least as much, even while a worker extracts passages meanwhile.
     with superuser(stack) as conn:
@@ -385,7 +377,7 @@ def assert_never_under_the_truth(stack: FilesStack, account: Account) -> dict[st
 
 
 def test_storage_is_owner_only_and_never_under_the_truth(
-    account: Account, stack: FilesStack
+    account: Account, stack: OwnerStack
 ) -> None:
     refused = account.key.get("/v1/storage")
     assert refused.status_code == 403
@@ -421,7 +413,7 @@ def test_storage_is_owner_only_and_never_under_the_truth(
 
 
 def test_rows_of_files_are_invisible_to_another_accounts_transaction(
-    account: Account, stack: FilesStack
+    account: Account, stack: OwnerStack
 ) -> None:
     uploaded(account.key, b"tenant data")
     other = new_account(stack)

@@ -75,7 +75,7 @@ def test_retention_days_range_is_1_to_365(tenant: Tenant, days: int, status: int
     )
     assert response.status_code == status, response.text
     if status == 400:
-        assert error_of(response)["details"][0]["field"] == "retentionDays"  # type: ignore[index]
+        assert error_of(response)["details"][0]["field"] == "retentionDays"
 
 
 @pytest.mark.parametrize("limit, status", [(100, 200), (101, 400), (0, 400)])
@@ -97,7 +97,7 @@ def test_provenance_length_limits(tenant: Tenant, field: str, value: str, limit:
         "/v1/memories", {"content": "c", "kind": "fact", "provenance": {field: value * (limit + 1)}}
     )
     assert too_long.status_code == 400
-    assert error_of(too_long)["details"][0]["field"] == f"provenance.{field}"  # type: ignore[index]
+    assert error_of(too_long)["details"][0]["field"] == f"provenance.{field}"
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def test_unknown_field_in_patch_is_rejected(tenant: Tenant) -> None:
 def test_unknown_query_parameter_is_rejected(tenant: Tenant) -> None:
     response = tenant.client.get("/v1/memories?owner=someone")
     assert response.status_code == 400
-    assert error_of(response)["details"][0]["field"] == "owner"  # type: ignore[index]
+    assert error_of(response)["details"][0]["field"] == "owner"
 
 
 @pytest.mark.parametrize("raw", ["{", "[1, 2]", "not json", '"a string"'])

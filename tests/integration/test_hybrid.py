@@ -307,8 +307,8 @@ def test_a_turn_is_found_through_the_message_its_source_saved_before_it(
     hybrid_tenant: Tenant,
 ) -> None:
     client = hybrid_tenant.client
-    chat = {"provenance": {"sourceAgent": "chat with Melanie, 3 May"}}
-    other = {"provenance": {"sourceAgent": "chat with Jo, 4 May"}}
+    chat: dict[str, Any] = {"provenance": {"sourceAgent": "chat with Melanie, 3 May"}}
+    other: dict[str, Any] = {"provenance": {"sourceAgent": "chat with Jo, 4 May"}}
     told = "Melanie: I finally finished the pottery class and glazed my first bowl"
     shown = "Melanie: Take a look at this."
     # Saved in this order: another source's turn and a note naming no source interleave.

@@ -20,13 +20,13 @@ from psycopg.rows import dict_row
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, MAX_IMPORTED_VERSION
 from grove_db.pool import set_tenant
 from grove_memory import restore
-from tests.integration.test_conversations import Owner, Stack, new_owner, stack
-from tests.integration.test_restore import body, export, populate, remapped
 from tests.support.clients import Client, data_of, error_of
+from tests.support.conversations import Owner, Stack, new_owner, stack
 from tests.support.files import uploaded
+from tests.support.portability import body, export, populate, remapped
 from tests.support.waiting import wait_until
 
-__all__ = ["stack"]
+__all__ = ["stack"]  # the fixture tests name
 
 
 @pytest.fixture
@@ -332,7 +332,7 @@ def test_a_deeply_nested_line_fails_the_import_at_its_line_and_the_next_runs_at_
 
 
 def with_version(line: dict[str, Any], version: int) -> dict[str, Any]:
-    changed = json.loads(json.dumps(line))
+    changed: dict[str, Any] = json.loads(json.dumps(line))
     changed["memory"]["version"] = changed["revisions"][-1]["version"] = version
     return changed
 

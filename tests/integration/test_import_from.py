@@ -103,7 +103,7 @@ def test_mem0_export_and_transcript_arrive_with_their_provenance(
     assert talked.returncode == 0, talked.stderr + talked.stdout
     assert "2 created" in talked.stdout
 
-    by_agent = {}
+    by_agent: dict[str, list[dict[str, Any]]] = {}
     for note in notes(tenant.client):
         by_agent.setdefault(note["provenance"]["sourceAgent"], []).append(note)
     (liked,) = by_agent["mem0"]

@@ -141,7 +141,12 @@ def large_vectors(database: embedded.EmbeddedDatabase) -> Iterator[tuple[str, uu
                 conn.execute(
                     "INSERT INTO embeddings (account_id, memory_id, version, profile,"
                     " dimensions, embedding) VALUES (%s, %s, 1, 'openai', %s, %s)",
-                    (account, note, DIMENSIONS, vector_literal(rng.normal(size=DIMENSIONS))),
+                    (
+                        account,
+                        note,
+                        DIMENSIONS,
+                        vector_literal(rng.normal(size=DIMENSIONS).tolist()),
+                    ),
                 )
         yield superuser, account
 

@@ -301,7 +301,8 @@ def test_the_restore_route_needs_write_and_the_notes_scope(make_tenant: Any) -> 
 def parent_of(tenant: Tenant, notebook: str) -> str | None:
     """The notebook's parent, as the account's full-access key sees it."""
     listed = tool(tenant.client, "list_notebooks", root=False)["items"]
-    return next(b["parentId"] for b in listed if b["id"] == notebook)
+    parent: str | None = next(b["parentId"] for b in listed if b["id"] == notebook)
+    return parent
 
 
 def test_a_notebook_move_needs_grants_on_its_source_and_its_destination(tenant: Tenant) -> None:

@@ -29,11 +29,11 @@ from grove_contracts.inference.v1 import inference_pb2, inference_pb2_grpc
 from grove_db import embedded
 from grove_db.pool import open_pool, set_tenant
 from grove_db.ratelimit import RateLimit, hit_all
-from tests.integration.test_mcp import INITIALIZE, mcp_post
 from tests.support.clients import Client, data_of, error_of
 from tests.support.fakes import FakeEmbeddings, OpenAIStack, start_fake_ask
 from tests.support.inprocess import InProcessApi
 from tests.support.keys import SECRET
+from tests.support.mcp import INITIALIZE, mcp_post
 from tests.support.processes import Running, start_api, start_mcp, start_worker
 from tests.support.scraping import metrics_url, scrape
 from tests.support.tenants import new_tenant
@@ -344,7 +344,7 @@ def test_ask_refuses_calls_beyond_its_concurrency_at_once() -> None:
     results: list[Any] = [None, None]
     threads: list[threading.Thread] = []
     try:
-        stub = inference_pb2_grpc.InferenceStub(channel)
+        stub = inference_pb2_grpc.InferenceStub(channel)  # type: ignore[no-untyped-call]
         grpc.channel_ready_future(channel).result(timeout=10)
         texts = [unique("held one"), unique("held two")]
 

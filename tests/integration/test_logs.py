@@ -17,9 +17,9 @@ from typing import Any
 import requests
 
 from grove_db import embedded
-from tests.integration.test_mcp import LIST_TOOLS, MCP_ACCEPT, call, ok
 from tests.support.clients import data_of, error_of
 from tests.support.fakes import OpenAIStack
+from tests.support.mcp import LIST_TOOLS, MCP_ACCEPT, call, ok
 from tests.support.processes import Running, start_api, start_mcp
 from tests.support.tenants import new_tenant
 from tests.support.waiting import wait_until
@@ -71,11 +71,11 @@ def test_no_secret_or_content_reaches_any_log(
             "remember",
         )
         for note_id in (via_rest["id"], via_mcp["id"]):
-            wait_until(
-                lambda note_id=note_id: (
-                    data_of(client.get(f"/v1/memories/{note_id}"))["indexing"] == "ready"
-                )
-            )
+
+            def indexed(note_id: str = note_id) -> bool:
+                return bool(data_of(client.get(f"/v1/memories/{note_id}"))["indexing"] == "ready")
+
+            wait_until(indexed)
 
         recalled = data_of(client.post("/v1/recall", {"query": marker}))
         assert recalled["items"]

@@ -10,7 +10,6 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 import mcp_types as types
@@ -23,73 +22,23 @@ from grove_cli import admin
 from grove_contracts.tools import INSTRUCTIONS, TOOLS
 from grove_db import embedded
 from tests.support.keys import SECRET
-from tests.support.mcp import connect, error_of, ok, text_json
+from tests.support.mcp import (
+    LIST_TOOLS,
+    MCP_ACCEPT,
+    assert_is_registry,
+    call,
+    connect,
+    error_of,
+    mcp_post,
+    ok,
+)
 from tests.support.processes import start_mcp
-from tests.support.schemas import undescribed
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.tools import require_tool
 from tests.support.waiting import wait_until
 
-# Other modules still import the MCP client helpers from here; they live in tests.support.mcp.
-__all__ = ["connect", "error_of", "ok", "text_json"]
-
-MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
-INITIALIZE: dict[str, Any] = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "grove-tests", "version": "1.0"},
-    },
-}
-LIST_TOOLS: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 MODERN = "2026-07-28"
 HANDSHAKE_VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
-DESCRIBED = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
-
-
-def mcp_post(url: str, token: str, body: Any, **headers: str) -> requests.Response:
-    """One JSON-RPC POST to /mcp outside any SDK client: ``body`` is an object, or the
-    raw text to send."""
-    data = body if isinstance(body, str) else json.dumps(body)
-    sent = {
-        **MCP_ACCEPT,
-        "Content-Type": "application/json",
-        "Authorization": f"Bearer {token}",
-        **headers,
-    }
-    return requests.post(url, data=data, headers=sent, timeout=30)
-
-
-async def call(url: str, key: str, name: str, arguments: dict[str, Any]) -> Any:
-    async with connect(url, key) as client:
-        return await client.call_tool(name, arguments)
-
-
-def published(tool: types.Tool) -> dict[str, Any]:
-    """A listed tool in the wire's camelCase, comparable with ``Tool.describe()``."""
-    dumped = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return {key: dumped.get(key) for key in DESCRIBED}
-
-
-def assert_is_registry(tools: list[types.Tool]) -> None:
-    """The listed tools are exactly the registry's, field for field, and every argument
-    has its description."""
-    assert [tool.name for tool in tools] == [tool.name for tool in TOOLS]
-    for listed, tool in zip(tools, TOOLS, strict=True):
-        assert published(listed) == tool.describe(), tool.name
-        assert undescribed(listed.input_schema) == [], tool.name
-        assert listed.title and listed.description
-        annotations = listed.annotations
-        assert annotations is not None
-        assert annotations.read_only_hint is tool.read_only
-        assert annotations.destructive_hint is tool.destructive
-        assert annotations.idempotent_hint is tool.idempotent
-        assert annotations.open_world_hint is False
-        assert listed.input_schema["type"] == "object"
-        assert listed.output_schema is not None and listed.output_schema["type"] == "object"
 
 
 def test_remember_then_recall_over_mcp(mcp_url: str, tenant: Tenant) -> None:

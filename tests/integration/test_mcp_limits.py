@@ -10,14 +10,11 @@ from collections.abc import Iterator
 import pytest
 
 from grove_db import embedded
-from tests.integration.test_mcp import connect, mcp_post
-from tests.integration.test_mcp import error_of as tool_error
 from tests.support.clients import error_of
+from tests.support.mcp import PROTOCOL, connect, mcp_post
+from tests.support.mcp import error_of as tool_error
 from tests.support.processes import start_mcp
 from tests.support.tenants import Tenant
-
-#: The protocol version header raw requests send.
-PROTOCOL = {"MCP-Protocol-Version": "2025-11-25"}
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ import psycopg
 import requests
 
 from grove_db import embedded
-from tests.integration.test_mcp import connect
 from tests.support.clients import data_of
 from tests.support.deploy_names import deploy_metric_names
 from tests.support.fakes import OpenAIStack
+from tests.support.mcp import connect
 from tests.support.processes import Running, start_api, start_mcp, start_share
 from tests.support.scraping import metrics_url, scrape
 from tests.support.waiting import wait_until

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import psycopg
-from psycopg import sql
 
 from grove_db import embedded, schema
 from grove_db.migrate import MIGRATION_LOCK_KEY, available_migrations, migrate
+from tests.support.databases import empty_database
 from tests.support.waiting import wait_until
 
 TENANT_TABLES = {
@@ -80,32 +77,6 @@ def test_migrations_are_recorded_and_rerunning_applies_nothing(
             row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")
         ]
     assert recorded == [version for version, _, _ in available_migrations()]
-
-
-@contextmanager
-def empty_database(database: embedded.EmbeddedDatabase) -> Iterator[str]:
-    """A new database on ``database``'s server, prepared as ``embedded.bootstrap`` prepares
-    Grove's but never migrated; the migration role's URL while the block runs, dropped after."""
-    name = f"grove_empty_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database.superuser_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                sql.Identifier(name), sql.Identifier(embedded.MIGRATION_ROLE)
-            )
-        )
-    try:
-        url = database.superuser_url.replace("/postgres?", f"/{name}?", 1)
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION vector")
-            conn.execute(
-                sql.SQL("ALTER SCHEMA public OWNER TO {}").format(
-                    sql.Identifier(embedded.MIGRATION_ROLE)
-                )
-            )
-        yield embedded.role_url(url, embedded.MIGRATION_ROLE)
-    finally:
-        with psycopg.connect(database.superuser_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def waiting_for_the_migration_lock(url: str) -> int:

@@ -10,28 +10,23 @@ then wait for the owner's approval. Nothing here is shaped for Grove: no ``azp``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
 import jwt
-import mcp_types as types
 import psycopg
 import pytest
 import requests
-from mcp import Client as McpClient
-from mcp.client.streamable_http import streamable_http_client
 
 from grove_db import embedded
-from tests.integration.test_mcp import error_of as tool_error
-from tests.integration.test_mcp import text_json
 from tests.support.clients import Client, error_of
 from tests.support.keys import SECRET
+from tests.support.mcp import agent_session, text_json
+from tests.support.mcp import error_of as tool_error
 from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import Running, free_port, run_script, start_api, start_mcp
 from tests.support.waiting import wait_until
@@ -321,23 +316,6 @@ def test_an_agent_of_another_person_cannot_use_this_approval(stack: Stack) -> No
     # The same client signed in by someone else is that person's (unapproved) connection.
     theirs = tool_error(_search(stack.mcp.url, stack.agent(stranger, client_id), "mine"))
     assert theirs["code"] == "connection_required"
-
-
-@contextlib.asynccontextmanager
-async def agent_session(
-    url: str, token: str, mode: str = "legacy", name: str = "Test Agent", version: str = "1.2.3"
-) -> AsyncIterator[McpClient]:
-    """An MCP SDK client with a bearer token that calls itself ``name`` ``version`` (its
-    clientInfo)."""
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-        McpClient(
-            streamable_http_client(url, http_client=http),
-            mode=mode,
-            client_info=types.Implementation(name=name, version=version),
-        ) as client,
-    ):
-        yield client
 
 
 def _search(url: str, token: str, query: str, mode: str = "legacy") -> Any:

@@ -25,7 +25,7 @@ import pytest
 import requests
 
 from grove_db import embedded
-from tests.integration.test_owner import Provider, owned_tenant
+from tests.support.owners import Provider, owned_tenant
 from tests.support.processes import start_api, start_ask
 from tests.support.tenants import Tenant, new_tenant
 

@@ -28,26 +28,22 @@ from grove_auth.provider import Jwks
 from grove_cli import admin
 from grove_db import embedded
 from grove_db.pool import open_pool
-from tests.integration.test_mcp import INITIALIZE, LIST_TOOLS, connect, mcp_post
-from tests.integration.test_mcp import error_of as tool_error
 from tests.support import loopback
 from tests.support.clients import Client, data_of, error_of
+from tests.support.databases import superuser_sql
+from tests.support.mcp import INITIALIZE, LIST_TOOLS, connect, mcp_post
+from tests.support.mcp import error_of as tool_error
 from tests.support.owners import (
     AUDIENCE,
     ISSUER,
     OWNER_AUDIENCE,
     WEBSITE,
-    OwnedAccount,
     Provider,
-    owned_tenant,
 )
 from tests.support.processes import Running, start_api, start_mcp, start_worker
 from tests.support.scraping import scrape
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.waiting import wait_until
-
-# Other modules still import the owner helpers from here; they live in tests.support.owners.
-__all__ = ["OwnedAccount", "owned_tenant"]
 
 
 @dataclass
@@ -241,7 +237,7 @@ def test_leeway_is_at_most_60_seconds(setup: Setup) -> None:
 def test_unsigned_and_hmac_tokens_are_refused(setup: Setup) -> None:
     now = int(time.time())
     claims = {"iss": ISSUER, "sub": setup.subject, "aud": OWNER_AUDIENCE, "exp": now + 300}
-    unsigned = jwt.encode(claims, None, algorithm="none")
+    unsigned = jwt.encode(claims, "", algorithm="none")  # "none" signs with no key
     public_pem = setup.provider.rsa.public_key().public_bytes(
         encoding=serialization.Encoding.PEM,
         format=serialization.PublicFormat.SubjectPublicKeyInfo,
@@ -383,8 +379,8 @@ def test_two_edits_from_the_same_state_cannot_both_win(
                     watcher.execute(
                         "SELECT count(*) AS n FROM pg_stat_activity"
                         " WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'"
-                    ).fetchone()[0]
-                    == 2
+                    ).fetchall()
+                    == [(2,)]
                 )
             )
         held.rollback()
@@ -629,7 +625,7 @@ def oauth_mcp(database: embedded.EmbeddedDatabase, provider: Provider) -> Iterat
     running.stop()
 
 
-def agent_token(setup: Setup, client_id: str = "claude-desktop", **claims: Any) -> str:
+def agent_token(setup: Setup, client_id: str | None = "claude-desktop", **claims: Any) -> str:
     claims = {"aud": AUDIENCE, "client_id": client_id, **claims}
     return setup.provider.token(setup.subject, **claims)
 
@@ -1038,13 +1034,6 @@ def test_a_notebook_grant_does_not_cover_its_children(setup: Setup) -> None:
 
 
 # --- expiry sweeps and the restoration window ----------------------------------------
-
-
-def superuser_sql(database: embedded.EmbeddedDatabase, statement: str, *args: Any) -> list[Any]:
-    grove = database.grove_superuser_url
-    with psycopg.connect(grove, autocommit=True) as conn:
-        cursor = conn.execute(statement, args)
-        return cursor.fetchall() if cursor.description else []
 
 
 def make_due(database: embedded.EmbeddedDatabase, note_id: str) -> None:

@@ -29,8 +29,8 @@ from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
 from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running, start_api, start_ask, start_worker
+from tests.support.readers import breaks
 from tests.support.tenants import Tenant, new_tenant, owner_of
-from tests.unit.test_sandbox import breaks
 
 GATEWAY = "The billing gateway restarts at two in the morning, every night, without paging anyone."
 

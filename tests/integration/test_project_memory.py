@@ -13,7 +13,6 @@ import sys
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,31 +29,19 @@ from grove_contracts.project_memory import (
     PROJECT_MEMORY_TOOLS_BY_NAME,
 )
 from grove_db import embedded
-from tests.integration.test_dev_auth import run_readme_walkthrough
-from tests.integration.test_mcp import call as mcp_call
-from tests.integration.test_mcp import connect, mcp_post
-from tests.integration.test_mcp import error_of as mcp_error
-from tests.integration.test_mcp_limits import PROTOCOL
-from tests.integration.test_owner import (
-    AUDIENCE,
-    OwnedAccount,
-    Provider,
-    owned_tenant,
-)
 from tests.support.clients import Client, data_of, error_of, race
+from tests.support.dev import run_readme_walkthrough
 from tests.support.keys import assert_stored_as_keyed_hash
-from tests.support.processes import Running, start_api, start_mcp
+from tests.support.mcp import PROTOCOL, connect, mcp_post
+from tests.support.mcp import call as mcp_call
+from tests.support.mcp import error_of as mcp_error
+from tests.support.owners import AUDIENCE, OwnerStack, Provider
+from tests.support.processes import start_api, start_mcp
 from tests.support.schemas import undescribed
+from tests.support.teams import Team, create, new_team, person
 
 OBSERVED = "2026-11-30T10:00:00+00:00"
 NOTICE_WORDS = "grants no authority"
-
-
-@dataclass
-class Stack:
-    provider: Provider
-    api: Running
-    database: embedded.EmbeddedDatabase
 
 
 def api_env(
@@ -70,78 +57,16 @@ def api_env(
 
 
 @pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[OwnerStack]:
     provider = Provider()
     api = start_api(api_env(database, provider))
-    yield Stack(provider, api, database)
+    yield OwnerStack(provider, api, database)
     api.stop()
     provider.close()
 
 
-@dataclass
-class Person(OwnedAccount):
-    """A Grove account (a person) with an owner session on the stack."""
-
-    @property
-    def id(self) -> str:
-        return str(self.tenant.account_id)
-
-
-def person(stack: Stack) -> Person:
-    tenant, subject = owned_tenant(stack.database, stack.api.url)
-    return Person(stack, tenant, subject)
-
-
-@dataclass
-class Team:
-    """An org with one project: alice (org owner, admin), bob (contributor), carol
-    (viewer); a project key of alice's with read and write, and a read-only one."""
-
-    stack: Stack
-    org: str
-    project: str
-    alice: Person
-    bob: Person
-    carol: Person
-    writer: Client
-    reader: Client
-
-    @property
-    def base(self) -> str:
-        return f"/v1/orgs/{self.org}/projects/{self.project}"
-
-    @property
-    def memory(self) -> str:
-        return self.base + "/memory"
-
-    def key(self, who: Person, *scopes: str, project: str | None = None) -> Client:
-        path = f"/v1/orgs/{self.org}/projects/{project or self.project}/keys"
-        created = who.session.post(path, {"name": "agent", "scopes": list(scopes)})
-        assert created.status_code == 201, created.text
-        return Client(self.stack.api.url, data_of(created)["key"])
-
-
-def create(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post(path, body)
-    assert response.status_code == 201, response.text
-    return data_of(response)  # type: ignore[no-any-return]
-
-
-def new_team(stack: Stack) -> Team:
-    alice, bob, carol = person(stack), person(stack), person(stack)
-    org = create(alice.session, "/v1/orgs", {"name": "Acme"})["id"]
-    project = create(alice.session, f"/v1/orgs/{org}/projects", {"name": "Rocket"})["id"]
-    members = f"/v1/orgs/{org}/projects/{project}/members"
-    create(alice.session, members, {"accountId": bob.id, "role": "contributor"})
-    create(alice.session, members, {"accountId": carol.id, "role": "viewer"})
-    team = Team(stack, org, project, alice, bob, carol, None, None)  # type: ignore[arg-type]
-    team.writer = team.key(alice, "project_memory:read", "project_memory:write")
-    team.reader = team.key(alice, "project_memory:read")
-    return team
-
-
 @pytest.fixture
-def team(stack: Stack) -> Team:
+def team(stack: OwnerStack) -> Team:
     return new_team(stack)
 
 
@@ -181,14 +106,14 @@ def trusted(response: requests.Response) -> dict[str, Any]:
     return data  # type: ignore[no-any-return]
 
 
-def superuser(stack: Stack) -> psycopg.Connection[Any]:
+def superuser(stack: OwnerStack) -> psycopg.Connection[Any]:
     return psycopg.connect(stack.database.grove_superuser_url)
 
 
 # --- orgs, projects, members, keys ---
 
 
-def test_orgs_projects_and_members_are_managed_by_roles(stack: Stack, team: Team) -> None:
+def test_orgs_projects_and_members_are_managed_by_roles(stack: OwnerStack, team: Team) -> None:
     orgs = data_of(team.alice.session.get("/v1/orgs"))["orgs"]
     assert [(o["id"], o["role"]) for o in orgs] == [(team.org, "owner")]
     assert orgs[0]["entitlements"] == {"projectMemory": {"enabled": True}}
@@ -237,7 +162,7 @@ def test_orgs_projects_and_members_are_managed_by_roles(stack: Stack, team: Team
 
 
 def test_a_deleted_accounts_memberships_end_and_an_org_owner_steps_in(
-    stack: Stack, team: Team
+    stack: OwnerStack, team: Team
 ) -> None:
     alice, carol = team.alice.session, team.carol.session
     assert alice.put(f"{team.base}/members/{team.carol.id}", {"role": "admin"}).status_code == 200
@@ -264,7 +189,7 @@ def test_a_deleted_accounts_memberships_end_and_an_org_owner_steps_in(
     )
 
 
-def test_project_keys_are_shown_once_and_revoked_at_once(stack: Stack, team: Team) -> None:
+def test_project_keys_are_shown_once_and_revoked_at_once(stack: OwnerStack, team: Team) -> None:
     created = team.alice.session.post(
         team.base + "/keys", {"name": "ci", "scopes": ["project_memory:read"]}
     )
@@ -273,7 +198,8 @@ def test_project_keys_are_shown_once_and_revoked_at_once(stack: Stack, team: Tea
     assert made["key"].startswith("grvp_") and made["scopes"] == ["project_memory:read"]
     listed = data_of(team.alice.session.get(team.base + "/keys"))["keys"]
     assert made["id"] in [k["id"] for k in listed]
-    assert made["key"] not in created.request.url and all("key" not in k for k in listed)
+    assert created.request.url and made["key"] not in created.request.url
+    assert all("key" not in k for k in listed)
     with superuser(stack) as conn:
         stored = conn.execute(
             "SELECT key_hash FROM project_keys WHERE id = %s", (made["id"],)
@@ -294,7 +220,7 @@ def test_project_keys_are_shown_once_and_revoked_at_once(stack: Stack, team: Tea
 # --- credentials ---
 
 
-def test_personal_keys_and_foreign_credentials_are_refused(stack: Stack, team: Team) -> None:
+def test_personal_keys_and_foreign_credentials_are_refused(stack: OwnerStack, team: Team) -> None:
     personal = team.alice.key  # a full-access personal key of the same person
     calls = [
         personal.get(team.memory + "/status"),
@@ -377,7 +303,7 @@ def test_the_creators_live_membership_caps_their_keys(team: Team) -> None:
 
 
 def test_foreign_orgs_other_orgs_projects_and_unreadable_siblings_answer_404(
-    stack: Stack, team: Team
+    stack: OwnerStack, team: Team
 ) -> None:
     other = new_team(stack)
     sibling = create(team.alice.session, f"/v1/orgs/{team.org}/projects", {"name": "Secret"})["id"]
@@ -410,7 +336,7 @@ def test_foreign_orgs_other_orgs_projects_and_unreadable_siblings_answer_404(
 
 
 def test_row_level_security_enforces_live_membership_in_postgresql(
-    stack: Stack, team: Team
+    stack: OwnerStack, team: Team
 ) -> None:
     put(team.writer, team, record())
     database = stack.database
@@ -456,7 +382,7 @@ def test_row_level_security_enforces_live_membership_in_postgresql(
             )
 
 
-def test_row_level_security_gates_org_reads_on_membership(stack: Stack, team: Team) -> None:
+def test_row_level_security_gates_org_reads_on_membership(stack: OwnerStack, team: Team) -> None:
     """Entering an org (settings any runtime session can make) shows nothing of it to a
     non-member; project keys only to the project's admins."""
     stranger = person(stack)
@@ -495,7 +421,9 @@ def test_row_level_security_gates_org_reads_on_membership(stack: Stack, team: Te
     assert seen(stranger.id) == dict.fromkeys(tables, 0)
 
 
-def test_a_project_admin_adds_people_to_the_org_only_as_members(stack: Stack, team: Team) -> None:
+def test_a_project_admin_adds_people_to_the_org_only_as_members(
+    stack: OwnerStack, team: Team
+) -> None:
     """In PostgreSQL too: a project admin who is not an org owner cannot make anyone an
     org owner (themselves included); an org is founded only through grove_found_org."""
     members = team.base + "/members"
@@ -540,7 +468,7 @@ def test_a_project_admin_adds_people_to_the_org_only_as_members(stack: Stack, te
 
 
 def test_row_level_security_limits_membership_and_org_changes_to_their_managers(
-    stack: Stack, team: Team
+    stack: OwnerStack, team: Team
 ) -> None:
     stranger = person(stack)
 
@@ -584,7 +512,7 @@ def test_row_level_security_limits_membership_and_org_changes_to_their_managers(
 
 
 def test_write_read_list_replace_and_delete_are_audited_without_bodies(
-    stack: Stack, team: Team
+    stack: OwnerStack, team: Team
 ) -> None:
     body = record(embedding=None)
     written = trusted(team.writer.put(team.memory + "/entry", body))["record"]
@@ -752,7 +680,7 @@ def verified(key: str = "fact.verified") -> dict[str, Any]:
     return {**base, "provenance": {**base["provenance"], "verification": "source_verified"}}
 
 
-def test_authority_rules_protect_verified_and_pinned_records(stack: Stack, team: Team) -> None:
+def test_authority_rules_protect_verified_and_pinned_records(stack: OwnerStack, team: Team) -> None:
     # Owner sessions with write permission may set verified and pinned.
     assert (
         trusted(team.bob.session.put(team.memory + "/entry", pinned()))["record"]["authority"]
@@ -810,7 +738,9 @@ def test_instructions_inside_a_body_change_nothing(team: Team) -> None:
 # --- expiry ---
 
 
-def test_expiry_is_filtered_at_statement_time_without_cleanup(stack: Stack, team: Team) -> None:
+def test_expiry_is_filtered_at_statement_time_without_cleanup(
+    stack: OwnerStack, team: Team
+) -> None:
     now = datetime.now(UTC)
     assert team.writer.put(team.memory + "/entry", record("s", kind="state")).status_code == 400
     past = (now - timedelta(seconds=1)).isoformat()
@@ -981,7 +911,7 @@ def test_the_org_entitlement_switch_hides_every_route(team: Team) -> None:
     assert trusted(entry(team.writer, team, "deploy.day"))["record"]["version"] == 1
 
 
-def test_the_platform_switch_hides_every_route(stack: Stack, team: Team) -> None:
+def test_the_platform_switch_hides_every_route(stack: OwnerStack, team: Team) -> None:
     api = start_api(api_env(stack.database, stack.provider, GROVE_PROJECT_MEMORY_ENABLED="false"))
     try:
         writer = Client(api.url, team.writer.key)
@@ -1002,7 +932,7 @@ def test_the_platform_switch_hides_every_route(stack: Stack, team: Team) -> None
 # --- MCP ---
 
 
-def mcp_env(stack: Stack, **extra: str) -> dict[str, str]:
+def mcp_env(stack: OwnerStack, **extra: str) -> dict[str, str]:
     return {
         "GROVE_DATABASE_URL": stack.database.runtime_url,
         "GROVE_EMBEDDING_PROFILE": "disabled",
@@ -1025,7 +955,8 @@ def tool_names(url: str, key: str) -> set[str]:
 
 
 def call_tool(url: str, key: str, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    return asyncio.run(mcp_call(url, key, name, arguments))
+    result: types.CallToolResult = asyncio.run(mcp_call(url, key, name, arguments))
+    return result
 
 
 def mcp_ok(result: types.CallToolResult, tool: str) -> dict[str, Any]:
@@ -1038,7 +969,9 @@ def mcp_ok(result: types.CallToolResult, tool: str) -> dict[str, Any]:
     return data
 
 
-def test_mcp_tools_dispatch_the_same_operations_over_real_http(stack: Stack, team: Team) -> None:
+def test_mcp_tools_dispatch_the_same_operations_over_real_http(
+    stack: OwnerStack, team: Team
+) -> None:
     mcp = start_mcp(mcp_env(stack), workers=1)
     try:
         url, scope = mcp.url, {"orgId": team.org, "projectId": team.project}
@@ -1127,7 +1060,7 @@ def padded_write(scope: dict[str, str], size: int) -> str:
     return text.replace('"body": ""', '"body": "' + "x" * (size - len(text)) + '"')
 
 
-def test_a_project_key_writes_the_largest_embedding_over_mcp(stack: Stack, team: Team) -> None:
+def test_a_project_key_writes_the_largest_embedding_over_mcp(stack: OwnerStack, team: Team) -> None:
     # grove-mcp keeps GROVE_MAX_BODY_BYTES at its 64 KiB default; a project key's requests
     # may still carry the pool's largest record, as its REST routes accept.
     mcp = start_mcp(mcp_env(stack), workers=1)
@@ -1193,7 +1126,7 @@ def test_the_readme_project_memory_example_runs(
 
 
 def test_the_rendered_harness_hook_retrieves_from_the_real_api(
-    stack: Stack, team: Team, tmp_path: Path
+    stack: OwnerStack, team: Team, tmp_path: Path
 ) -> None:
     """grove-harness renders a SessionStart hook; run as Claude Code would, it retrieves
     this project's records with the key from the environment and prints them labelled
@@ -1234,7 +1167,9 @@ def test_the_rendered_harness_hook_retrieves_from_the_real_api(
     assert trusted(entry(team.writer, team, "deploy.day"))["record"]["version"] == 1
 
 
-def test_concurrent_writes_of_one_key_serialize_into_versions(stack: Stack, team: Team) -> None:
+def test_concurrent_writes_of_one_key_serialize_into_versions(
+    stack: OwnerStack, team: Team
+) -> None:
     url = f"{stack.api.url}{team.memory}/entry"
     headers = {"Authorization": f"Bearer {team.writer.key}"}
 

@@ -35,16 +35,9 @@ from playwright.sync_api import Page
 from grove_console.sessions import COOKIE
 from grove_db import embedded
 from grove_db.migrate import migrate
-from tests.integration.test_console import (
-    Site,
-    Team,
-    login,
-    new_team,
-    running_site,
-    sign_in,
-)
-from tests.integration.test_migrations import empty_database
 from tests.support.clients import data_of
+from tests.support.console import Site, Team, login, new_team, running_site, sign_in
+from tests.support.databases import empty_database
 from tests.support.tools import missing
 
 VARIABLES = ("MEMORY_LIVE_OUT", "MEMORY_LIVE_RUNNER", "MEMORY_LIVE_COMMIT")

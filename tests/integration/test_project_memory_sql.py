@@ -4,24 +4,21 @@ retrieval reloads its ranked candidates."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, ClassVar
 
-import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from grove_auth.principal import Principal
 from grove_contracts.project_memory import ListRecordsQuery, RetrieveRequest
 from grove_db import embedded
 from grove_db.pool import TracedCursor
 from grove_memory import project_memory as pm
-from grove_memory.project_memory import ProjectScope
 from grove_memory.store import Store
-from tests.support.tenants import owner_of
+from tests.support.databases import superuser
+from tests.support.teams import project_with
 
 
 class CountingCursor(TracedCursor):
@@ -61,47 +58,6 @@ def counting_pool(database: embedded.EmbeddedDatabase) -> Iterator[ConnectionPoo
         pool.close()
 
 
-def superuser(database: embedded.EmbeddedDatabase) -> psycopg.Connection[Any]:
-    return psycopg.connect(database.grove_superuser_url, autocommit=True)
-
-
-def project_with(
-    database: embedded.EmbeddedDatabase, records: int
-) -> tuple[Principal, ProjectScope]:
-    """A person, an org and a project they administer holding ``records`` records."""
-    account, org, project = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    with superuser(database) as conn:
-        conn.execute("INSERT INTO accounts (id, name) VALUES (%s, 'person')", (account,))
-        conn.execute(
-            "INSERT INTO orgs (id, name, created_by) VALUES (%s, 'org', %s)", (org, account)
-        )
-        conn.execute(
-            "INSERT INTO org_members (org_id, account_id, role) VALUES (%s, %s, 'owner')",
-            (org, account),
-        )
-        conn.execute(
-            "INSERT INTO org_projects (org_id, id, name) VALUES (%s, %s, 'p')", (org, project)
-        )
-        conn.execute(
-            "INSERT INTO project_members (org_id, project_id, account_id, role)"
-            " VALUES (%s, %s, %s, 'admin')",
-            (org, project, account),
-        )
-        conn.execute(
-            "INSERT INTO project_memories (org_id, project_id, key, title, body, body_sha256,"
-            " kind, authority, prov_source, prov_ref, prov_verification, prov_observed_at,"
-            " written_by, embedding, embedding_space, embedding_dims)"
-            " SELECT %s, %s, 'key-' || lpad(i::text, 6, '0'), 'Record ' || i,"
-            " 'deploy note number ' || i, sha256(convert_to('deploy note number ' || i, 'UTF8')),"
-            " 'fact', 'observed', 'test', 'ref', 'unverified', now(), %s,"
-            " ('[' || (i %% 7 + 1) || ',1,0]')::vector, 'space', 3"
-            " FROM generate_series(1, %s) AS i",
-            (org, project, account, records),
-        )
-        conn.execute("ANALYZE project_memories")
-    return owner_of(account), ProjectScope(org, project)
-
-
 def statements(run: Callable[[], Any]) -> int:
     CountingCursor.statements.clear()
     run()
@@ -118,11 +74,15 @@ def test_list_and_retrieve_issue_a_bounded_number_of_statements(
         store = Store(pool=pool, cursor_secret=b"unused")
         page = ListRecordsQuery(limit=100)
         query = RetrieveRequest(query="deploy note", limit=50)
-        hybrid = RetrieveRequest(
-            query="deploy note", limit=50, embedding={"space": "space", "values": [1, 1, 0]}
+        hybrid = RetrieveRequest.model_validate(
+            {
+                "query": "deploy note",
+                "limit": 50,
+                "embedding": {"space": "space", "values": [1, 1, 0]},
+            }
         )
         for principal, scope in (small, large):
-            calls = {
+            calls: dict[str, Callable[[], Any]] = {
                 "list": partial(pm.list, store, principal, scope, page),
                 "retrieve": partial(pm.retrieve, store, principal, scope, query),
                 "hybrid": partial(pm.retrieve, store, principal, scope, hybrid),
@@ -156,6 +116,8 @@ def test_retrieval_rechecks_expiry_when_it_reloads_ranked_candidates(
     with counting_pool(database) as pool:
         store = Store(pool=pool, cursor_secret=b"unused")
         CountingCursor.hooks.append(("WITH words", expire_one))
-        found = pm.retrieve(store, principal, scope, RetrieveRequest(query="deploy note"))
+        found = pm.retrieve(
+            store, principal, scope, RetrieveRequest.model_validate({"query": "deploy note"})
+        )
         assert not CountingCursor.hooks  # it ran, between ranking and reloading
     assert [r.key for r in found.records] == ["key-000001", "key-000003"]

@@ -25,11 +25,11 @@ from grove_db.pool import open_pool, transaction
 from grove_memory import cleanup, proposals, proposer
 from grove_memory.conversations import conversation_row
 from grove_memory.store import Store
-from tests.integration.test_conversations import Owner, Stack, new_owner, stack
-from tests.integration.test_owner import AUDIENCE
 from tests.support.clients import Client, data_of, error_of
+from tests.support.conversations import Owner, Stack, new_owner, stack
+from tests.support.owners import AUDIENCE
 
-__all__ = ["stack"]
+__all__ = ["stack"]  # the fixture tests name
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday morning."
 DEPLOY_AGAIN = "Every Tuesday morning we deploy the billing service with Argo CD. Ask Priya first."

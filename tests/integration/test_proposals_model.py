@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from grove_db import embedded
-from tests.integration.test_ask_openai import FakeChat, serve
-from tests.integration.test_conversations import Stack, start_answering_api
-from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
+from tests.support.chat import FakeChat, serve
 from tests.support.clients import data_of
+from tests.support.conversations import Stack, start_answering_api
+from tests.support.owners import OwnedAccount, Provider, owned_tenant
 from tests.support.processes import Running, start_ask
 from tests.support.scraping import scrape
 

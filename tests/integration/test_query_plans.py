@@ -174,7 +174,7 @@ def _check_plan(unanalyzed: Any, scope: str) -> None:
         notebook_id = notebook if scope == "one notebook" else None
         condition, values = in_notebook(notebook_id), {"project_id": notebook_id}
     statement = SEMANTIC.format(columns=MEMORY_COLUMNS, visible=VISIBLE, scope=condition, dims=384)
-    with psycopg.connect(url) as conn:
+    with psycopg.connect(url, row_factory=dict_row) as conn:
         conn.execute("SELECT set_config('grove.account_id', %s, true)", (str(account),))
         walk_for_this_tenant(conn)
         row = conn.execute(
@@ -182,7 +182,7 @@ def _check_plan(unanalyzed: Any, scope: str) -> None:
             params(principal, vector=query, profile="minilm", account=account, limit=50, **values),
         ).fetchone()
     assert row is not None
-    plan = _plan(row[0])
+    plan = _plan(row["QUERY PLAN"])
     notes = [node for node in _nodes(plan) if node.get("Relation Name") == "memories"]
     assert notes, plan
     _read_once_or_by_key(notes)

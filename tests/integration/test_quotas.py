@@ -34,13 +34,13 @@ from grove_memory import project_memory as pm
 from grove_memory.blobs import PostgresBlobs
 from grove_memory.store import Store
 from grove_worker import sweeps
-from tests.integration.test_mcp import call
-from tests.integration.test_mcp import error_of as tool_error
-from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
-from tests.integration.test_project_memory_sql import project_with
 from tests.support.clients import data_of, error_of, race
 from tests.support.files import FILES, upload, uploaded
-from tests.support.processes import Running, run_script, start_api, start_mcp
+from tests.support.mcp import call
+from tests.support.mcp import error_of as tool_error
+from tests.support.owners import McpStack, OwnedAccount, mcp_stack, owned_tenant
+from tests.support.processes import run_script
+from tests.support.teams import project_with
 from tests.support.tenants import owner_of
 
 DEFAULTS = {
@@ -53,34 +53,14 @@ DEFAULTS = {
 }
 
 
-@dataclass
-class Stack:
-    provider: Provider
-    api: Running
-    mcp: Running
-    database: embedded.EmbeddedDatabase
-
-
 @pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
-    provider = Provider()
-    env = {
-        "GROVE_DATABASE_URL": database.runtime_url,
-        "GROVE_EMBEDDING_PROFILE": "disabled",
-        "GROVE_API_WORKERS": "2",
-        **DEFAULTS,
-        **provider.env(),
-    }
-    api = start_api(env)
-    mcp = start_mcp(env)
-    yield Stack(provider, api, mcp, database)
-    mcp.stop()
-    api.stop()
-    provider.close()
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[McpStack]:
+    with mcp_stack(database, {"GROVE_API_WORKERS": "2", **DEFAULTS}) as started:
+        yield started
 
 
 @pytest.fixture
-def owner(stack: Stack) -> OwnedAccount:
+def owner(stack: McpStack) -> OwnedAccount:
     tenant, subject = owned_tenant(stack.database, stack.api.url)
     return OwnedAccount(stack, tenant, subject)
 
@@ -179,7 +159,7 @@ def test_notebooks_shares_and_conversations_have_limits(owner: OwnedAccount) -> 
 
 
 def test_an_accounts_own_limits_are_set_and_shown_by_the_cli(
-    stack: Stack, owner: OwnedAccount
+    stack: McpStack, owner: OwnedAccount
 ) -> None:
     account = str(owner.tenant.account_id)
     shown = grove(stack.database, "--account", account, "--notes", "6", "--notebooks", "0")
@@ -200,7 +180,7 @@ def test_an_accounts_own_limits_are_set_and_shown_by_the_cli(
     assert missing.returncode == 1 and "no account" in missing.stderr
 
 
-def test_mcp_saves_obey_the_same_limit(stack: Stack, owner: OwnedAccount) -> None:
+def test_mcp_saves_obey_the_same_limit(stack: McpStack, owner: OwnedAccount) -> None:
     for i in range(4):
         assert save(owner, f"note {i}").status_code == 201
     result = asyncio.run(
@@ -213,7 +193,7 @@ def test_mcp_saves_obey_the_same_limit(stack: Stack, owner: OwnedAccount) -> Non
 
 
 def test_usage_is_counted_by_the_database_not_the_services(
-    stack: Stack, owner: OwnedAccount
+    stack: McpStack, owner: OwnedAccount
 ) -> None:
     """The runtime role reads its usage but cannot change it or its limits."""
     save(owner, "counted")
@@ -292,7 +272,7 @@ def stored_files(owner: OwnedAccount) -> list[dict[str, Any]]:
 
 
 def test_every_file_version_counts_and_one_byte_over_the_quota_stores_nothing(
-    stack: Stack, owner: OwnedAccount
+    stack: McpStack, owner: OwnedAccount
 ) -> None:
     first = uploaded(owner.key, b"a" * 3000, name="a.txt")
     # A new version counts beside the old one: 3,000 + 2,000 lands exactly at the limit.
@@ -319,7 +299,7 @@ def test_every_file_version_counts_and_one_byte_over_the_quota_stores_nothing(
 
 
 def test_an_accounts_own_file_byte_limit_is_set_and_shown_by_the_cli(
-    stack: Stack, owner: OwnedAccount
+    stack: McpStack, owner: OwnedAccount
 ) -> None:
     account = str(owner.tenant.account_id)
     shown = grove(stack.database, "--account", account, "--file-bytes", "6000")

@@ -11,7 +11,6 @@ recall comes right after the banner, so a model still loading fails it.
 from __future__ import annotations
 
 import os
-import queue
 import re
 import shutil
 import signal
@@ -20,12 +19,12 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from grove_cli.launch import free_port
+from tests.support.dev import ALARMS, Dev
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TOUR = README.read_text().split("## A five-minute tour\n", 1)[1].split("\n## Documentation", 1)[0]
@@ -44,34 +43,6 @@ PYTHON_DOCS = re.findall(
 )[:2]
 #: How long ``grove dev`` may take to say it is ready on a busy machine (model included).
 READY_SECONDS = 600
-#: What a quiet stop never prints (gunicorn's when a worker is killed, or signalled twice).
-ALARMS = ("SIGKILL", "Perhaps out of memory", "Traceback", '"level": "warning"', '"level": "error"')
-
-
-@dataclass
-class Dev:
-    """A running ``grove dev``: its directory, process and the lines it has printed."""
-
-    home: Path
-    process: subprocess.Popen[str]
-    lines: list[str] = field(default_factory=list)
-    ready: queue.Queue[bool] = field(default_factory=queue.Queue)
-
-    def read(self) -> None:
-        """Keep every line; say once whether the banner came before the end."""
-        assert self.process.stdout is not None
-        waiting = True
-        for line in self.process.stdout:
-            self.lines.append(line)
-            if waiting and line.startswith("Grove is running."):
-                self.ready.put(True)
-                waiting = False
-        self.ready.put(False)
-
-    def interrupt(self) -> int:
-        """Ctrl-C in its terminal: SIGINT to its whole process group; its exit status."""
-        os.killpg(self.process.pid, signal.SIGINT)
-        return self.process.wait(timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -14,38 +13,19 @@ import pytest
 
 from grove_db import embedded
 from grove_db.pool import set_tenant
-from tests.integration.test_mcp import connect
-from tests.integration.test_owner import AUDIENCE, OwnedAccount, Provider, owned_tenant
 from tests.support.clients import Client, data_of, error_of
-from tests.support.processes import Running, start_api, start_mcp
-
-
-@dataclass
-class Stack:
-    provider: Provider
-    api: Running
-    mcp: Running
-    database: embedded.EmbeddedDatabase
+from tests.support.mcp import connect
+from tests.support.owners import AUDIENCE, McpStack, OwnedAccount, mcp_stack, owned_tenant
 
 
 @pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
-    provider = Provider()
-    env = {
-        "GROVE_DATABASE_URL": database.runtime_url,
-        "GROVE_EMBEDDING_PROFILE": "disabled",
-        **provider.env(),
-    }
-    api = start_api(env)
-    mcp = start_mcp(env, workers=1)
-    yield Stack(provider, api, mcp, database)
-    mcp.stop()
-    api.stop()
-    provider.close()
+def stack(database: embedded.EmbeddedDatabase) -> Iterator[McpStack]:
+    with mcp_stack(database, mcp_workers=1) as started:
+        yield started
 
 
 @pytest.fixture
-def account(stack: Stack) -> OwnedAccount:
+def account(stack: McpStack) -> OwnedAccount:
     return OwnedAccount(stack, *owned_tenant(stack.database, stack.api.url))
 
 
@@ -56,7 +36,7 @@ def connections(account: OwnedAccount) -> dict[str, dict[str, Any]]:
 
 def key_connection(account: OwnedAccount) -> str:
     """The connection of the account's full-access key (named "full")."""
-    (found,) = [c["id"] for c in connections(account).values() if c["name"] == "full"]
+    (found,) = [str(c["id"]) for c in connections(account).values() if c["name"] == "full"]
     return found
 
 
@@ -140,7 +120,9 @@ def test_a_batch_and_a_move_record_the_connection_that_made_them(account: OwnedA
     assert data_of(moved)["items"][0]["savedBy"] == by_connection(mover, "mover")
 
 
-def test_an_mcp_agents_save_names_the_approved_agent(stack: Stack, account: OwnedAccount) -> None:
+def test_an_mcp_agents_save_names_the_approved_agent(
+    stack: McpStack, account: OwnedAccount
+) -> None:
     token = stack.provider.token(account.subject, aud=AUDIENCE, client_id="notes-agent")
 
     async def call(name: str, arguments: dict[str, Any]) -> Any:

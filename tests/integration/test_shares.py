@@ -10,7 +10,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,17 @@ import requests
 from grove_auth.keys import derive_secret
 from grove_db import embedded
 from grove_db.pool import set_tenant
-from tests.integration.test_dev_auth import run_readme_walkthrough
-from tests.integration.test_owner import OwnedAccount, Provider, owned_tenant
 from tests.support.clients import data_of, error_of
+from tests.support.dev import run_readme_walkthrough
 from tests.support.files import FILES, uploaded
 from tests.support.keys import SECRET
-from tests.support.processes import Running, start_api, start_share, start_worker
+from tests.support.processes import Running, start_share, start_worker
 from tests.support.scraping import scrape
+from tests.support.shares import Owner, Stack, new_owner, read, stack
 from tests.support.waiting import wait_until
 from tests.support.windows import in_one_window
+
+__all__ = ["stack"]  # the fixture tests name
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -38,65 +39,6 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
-
-
-@dataclass
-class Stack:
-    provider: Provider
-    api: Running
-    share: Running
-    database: embedded.EmbeddedDatabase
-
-
-@dataclass
-class Owner(OwnedAccount):
-    """One account on the share stack, with share helpers."""
-
-    stack: Stack
-
-    def share(self, kind: str, target: str, **fields: Any) -> dict[str, Any]:
-        body = {"target": {"type": kind, "id": target}, **fields}
-        response = self.session.post("/v1/shares", body)
-        assert response.status_code == 201, response.text
-        return data_of(response)  # type: ignore[no-any-return]
-
-    def tool(self, name: str, /, **arguments: Any) -> Any:
-        response = self.key.post(f"/v1/tools/{name}", arguments)
-        assert response.status_code == 200, response.text
-        return data_of(response)
-
-    def notebook_action(self, notebook: str, action: str) -> None:
-        preview = data_of(self.session.get(f"/v1/notebooks/{notebook}/subtree"))
-        done = self.session.post(
-            f"/v1/notebooks/{notebook}/{action}", {"fingerprint": preview["fingerprint"]}
-        )
-        assert done.status_code == 200, done.text
-
-
-@pytest.fixture(scope="module")
-def stack(database: embedded.EmbeddedDatabase) -> Iterator[Stack]:
-    provider = Provider()
-    share = start_share(database)
-    api = start_api(
-        {
-            "GROVE_DATABASE_URL": database.runtime_url,
-            "GROVE_EMBEDDING_PROFILE": "disabled",
-            "GROVE_API_WORKERS": "1",
-            **provider.env(),
-            "GROVE_SHARE_PUBLIC_URL": share.url,
-        }
-    )
-    yield Stack(provider, api, share, database)
-    api.stop()
-    share.stop()
-    provider.close()
-
-
-def new_owner(stack: Stack, name: str = "Test account") -> Owner:
-    tenant, subject = owned_tenant(stack.database, stack.api.url)
-    with psycopg.connect(stack.database.grove_superuser_url) as conn:
-        conn.execute("UPDATE accounts SET name = %s WHERE id = %s", (name, tenant.account_id))
-    return Owner(stack, tenant, subject)
 
 
 @pytest.fixture
@@ -115,11 +57,6 @@ def worker(database: embedded.EmbeddedDatabase) -> Iterator[Running]:
 
 def superuser(stack: Stack) -> psycopg.Connection[Any]:
     return psycopg.connect(stack.database.grove_superuser_url)
-
-
-def read(url: str, accept: str | None = None, **headers: str) -> requests.Response:
-    sent = {"Accept": accept} if accept else {}
-    return requests.get(url, headers={**sent, **headers}, timeout=30)
 
 
 def read_json(url: str) -> dict[str, Any]:
@@ -516,7 +453,7 @@ def test_unknown_and_dead_links_answer_the_same_404(owner: Owner, stack: Stack) 
 def test_expiry_title_and_list_limits(owner: Owner) -> None:
     note = owner.key.save("limits")
     target = {"type": "note", "id": note["id"]}
-    cases = [
+    cases: list[tuple[dict[str, Any], int]] = [
         ({"expiresAt": "2000-01-01T00:00:00Z"}, 400),
         ({"expiresAt": "2999-01-01T00:00:00"}, 400),  # no time zone
         ({"title": "x" * 200}, 201),
@@ -649,7 +586,7 @@ def test_metrics_and_probes(owner: Owner, stack: Stack) -> None:
     after = scrape(stack.share)
 
     def value(samples: dict[str, Any], name: str, **labels: str) -> float:
-        return sum(v for got, v in samples.get(name, []) if labels.items() <= got.items())
+        return float(sum(v for got, v in samples.get(name, []) if labels.items() <= got.items()))
 
     for fmt in ("html", "json"):
         grew = value(after, "grove_share_views_total", type="note", format=fmt) - value(

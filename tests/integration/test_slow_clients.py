@@ -20,8 +20,8 @@ import requests
 
 from grove_db import embedded
 from grove_db.slow_clients import MAX_HEAD_BYTES
-from tests.integration.test_dev_auth import dev_env
-from tests.integration.test_mcp import MCP_ACCEPT
+from tests.support.dev import dev_env
+from tests.support.mcp import MCP_ACCEPT
 from tests.support.processes import (
     Running,
     free_port,
@@ -289,7 +289,8 @@ def test_a_body_trickled_below_the_minimum_rate_is_cut(
 def head_of(size: int) -> bytes:
     """A request for /healthz whose line and headers take exactly ``size`` bytes."""
     start = b"GET /healthz HTTP/1.1\r\nHost: slow.example\r\nConnection: close\r\n"
-    fillers, left = [], size - len(start) - 2
+    fillers: list[bytes] = []
+    left = size - len(start) - 2
     while left > 0:
         line = b"X-Fill-%d: " % len(fillers)
         value = min(8000, left - len(line) - 2)

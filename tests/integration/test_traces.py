@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+from pydantic import SecretStr
 
 from grove_api.app import create_app, deps_from
 from grove_api.settings import ApiSettings
@@ -65,7 +66,7 @@ def traced(database: embedded.EmbeddedDatabase) -> Iterator[Traced]:
 
     settings = ApiSettings(
         database_url=database.runtime_url,
-        secret_key=SECRET,
+        secret_key=SecretStr(SECRET),
         embedding_profile="openai",
         ask_address=f"127.0.0.1:{port}",
         query_embed_timeout_ms=5000,

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +29,6 @@ from grove_db import embedded, queue
 from grove_db.pool import open_pool
 from grove_memory import sandbox
 from grove_memory.extraction import Passage
-from grove_memory.inference import InferenceClient
-from grove_worker.run import Worker
 from grove_worker.settings import WorkerSettings
 from tests.support.clients import Client, data_of
 from tests.support.fakes import FakeEmbeddings, start_fake_ask
@@ -41,6 +37,7 @@ from tests.support.keys import SECRET
 from tests.support.processes import Running, start_api
 from tests.support.tenants import Tenant
 from tests.support.waiting import wait_until
+from tests.support.workers import running
 
 SLOW_SECONDS = 4.0
 
@@ -94,24 +91,6 @@ def stack(database: embedded.EmbeddedDatabase, quiet: tuple[str, Any]) -> Iterat
         api.stop()
         ask.stop()
         fake.close()
-
-
-@contextmanager
-def running(settings: WorkerSettings, pool: ConnectionPool) -> Iterator[Worker]:
-    """A worker's loop on a thread of this process, stopped as SIGTERM stops it."""
-    client = InferenceClient(settings.ask_address, settings.embedding_profile)
-    worker = Worker(settings, pool, client)
-    with psycopg.connect(settings.database_url, autocommit=True) as listener:
-        listener.execute(f"LISTEN {queue.CHANNEL}")
-        loop = threading.Thread(target=worker.run, args=(listener,), daemon=True)
-        loop.start()
-        try:
-            yield worker
-        finally:
-            worker.stopping.set()
-            loop.join(30)
-            assert not loop.is_alive()
-    client.close()
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ import re
 import yaml
 
 from grove_db import citus
-from tests.static.test_deploy_k8s import (
+from tests.support.dockerfiles import COMPILERS, logical_lines
+from tests.support.manifests import (
     COMPONENT,
     K8S,
     ROOT,
@@ -28,7 +29,6 @@ from tests.static.test_deploy_k8s import (
     render,
     selects,
 )
-from tests.static.test_dockerfile import COMPILERS, logical_lines
 from tests.support.tools import missing
 
 NODES = ("citus-coordinator", "citus-worker")

@@ -350,6 +350,7 @@ def test_api_and_mcp_accept_their_compose_identity_settings(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     settings = ApiSettings() if name == "api" else McpSettings()  # type: ignore[call-arg]
+    assert settings.mcp_public_url is not None
     assert check_identity(settings, settings.mcp_public_url, owners=name == "api") == []
 
 

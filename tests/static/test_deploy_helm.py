@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.static.test_deploy_k8s import ROOT, Manifest, by_name, env_value, render
+from tests.support.manifests import ROOT, Manifest, by_name, env_value, render
 from tests.support.tools import require_tool
 
 CHART = ROOT / "deploy" / "helm" / "grove"

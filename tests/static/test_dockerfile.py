@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.dockerfiles import COMPILERS, logical_lines
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -28,7 +30,6 @@ K8S_BASE = ROOT / "deploy" / "k8s" / "base"
 FINAL_STAGES = {"runtime": "grove-api", "ask": "grove-ask"}
 # The image name the Kubernetes manifests give each final stage.
 IMAGES = {"runtime": "grove", "ask": "grove-ask"}
-COMPILERS = re.compile(r"(?<![\w.-])(gcc|g\+\+|cc|clang|build-essential|cmake|make)(?![\w.-])")
 VENV = "/opt/venv"
 INFERENCE = re.compile(r"""["']?\.\[inference\]["']?""")
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -43,24 +44,6 @@ class Stage:
 
     def all(self, keyword: str) -> list[str]:
         return [arguments for kw, arguments in self.instructions if kw == keyword]
-
-
-def logical_lines(text: str) -> list[str]:
-    """Instructions with their continuation lines joined; comments dropped."""
-    lines: list[str] = []
-    current = ""
-    for raw in text.splitlines():
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if stripped.endswith("\\"):
-            current += stripped[:-1] + " "
-            continue
-        lines.append(current + stripped)
-        current = ""
-    if current:
-        lines.append(current)
-    return lines
 
 
 @cache

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +16,11 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from grove_cli import admin
+from grove_cli.launch import Running
 from grove_db import embedded
 from tests.support import loopback
 from tests.support.clients import Client
+from tests.support.processes import start_api, start_mcp
 from tests.support.tenants import Tenant, new_tenant
 
 ISSUER = "https://issuer.test"
@@ -131,3 +135,42 @@ def owned_tenant(database: embedded.EmbeddedDatabase, api_url: str) -> tuple[Ten
     subject = f"user-{uuid.uuid4().hex[:8]}"
     admin.add_owner(database.migration_url, tenant.account_id, ISSUER, subject)
     return tenant, subject
+
+
+@dataclass
+class OwnerStack:
+    """An api taking owner sessions from ``provider``, on ``database``."""
+
+    provider: Provider
+    api: Running
+    database: embedded.EmbeddedDatabase
+
+
+@dataclass
+class McpStack(OwnerStack):
+    """An owner stack with a grove-mcp on the api's settings, for agents' tokens."""
+
+    mcp: Running
+
+
+@contextmanager
+def mcp_stack(
+    database: embedded.EmbeddedDatabase, env: dict[str, str] | None = None, mcp_workers: int = 2
+) -> Iterator[McpStack]:
+    """A provider with an api and a grove-mcp trusting it (embeddings off, plus ``env``),
+    stopped when the block ends."""
+    provider = Provider()
+    settings = {
+        "GROVE_DATABASE_URL": database.runtime_url,
+        "GROVE_EMBEDDING_PROFILE": "disabled",
+        **(env or {}),
+        **provider.env(),
+    }
+    api = start_api(settings)
+    mcp = start_mcp(settings, workers=mcp_workers)
+    try:
+        yield McpStack(provider, api, database, mcp)
+    finally:
+        mcp.stop()
+        api.stop()
+        provider.close()

@@ -23,6 +23,20 @@ from grove_db import embedded
 from tests.support.keys import CONSOLE_SECRET_KEY, SECRET
 from tests.support.waiting import wait_until
 
+# Tests take a service's handle and a free port from here with the services themselves.
+__all__ = [
+    "Running",
+    "free_port",
+    "run_script",
+    "start_api",
+    "start_ask",
+    "start_console",
+    "start_mcp",
+    "start_service",
+    "start_share",
+    "start_worker",
+]
+
 #: Start a console script and wait for its readiness line (``grove_cli.launch.start``).
 start_service = launch.start
 

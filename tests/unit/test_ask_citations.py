@@ -68,6 +68,9 @@ class Failing:
     def answer(self, *args: object, **kwargs: object) -> Generated:
         raise InferenceError(self.reason, "details")
 
+    def describe(self, *, timeout: float) -> str:
+        raise InferenceError(self.reason, "details")
+
 
 def test_answer_failures_become_disabled_503_or_504() -> None:
     question = "when do we deploy?"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 from grove_console.access import proposed_grants, tried
 from grove_mcp.app import _attempt
@@ -37,7 +38,7 @@ def test_without_attempts_the_proposal_is_personal_notes_read_only() -> None:
 
 def test_a_notebook_the_owner_does_not_have_is_never_proposed() -> None:
     other = "5e0e3a51-53f5-4a3c-8f5b-1a8e0f0f6b11"
-    attempts = [
+    attempts: list[dict[str, Any]] = [
         {"tool": "forget", "capability": "delete", "projectId": None},
         {"tool": "search_memories", "capability": "read", "projectId": other},
     ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from grove_console.settings import ConsoleSettings
 from grove_contracts.errors import settings_problems
@@ -36,7 +36,7 @@ def test_production_needs_the_api_url_and_names_it() -> None:
 def test_development_falls_back_to_the_local_api() -> None:
     settings = ConsoleSettings(
         console_database_url="postgresql://x@db/grove",
-        console_secret_key="s" * 32,
+        console_secret_key=SecretStr("s" * 32),
         website_origin="http://127.0.0.1:8083",
         dev_auth=True,
     )

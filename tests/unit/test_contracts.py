@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from grove_contracts.ask import AskRequest
 from grove_contracts.errors import validation_details
@@ -44,7 +45,13 @@ def test_update_distinguishes_omitted_from_null_retention() -> None:
 def test_forget_takes_one_to_one_hundred_ids_in_exactly_one_form() -> None:
     ids = [uuid.uuid4() for _ in range(101)]
     assert len(ForgetRequest(ids=ids[:100]).targets()) == 100
-    for bad in ({"ids": ids}, {"ids": []}, {}, {"ids": ids[:1], "items": [{"id": ids[0]}]}):
+    refused: list[dict[str, Any]] = [
+        {"ids": ids},
+        {"ids": []},
+        {},
+        {"ids": ids[:1], "items": [{"id": ids[0]}]},
+    ]
+    for bad in refused:
         with pytest.raises(ValidationError):
             ForgetRequest.model_validate(bad)
 
@@ -65,7 +72,7 @@ def test_search_exclusions_are_split_from_the_wanted_words() -> None:
 def test_text_postgresql_cannot_store_is_a_validation_error_of_its_field(
     bad: str, message: str
 ) -> None:
-    cases = [
+    cases: list[tuple[type[BaseModel], dict[str, Any], str]] = [
         (RememberRequest, {"content": bad, "kind": "fact"}, "content"),
         (
             RememberRequest,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import crossval
+from bench import crossval, quality
 from bench.crossval import SHIPPED, Question, Setting
 from grove_memory import recall
 
@@ -24,7 +24,7 @@ def test_each_conversation_is_scored_with_the_choice_made_without_it() -> None:
 
     def recalls(setting: Setting) -> np.ndarray:
         hits = [1.0 if setting.lexical_weight == best[c] else 0.5 for c in conversations]
-        return np.array([[hit] * len(crossval.KS) for hit in hits])
+        return np.array([[hit] * len(quality.KS) for hit in hits])
 
     report = crossval.cross_validate(conversations, recalls, WEIGHTS)
     chosen = {fold["heldOut"]: fold["chosen"]["lexical_weight"] for fold in report["folds"]}
@@ -80,13 +80,13 @@ def test_candidates_are_cut_as_the_statements_would_return_them() -> None:
     # Two of each, and the farthest semantic candidate over the threshold.
     tight = dataclasses.replace(loose, max_distance=0.75, candidates=2)
     assert crossval.ranked_turns(question, tight) == ["D1:1", "D2:1", "D1:2", "D2:2"]
-    assert crossval.recall_at(crossval.ranked_turns(question, tight), question.gold) == {
+    assert quality.recall_at(crossval.ranked_turns(question, tight), question.gold) == {
         5: 0,
         10: 0,
         25: 0,
         50: 0,
     }
-    assert crossval.recall_at(crossval.ranked_turns(question, loose), question.gold) == {
+    assert quality.recall_at(crossval.ranked_turns(question, loose), question.gold) == {
         5: 0.5,
         10: 1,
         25: 1,

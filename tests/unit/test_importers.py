@@ -247,7 +247,7 @@ class Answers(BaseAdapter):
         self.statuses = list(statuses)
         self.calls = 0
 
-    def send(self, request: PreparedRequest, **kwargs: Any) -> Response:
+    def send(self, request: PreparedRequest, *args: Any, **kwargs: Any) -> Response:
         response = Response()
         response.status_code = self.statuses[min(self.calls, len(self.statuses) - 1)]
         self.calls += 1

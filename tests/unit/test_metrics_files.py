@@ -31,7 +31,7 @@ def test_a_scrape_leaves_out_the_file_a_new_worker_is_still_creating(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
-    counted = MultiProcessValue(lambda: 41)
+    counted = MultiProcessValue(lambda: 41)  # type: ignore[no-untyped-call]  # untyped upstream
     counted("counter", "grove_things", "grove_things_total", (), (), "Things.").inc(3)
     # Worker 42 has opened its counter file but not sized it yet (prometheus_client's
     # MmapedDict opens, then truncates): reading it whole would fail the scrape.

@@ -64,7 +64,7 @@ def deps() -> Deps:
 
 
 @pytest.fixture(scope="module")
-def app(settings: ApiSettings, deps: Deps) -> falcon.App:
+def app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     """The api with every optional route switched on."""
     return create_app(settings, deps)
 
@@ -75,7 +75,9 @@ def wiring(settings: ApiSettings, deps: Deps) -> Wiring:
     return wire(settings, deps)
 
 
-def test_every_served_route_is_in_the_openapi_table(app: falcon.App) -> None:
+def test_every_served_route_is_in_the_openapi_table(
+    app: falcon.App[falcon.Request, falcon.Response],
+) -> None:
     routes = served(app)
     table = {(op.method, op.path) for op in OPERATIONS}
     missing = sorted(routes - table)
@@ -197,7 +199,9 @@ def test_query_models_become_query_parameters() -> None:
     assert all(p["description"] for p in query.values())
 
 
-def test_the_document_is_served_without_credentials(app: falcon.App) -> None:
+def test_the_document_is_served_without_credentials(
+    app: falcon.App[falcon.Request, falcon.Response],
+) -> None:
     client = falcon.testing.TestClient(app)
     response = client.simulate_get("/v1/openapi.json")
     assert response.status_code == 200
@@ -206,7 +210,9 @@ def test_the_document_is_served_without_credentials(app: falcon.App) -> None:
     assert set(served_doc["paths"]) == set(document()["paths"])
 
 
-def test_public_routes_need_no_credentials_and_the_others_do(app: falcon.App) -> None:
+def test_public_routes_need_no_credentials_and_the_others_do(
+    app: falcon.App[falcon.Request, falcon.Response],
+) -> None:
     assert all("{" not in path for path in PUBLIC_PATHS)  # compared with request paths
     client = falcon.testing.TestClient(app)
     assert client.simulate_get("/healthz").status_code == 200

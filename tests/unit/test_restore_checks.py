@@ -19,7 +19,7 @@ WHEN = "2026-01-02T03:04:05+00:00"
 
 def memory_line(**changes: Any) -> dict[str, Any]:
     """A valid note line with one revision; ``changes`` to the note and the revision."""
-    state = {
+    state: dict[str, Any] = {
         "content": "the gateway restarts at two",
         "kind": "fact",
         "projectId": None,

@@ -41,14 +41,18 @@ def test_turn_level_recall_and_ndcg_on_a_worked_example() -> None:
     assert recall == 1.0
     assert ndcg == pytest.approx((1 + 1 / LOG2_3) / 2)  # 0.8155
     # A perfect ranking scores 1; no evidence at all scores nDCG 0.
-    assert turn_level([A2, C1, A1], GOLD, CORPUS, 5) == (1.0, pytest.approx(1.0))
+    recall, ndcg = turn_level([A2, C1, A1], GOLD, CORPUS, 5)
+    assert recall == 1.0
+    assert ndcg == pytest.approx(1.0)
     assert ndcg_any(RANKED, set(), CORPUS, 5) == 0.0
 
 
 def test_session_level_ranks_each_session_where_its_first_turn_ranks() -> None:
     # Sessions ranked B, A, C. At k = 2: B and A, C missing; relevances 0, 1 (DCG 1)
     # against the ideal order of the haystack's sessions A, B, C: 1, 1 (DCG 2).
-    assert session_level(RANKED, GOLD, CORPUS, 2) == (0.0, pytest.approx(0.5))
+    recall, ndcg = session_level(RANKED, GOLD, CORPUS, 2)
+    assert recall == 0.0
+    assert ndcg == pytest.approx(0.5)
     # At k = 3: B, A, C, all evidence in; DCG 1 + 1/log2(3) over 1 + 1.
     recall, ndcg = session_level(RANKED, GOLD, CORPUS, 3)
     assert recall == 1.0
@@ -60,8 +64,12 @@ def test_session_level_reads_k_sessions_however_many_turns_that_takes() -> None:
     # to 3 turns for the same answer), so B counts at k = 2.
     ranked = [A1, A2, B1, C1]
     gold = {A2, B2}  # sessions A and B
-    assert session_level(ranked, gold, CORPUS, 2) == (1.0, pytest.approx(1.0))
+    recall, ndcg = session_level(ranked, gold, CORPUS, 2)
+    assert recall == 1.0
+    assert ndcg == pytest.approx(1.0)
     # The turn level at k = 2 misses B2.
     assert turn_level(ranked, gold, CORPUS, 2)[0] == 0.0
     # A ranking that ends before k sessions is scored on what it holds.
-    assert session_level([A1, A2], gold, CORPUS, 2) == (0.0, pytest.approx(1 / 2))
+    recall, ndcg = session_level([A1, A2], gold, CORPUS, 2)
+    assert recall == 0.0
+    assert ndcg == pytest.approx(1 / 2)

@@ -5,33 +5,16 @@ the spawned child can import them."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from grove_memory.extraction import Passage, Unreadable
+from grove_memory.extraction import Unreadable
 from grove_memory.sandbox import Limits, container_memory_bytes, memory_cap, passages_of
 from grove_worker.run import extraction_memory
 from grove_worker.settings import WorkerSettings
-
-
-def hangs(media_type: str, data: bytes) -> list[Passage]:
-    time.sleep(30)
-    return []
-
-
-def hoards(media_type: str, data: bytes) -> list[Passage]:
-    return [Passage(text=str(len(bytearray(1 << 30))), span={})]
-
-
-def dies(media_type: str, data: bytes) -> list[Passage]:
-    os._exit(9)
-
-
-def breaks(media_type: str, data: bytes) -> list[Passage]:
-    raise RecursionError("the parser gave up")
+from tests.support.readers import breaks, dies, hangs, hoards
 
 
 def test_a_readable_file_comes_back_as_its_passages() -> None:

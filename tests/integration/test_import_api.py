@@ -229,6 +229,7 @@ def test_conversations_round_trip_with_their_turns_and_citations(stack: Stack) -
     expected = conversations(remapped(original, target.tenant.account_id))
     assert conversations(owner_export(target)) == expected
     restored_turn = expected[1]["turns"][0]
+    assert restored_turn["answer"]["citations"], restored_turn  # or the loop checks nothing
     for citation in restored_turn["answer"]["citations"]:
         note = target.key.get(f"/v1/memories/{citation['noteId']}")
         assert note.status_code == 200  # citations point at the restored notes
@@ -250,6 +251,7 @@ def test_conversations_round_trip_with_their_turns_and_citations(stack: Stack) -
     assert (counts.conversations, counts.turns) == (2, 2)
     kept = conversations(owner_export(third))
     assert [c["conversation"]["id"] for c in kept] == [everywhere, scoped]
+    assert kept[1]["turns"][0]["answer"]["citations"], kept[1]
     for citation in kept[1]["turns"][0]["answer"]["citations"]:
         assert citation["noteId"] not in {c["noteId"] for c in turn["answer"]["citations"]}
         assert third.key.get(f"/v1/memories/{citation['noteId']}").status_code == 200

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import io
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -31,6 +30,7 @@ from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running, start_api, start_ask, start_worker
 from tests.support.readers import breaks
 from tests.support.tenants import Tenant, new_tenant, owner_of
+from tests.support.waiting import wait_for
 
 GATEWAY = "The billing gateway restarts at two in the morning, every night, without paging anyone."
 
@@ -72,13 +72,11 @@ def tenant(database: embedded.EmbeddedDatabase, api: Running) -> Tenant:
 
 def settled(client: Client, file_id: str, version: int = 1) -> dict[str, Any]:
     """The file once its ``version`` is extracted (ready or failed)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        file = data_of(client.get(f"{FILES}/{file_id}"))
-        if file["version"] == version and file["indexing"] in ("ready", "failed"):
-            return file  # type: ignore[no-any-return]
-        time.sleep(0.1)
-    raise AssertionError(f"file {file_id} was not extracted: {file}")
+    file: dict[str, Any] = wait_for(
+        lambda: data_of(client.get(f"{FILES}/{file_id}")),
+        lambda now: now["version"] == version and now["indexing"] in ("ready", "failed"),
+    )
+    return file
 
 
 def search(client: Client, query: str, **fields: Any) -> list[dict[str, Any]]:

@@ -64,4 +64,5 @@ def test_reindex_requeues_current_revisions_and_waits_for_them(hybrid_tenant: Te
 
 def test_reindex_rejects_a_malformed_profile_name(hybrid_tenant: Tenant) -> None:
     result = grove(hybrid_tenant, "reindex", "--profile", "Robert'); DROP")
-    assert result.returncode != 0
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == "grove: profile: lowercase letters, digits and _ only"

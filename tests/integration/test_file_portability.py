@@ -79,20 +79,23 @@ def test_a_file_whose_bytes_do_not_match_stops_the_restore_at_its_line(
     chunk["data"] = base64.b64encode(b"The gateway restarts at six.").decode()
     target: Tenant = make_tenant()
     result = grove_import(database, write(tmp_path / "bad.ndjson", lines), target.account_id)
-    assert result.returncode != 0
+    assert result.returncode == 1
     number = next(i for i, line in enumerate(lines, start=1) if line["type"] == "file")
-    assert f"line {number}" in result.stderr and "do not match its size and sha256" in result.stderr
+    assert result.stderr.startswith(f"grove: line {number}: "), result.stderr
+    assert "do not match its size and sha256" in result.stderr
     assert data_of(target.client.get("/v1/files"))["items"] == []
     # A chunk out of place, and an export that ends inside a file, stop it too.
     truncated = [line for line in lines if line["type"] != "file_chunk"]
     result = grove_import(database, write(tmp_path / "cut.ndjson", truncated), target.account_id)
-    assert result.returncode != 0 and "ends inside file" in result.stderr
+    assert result.returncode == 1 and result.stderr.startswith("grove: line "), result.stderr
+    assert "ends inside file" in result.stderr
     stray = [
         *lines[:1],
         {"type": "file_chunk", "fileId": str(uuid.uuid4()), "index": 0, "data": "eA=="},
     ]
     result = grove_import(database, write(tmp_path / "stray.ndjson", stray), target.account_id)
-    assert result.returncode != 0 and "file chunk out of place" in result.stderr
+    assert result.returncode == 1 and result.stderr.startswith("grove: line "), result.stderr
+    assert "file chunk out of place" in result.stderr
     assert json.dumps(data_of(target.client.get("/v1/files"))["items"]) == "[]"
 
 
@@ -105,7 +108,7 @@ def test_a_file_past_the_accounts_file_quota_stops_the_restore_at_its_line(
     target: Tenant = make_tenant()
     admin.set_quotas(database.migration_url, target.account_id, {"file_bytes": 2999})
     result = grove_import(database, write(tmp_path / "over.ndjson", lines), target.account_id)
-    assert result.returncode != 0
+    assert result.returncode == 1
     number = next(i for i, line in enumerate(lines, start=1) if line["type"] == "file")
     assert result.stderr.startswith(
         f"grove: line {number}: this account may hold at most 2999 bytes of files"

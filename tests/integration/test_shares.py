@@ -632,8 +632,11 @@ def grove_share_refuses(url: str) -> str:
         text=True,
         timeout=60,
     )
-    assert done.returncode != 0
-    return done.stderr
+    # Refused as an unsafe role, in one line (not as a database it cannot reach).
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert re.match(r"grove-share: (refusing to run: )?database role '", line), line
+    return line
 
 
 def test_start_up_refuses_a_role_with_wider_rights(stack: Stack) -> None:

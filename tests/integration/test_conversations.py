@@ -18,26 +18,20 @@ import requests
 
 from grove_auth.errors import Unauthorized
 from grove_contracts.conversations import TurnRequest
-from grove_db.pool import open_pool
 from grove_memory.ask import InferenceUnavailable
 from grove_memory.errors import NotFound
 from grove_memory.inference import EvidenceText, Generated, InferenceClient, InferenceError
 from grove_memory.store import Store
 from grove_memory.turns import ContextUnavailable, GeneratorChanged, TurnInProgress, add_turn
 from tests.support.clients import Client, data_of, error_of, race
-from tests.support.conversations import Owner, Stack, new_owner, stack
+from tests.support.conversations import Owner, Stack, new_owner, owner, stack, store
 from tests.support.owners import ISSUER
 from tests.support.processes import start_ask
 
-__all__ = ["stack"]  # the fixture tests name
+__all__ = ["owner", "stack", "store"]  # the fixtures tests name
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday."
 OWNER_NOTE = "Priya maintains the billing service."
-
-
-@pytest.fixture
-def owner(stack: Stack) -> Owner:
-    return new_owner(stack)
 
 
 def superuser(stack: Stack) -> psycopg.Connection[Any]:
@@ -529,13 +523,6 @@ class DeletingFirst:
 
     def describe(self, *, timeout: float) -> str:
         return self.inner.describe(timeout=timeout)
-
-
-@pytest.fixture
-def store(stack: Stack) -> Iterator[Store]:
-    pool = open_pool(stack.database.runtime_url)
-    yield Store(pool=pool, cursor_secret=b"test-cursor-secret")
-    pool.close()
 
 
 @pytest.fixture

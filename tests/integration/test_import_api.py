@@ -21,17 +21,12 @@ from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, MAX_IMPORTED_VERSION
 from grove_db.pool import set_tenant
 from grove_memory import restore
 from tests.support.clients import Client, data_of, error_of
-from tests.support.conversations import Owner, Stack, new_owner, stack
+from tests.support.conversations import Owner, Stack, new_owner, owner, stack
 from tests.support.files import uploaded
 from tests.support.portability import body, export, populate, remapped
 from tests.support.waiting import wait_until
 
-__all__ = ["stack"]  # the fixture tests name
-
-
-@pytest.fixture
-def owner(stack: Stack) -> Owner:
-    return new_owner(stack)
+__all__ = ["owner", "stack"]  # the fixtures tests name
 
 
 def ndjson(lines: list[dict[str, Any]]) -> bytes:

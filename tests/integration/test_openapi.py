@@ -25,9 +25,11 @@ import pytest
 import requests
 
 from grove_db import embedded
-from tests.support.owners import Provider, owned_tenant
+from tests.support.owners import Provider, owned_tenant, provider
 from tests.support.processes import start_api, start_ask
 from tests.support.tenants import Tenant, new_tenant
+
+__all__ = ["provider"]  # the fixture tests name
 
 #: Generated requests per operation and phase: bounded, so the run takes under a minute.
 MAX_EXAMPLES = 25
@@ -40,13 +42,6 @@ CHECKS = (
     "response_schema_conformance",
     "response_headers_conformance",
 )
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[Provider]:
-    fake = Provider()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture(scope="module")

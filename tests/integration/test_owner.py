@@ -39,11 +39,14 @@ from tests.support.owners import (
     OWNER_AUDIENCE,
     WEBSITE,
     Provider,
+    provider,
 )
 from tests.support.processes import Running, start_api, start_mcp, start_worker
 from tests.support.scraping import scrape
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.waiting import wait_until
+
+__all__ = ["provider"]  # the fixture tests name
 
 
 @dataclass
@@ -55,13 +58,6 @@ class Setup:
 
     def owner(self, **claims: Any) -> Client:
         return Client(self.api.url, self.provider.token(self.subject, **claims))
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[Provider]:
-    fake = Provider()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture(scope="module")

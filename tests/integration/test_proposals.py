@@ -12,40 +12,26 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-import pytest
 import requests
 from psycopg.types.json import Jsonb
 
 from grove_contracts.proposals import MAX_DUPLICATE_GROUPS, MAX_MERGE_NOTES, ProposalDraft
-from grove_db.pool import open_pool, transaction
+from grove_db.pool import transaction
 from grove_memory import cleanup, proposals, proposer
 from grove_memory.conversations import conversation_row
 from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
-from tests.support.conversations import Owner, Stack, new_owner, stack
+from tests.support.conversations import Owner, Stack, new_owner, owner, stack, store
 from tests.support.owners import AUDIENCE
 
-__all__ = ["stack"]  # the fixture tests name
+__all__ = ["owner", "stack", "store"]  # the fixtures tests name
 
 DEPLOY = "We deploy the billing service with Argo CD every Tuesday morning."
 DEPLOY_AGAIN = "Every Tuesday morning we deploy the billing service with Argo CD. Ask Priya first."
 PLANT = "The office plant needs water on Fridays."
-
-
-@pytest.fixture
-def owner(stack: Stack) -> Owner:
-    return new_owner(stack)
-
-
-@pytest.fixture
-def store(stack: Stack) -> Iterator[Store]:
-    pool = open_pool(stack.database.runtime_url)
-    yield Store(pool=pool, cursor_secret=b"test-cursor-secret")
-    pool.close()
 
 
 def ask(owner: Owner, query: str, **create: Any) -> tuple[str, dict[str, Any]]:

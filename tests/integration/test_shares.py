@@ -27,11 +27,11 @@ from tests.support.files import FILES, uploaded
 from tests.support.keys import SECRET
 from tests.support.processes import Running, start_share, start_worker
 from tests.support.scraping import scrape
-from tests.support.shares import Owner, Stack, new_owner, read, stack
+from tests.support.shares import Owner, Stack, new_owner, owner, read, stack
 from tests.support.waiting import wait_until
 from tests.support.windows import in_one_window
 
-__all__ = ["stack"]  # the fixture tests name
+__all__ = ["owner", "stack"]  # the fixtures tests name
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -39,11 +39,6 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
-
-
-@pytest.fixture
-def owner(stack: Stack) -> Owner:
-    return new_owner(stack)
 
 
 @pytest.fixture(scope="module")

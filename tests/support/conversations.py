@@ -13,6 +13,8 @@ import requests
 
 from grove_auth.principal import Principal
 from grove_db import embedded
+from grove_db.pool import open_pool
+from grove_memory.store import Store
 from tests.support.clients import Client, data_of
 from tests.support.owners import OwnedAccount, Provider, owned_tenant
 from tests.support.processes import Running, start_api, start_ask
@@ -88,3 +90,15 @@ class Owner(OwnedAccount):
 
 def new_owner(stack: Stack) -> Owner:
     return Owner(stack, *owned_tenant(stack.database, stack.api.url))
+
+
+@pytest.fixture
+def owner(stack: Stack) -> Owner:
+    return new_owner(stack)
+
+
+@pytest.fixture
+def store(stack: Stack) -> Iterator[Store]:
+    pool = open_pool(stack.database.runtime_url)
+    yield Store(pool=pool, cursor_secret=b"test-cursor-secret")
+    pool.close()

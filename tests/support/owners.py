@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jwt
+import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from grove_cli import admin
@@ -127,6 +128,14 @@ class OwnedAccount:
     @property
     def key(self) -> Client:
         return self.tenant.client
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[Provider]:
+    """A stand-in identity provider for a module's tests."""
+    fake = Provider()
+    yield fake
+    fake.close()
 
 
 def owned_tenant(database: embedded.EmbeddedDatabase, api_url: str) -> tuple[Tenant, str]:

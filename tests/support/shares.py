@@ -79,3 +79,8 @@ def new_owner(stack: Stack, name: str = "Test account") -> Owner:
 def read(url: str, accept: str | None = None, **headers: str) -> requests.Response:
     sent = {"Accept": accept} if accept else {}
     return requests.get(url, headers={**sent, **headers}, timeout=30)
+
+
+@pytest.fixture
+def owner(stack: Stack) -> Owner:
+    return new_owner(stack)

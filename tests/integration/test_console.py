@@ -938,8 +938,10 @@ def test_the_console_refuses_a_role_with_wider_rights(database: embedded.Embedde
             "GROVE_DEV_AUTH": "1",
         },
     )
-    assert done.returncode != 0
+    # Refused as an unsafe role (not as a database it cannot reach).
+    assert done.returncode == 1, done.stderr
     line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("grove-console: refusing to run: database role "), done.stderr
     assert "wider rights than grove-console" in line, done.stderr
 
 

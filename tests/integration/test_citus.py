@@ -15,9 +15,9 @@ import pytest
 from grove_db import distribution, embedded
 from grove_db.migrate import migrate
 from grove_db.pool import fan_out, set_tenant
-from tests.integration.test_migrations import NON_TENANT_TABLES, ORG_TABLES, TENANT_TABLES
 from tests.support import cluster
 from tests.support.clients import data_of
+from tests.support.tables import NON_TENANT_TABLES, ORG_TABLES, TENANT_TABLES
 from tests.support.tenants import Tenant, new_tenant
 
 #: Words only one account's notes hold, so a leak would be found by search and recall.

@@ -112,7 +112,7 @@ def ok(response: requests.Response, status: int = 200) -> Any:
 def plan(database: embedded.EmbeddedDatabase, statement: str, values: Any) -> str:
     """Citus's plan of one statement, as the superuser."""
     with psycopg.connect(database.grove_superuser_url) as conn:
-        rows = conn.execute(f"EXPLAIN {statement}", values).fetchall()  # type: ignore[arg-type]
+        rows = conn.execute(f"EXPLAIN {statement}", values).fetchall()
     return "\n".join(row[0] for row in rows)
 
 

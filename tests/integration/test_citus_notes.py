@@ -65,7 +65,7 @@ def test_saves_replay_race_and_read_back_on_one_shard(tenants: dict[str, Tenant]
         assert error_of(changed)["code"] == "idempotency_conflict"
         notes[name] = first["id"]
         path = f"/v1/memories/{first['id']}"
-        patch = {"content": f"{word} corrected", "expectedVersion": 1}
+        patch: dict[str, Any] = {"content": f"{word} corrected", "expectedVersion": 1}
 
         def correct(
             session: requests.Session, path: str = path, client: Client = client

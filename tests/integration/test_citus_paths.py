@@ -366,35 +366,39 @@ def test_the_models_edit_create_and_organize_proposals_apply_and_undo_on_one_acc
         shelf = owner.tenant.notebook(f"{word} shelf")
         note = owner.key.save(f"The {word} gate code is 1234.")
         moved = owner.key.save(f"Visitors to the {word} office wait at the gate.")
-        stack.replies[0] = lambda prompt, word=word: {
-            "answer": "The code is 1234.",
-            "citations": [
-                {
-                    "evidence": numbered(prompt, f"The {word} gate code"),
-                    "quote": f"The {word} gate code is 1234.",
-                }
-            ],
-            "proposals": [
-                {
-                    "action": "edit",
-                    "summary": "New code",
-                    "note": numbered(prompt, f"The {word} gate code"),
-                    "content": f"The {word} code is 4321.",
-                },
-                {
-                    "action": "create",
-                    "summary": "Couriers",
-                    "content": f"{word} couriers use the loading bay.",
-                    "kind": "fact",
-                },
-                {
-                    "action": "organize",
-                    "summary": "File it",
-                    "notes": [numbered(prompt, f"Visitors to the {word}")],
-                    "to": numbered(prompt, f"{word} shelf"),
-                },
-            ],
-        }
+
+        def reply(prompt: str, word: str = word) -> dict[str, Any]:
+            return {
+                "answer": "The code is 1234.",
+                "citations": [
+                    {
+                        "evidence": numbered(prompt, f"The {word} gate code"),
+                        "quote": f"The {word} gate code is 1234.",
+                    }
+                ],
+                "proposals": [
+                    {
+                        "action": "edit",
+                        "summary": "New code",
+                        "note": numbered(prompt, f"The {word} gate code"),
+                        "content": f"The {word} code is 4321.",
+                    },
+                    {
+                        "action": "create",
+                        "summary": "Couriers",
+                        "content": f"{word} couriers use the loading bay.",
+                        "kind": "fact",
+                    },
+                    {
+                        "action": "organize",
+                        "summary": "File it",
+                        "notes": [numbered(prompt, f"Visitors to the {word}")],
+                        "to": numbered(prompt, f"{word} shelf"),
+                    },
+                ],
+            }
+
+        stack.replies[0] = reply
         try:
             path, turn = conversation_with_a_turn(
                 owner, f"Reword the {word} gate code note and file the visitors note."

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -198,11 +199,11 @@ def test_the_worker_embeds_notes_on_the_cluster_and_recall_finds_them_by_meaning
     for content in ("Invoices go out on the first day of each month.", "Refunds take a week."):
         owner.client.save(content, projectId=notebook)
     for note in saved.values():
-        wait_for(
-            lambda note=note: data_of(owner.client.get(f"/v1/memories/{note}"))["indexing"],
-            lambda indexing: indexing == "ready",
-            timeout=WAIT,
-        )
+
+        def indexing(note: str = note) -> Any:
+            return data_of(owner.client.get(f"/v1/memories/{note}"))["indexing"]
+
+        wait_for(indexing, lambda state: state == "ready", timeout=WAIT)
     for content, question in notes.items():
         recalled = data_of(owner.client.post("/v1/recall", {"query": question}))
         assert recalled["retrieval"] == HYBRID, worker.lines[-20:]

@@ -9,63 +9,8 @@ import psycopg
 from grove_db import embedded, schema
 from grove_db.migrate import MIGRATION_LOCK_KEY, available_migrations, migrate
 from tests.support.databases import empty_database
+from tests.support.tables import NON_TENANT_TABLES, ORG_TABLES, TENANT_TABLES
 from tests.support.waiting import wait_until
-
-TENANT_TABLES = {
-    "accounts",
-    "projects",
-    "memories",
-    "note_words",
-    "note_bands",
-    "shares",
-    "memory_revisions",
-    "operations",
-    "connections",
-    "connection_projects",
-    "api_keys",
-    "jobs",
-    "embeddings",
-    "account_owners",
-    "conversations",
-    "conversation_turns",
-    "turn_proposals",
-    "imports",
-    "files",
-    "file_chunks",
-    "account_usage",
-    "account_quotas",
-    "note_suggestions",
-    "notebook_briefs",
-    "account_enrichment",
-    "api_key_lookup",
-    "share_lookup",
-}
-
-#: Org tables: scoped by the entered org (and project) and, for the shared pool, by the
-#: person's live membership of that project.
-ORG_TABLES = {
-    "orgs",
-    "org_members",
-    "org_projects",
-    "project_members",
-    "project_keys",
-    "project_memories",
-    "project_memory_audit",
-}
-
-
-#: Tables that hold no account's data: the migration ledger, identity tombstones
-#: (issuer and subject of deleted owners, nothing else) and operation tombstones (the
-#: operationIds deleted accounts used, nothing else).
-#: Tables of no account. console_sessions is keyed by a cookie's hash and reached only
-#: through grove-console's SECURITY DEFINER functions (test_console checks it is sealed).
-NON_TENANT_TABLES = {
-    "schema_migrations",
-    "identity_tombstones",
-    "operation_tombstones",
-    "rate_limits",
-    "console_sessions",
-}
 
 
 def test_migrations_are_recorded_and_rerunning_applies_nothing(

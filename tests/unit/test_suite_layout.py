@@ -8,10 +8,6 @@ import ast
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-#: Imports of test modules not moved yet: test_citus.py, being changed with the Citus
-#: work, still takes the table lists from test_migrations; they move to tests/support
-#: once that work is merged.
-PENDING = {("integration/test_citus.py", "tests.integration.test_migrations")}
 
 
 def is_test_module(name: str) -> bool:
@@ -76,12 +72,7 @@ def test_every_way_of_importing_a_test_module_is_caught() -> None:
 
 
 def test_no_module_of_the_suite_imports_a_test_module() -> None:
-    wrong = sorted(suite_imports() - PENDING)
+    wrong = sorted(suite_imports())
     assert wrong == [], "move what they share to tests/support: " + ", ".join(
         f"{path} imports {module}" for path, module in wrong
     )
-
-
-def test_the_pending_imports_are_still_there() -> None:
-    # Once one is gone, it must leave the list, so that it cannot come back unnoticed.
-    assert suite_imports() >= PENDING

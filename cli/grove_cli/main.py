@@ -183,6 +183,7 @@ def cmd_reindex(args: argparse.Namespace) -> None:
 
 def cmd_import(args: argparse.Namespace) -> None:
     from grove_memory import restore
+    from grove_memory.restore_checks import RestoreError
 
     url = _env("GROVE_MIGRATION_DATABASE_URL")
     profile = args.profile or os.environ.get("GROVE_EMBEDDING_PROFILE") or "minilm"
@@ -196,7 +197,7 @@ def cmd_import(args: argparse.Namespace) -> None:
                 profile=None if profile == "disabled" else profile,
                 total_bytes=size or None,
             )
-    except (OSError, restore.RestoreError) as ex:
+    except (OSError, RestoreError) as ex:
         sys.exit(f"grove: {ex}")
     print(counts.summary())
 

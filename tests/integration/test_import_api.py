@@ -20,6 +20,8 @@ from psycopg.rows import dict_row
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, MAX_IMPORTED_VERSION
 from grove_db.pool import set_tenant
 from grove_memory import restore
+from grove_memory.restore_checks import RestoreError
+from grove_memory.restore_progress import Counts, Progress
 from tests.support.clients import Client, data_of, error_of
 from tests.support.conversations import Owner, Stack, new_owner, owner, stack
 from tests.support.files import uploaded
@@ -265,7 +267,7 @@ def test_a_file_comes_back_through_the_api_and_a_larger_one_is_refused(
     assert target.key.get(f"/v1/files/{file['id']}/original").content == data
     # A file past what a Restorer may hold stops it at the file's line, nothing written.
     number = next(i for i, line in enumerate(lines, start=1) if line["type"] == "file")
-    progress = restore.Progress(restore.Counts())
+    progress = Progress(Counts())
     with psycopg.connect(
         stack.database.migration_url, row_factory=dict_row, autocommit=True
     ) as conn:
@@ -276,7 +278,7 @@ def test_a_file_comes_back_through_the_api_and_a_larger_one_is_refused(
             progress,
             max_file_bytes=len(data) - 1,
         )
-        with pytest.raises(restore.RestoreError) as refused:
+        with pytest.raises(RestoreError) as refused:
             restorer.run([ndjson([line]) for line in lines], 10)
     assert refused.value.line == number and "is larger than the" in str(refused.value)
     assert progress.counts.files == 0

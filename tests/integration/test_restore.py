@@ -17,6 +17,7 @@ from grove_contracts.imports import MAX_IMPORTED_VERSION
 from grove_db import embedded
 from grove_db.pool import set_tenant
 from grove_memory import restore
+from grove_memory.restore_checks import RestoreError
 from tests.support.clients import data_of
 from tests.support.portability import (
     UUID_TEXT,
@@ -253,7 +254,7 @@ def test_a_note_the_database_refuses_mid_group_stops_there_with_the_notes_before
         else:
             source.client.save(f"note {index}", "fact")
     lines = [json.dumps(line).encode() for line in export(source)]
-    with pytest.raises(restore.RestoreError) as raised:
+    with pytest.raises(RestoreError) as raised:
         restore.restore(
             database.migration_url, target.account_id, lines, profile=None, progress=io.StringIO()
         )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from grove_contracts.imports import MAX_IMPORTED_VERSION
-from grove_memory import restore
+from grove_memory import restore_checks
 
 NOTE = str(uuid.uuid4())
 WHEN = "2026-01-02T03:04:05+00:00"
@@ -38,7 +38,7 @@ def memory_line(**changes: Any) -> dict[str, Any]:
 
 
 def error_of(line: dict[str, Any]) -> str | None:
-    checked = restore._check(7, json.dumps(line).encode())
+    checked = restore_checks.check_line(7, json.dumps(line).encode())
     return None if checked.error is None else checked.error.message
 
 

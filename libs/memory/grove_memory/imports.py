@@ -35,6 +35,8 @@ from grove_db.pool import Conn, transaction, unavailable
 from grove_memory import restore
 from grove_memory.errors import NotFound, ServiceError
 from grove_memory.idempotency import hold_account
+from grove_memory.restore_checks import RestoreError
+from grove_memory.restore_progress import Counts, Progress
 from grove_memory.store import Store
 
 #: Lines read and checked ahead of the writes (each at most ``MAX_IMPORT_LINE_BYTES``).
@@ -100,7 +102,7 @@ def run_import(
     _claim(store, principal, import_id)
     warnings: list[str] = []
 
-    def record(counts: restore.Counts, state: str = "running", **failure: Any) -> None:
+    def record(counts: Counts, state: str = "running", **failure: Any) -> None:
         with transaction(store.pool, principal.account_id) as conn:
             conn.execute(
                 RECORD,
@@ -122,7 +124,7 @@ def run_import(
     def connection() -> AbstractContextManager[Conn]:
         return cast(AbstractContextManager[Conn], store.pool.connection())
 
-    progress = restore.Progress(restore.Counts(), report=record, warn=warn)
+    progress = Progress(Counts(), report=record, warn=warn)
     restorer = restore.Restorer(
         connection,
         principal.account_id,
@@ -135,10 +137,10 @@ def run_import(
         try:
             restorer.run(lines, IMPORT_READ_AHEAD)
         except OSError as ex:  # the client stopped sending (the socket's timeout) or left
-            raise restore.RestoreError(f"the body stopped arriving ({ex})") from ex
+            raise RestoreError(f"the body stopped arriving ({ex})") from ex
         except psycopg.OperationalError as ex:  # on a lent connection: as transaction() says
             raise unavailable(ex) from ex
-    except restore.RestoreError as ex:
+    except RestoreError as ex:
         record(progress.counts, "failed", error=ex.message, line=ex.line)
         raise
     except Exception as ex:
@@ -193,7 +195,7 @@ def get_import(store: Store, principal: Principal, import_id: UUID) -> ImportSta
     )
 
 
-def _counts_json(counts: restore.Counts) -> dict[str, int]:
+def _counts_json(counts: Counts) -> dict[str, int]:
     return {
         "notebooks": counts.notebooks,
         "notes": counts.notes,

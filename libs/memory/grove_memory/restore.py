@@ -11,10 +11,8 @@ revision (content, kind, scope, task, capture, provenance, retention and expiry,
 operation IDs, times, archive state), conversations with their turns, and files (each
 held until its last chunk line, checked against its size and SHA-256, then written in
 one transaction with its extraction queued). Connection lines are skipped: they are
-credentials, and a restore never grants access. Items are checked with the API's own
-request models, so a limit breaks with the API's message; what the API never takes from
-a caller is bounded too (versions, times: ``grove_contracts.imports``), and a line nested
-too deeply for the JSON reader is refused like any other bad line.
+credentials, and a restore never grants access. Each line is checked on its own first,
+with the API's own request models (``grove_memory.restore_checks``).
 
 IDs (``grove import``): an item keeps its ID unless another account holds it; then it
 becomes ``uuid5(target account, original ID)``. ``POST /v1/import`` (``keep_ids`` false)
@@ -28,60 +26,44 @@ statement each for the notes, their revisions and their jobs). A group that fail
 quota, a duplicate, a notebook not in the export) is rolled back and written again one
 note a transaction, so the notes before the failing one are restored and nothing of it
 is written. Lines are read and checked a little ahead, in a thread, while the database
-writes the group before. ``Progress`` says how far a restore got: the command prints
-it, the api records it.
+writes the group before. ``Progress`` says how far a restore got
+(``grove_memory.restore_progress``): the command prints it, the api records it.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import json
-import queue as queues
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import IO, Any, LiteralString
 from uuid import UUID, uuid5
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from pydantic import ValidationError
 
-from grove_contracts.conversations import (
-    MAX_TURNS,
-    ConversationDetail,
-    CreateConversationRequest,
-    Turn,
-    TurnContext,
-    TurnRequest,
-)
-from grove_contracts.errors import validation_details
-from grove_contracts.files import FileUpdate, StoredFile, media_type_of
-from grove_contracts.imports import (
-    EARLIEST_IMPORTED_TIME,
-    IMPORT_CLOCK_SKEW,
-    MAX_IMPORTED_VERSION,
-)
-from grove_contracts.notebooks import CreateNotebookRequest, Notebook
-from grove_contracts.notes import MAX_RETENTION_DAYS, Memory, RememberRequest, Revision
+from grove_contracts.files import media_type_of
+from grove_contracts.notebooks import Notebook
+from grove_contracts.notes import Memory, Revision
 from grove_db import queue
 from grove_db.errors import QUOTA_SQLSTATE
 from grove_db.inserts import insert_values
 from grove_db.pool import fan_out, hold_live_account, set_locally, set_tenant
-from grove_memory.blobs import CHUNK_BYTES, BlobKey, PostgresBlobs
-from grove_memory.errors import ServiceError
-from grove_memory.export import FORMAT_VERSION
+from grove_memory.blobs import BlobKey, PostgresBlobs
+from grove_memory.restore_checks import (
+    CheckedChunk,
+    CheckedConversation,
+    CheckedFile,
+    CheckedLine,
+    CheckedNote,
+    RestoreError,
+    check_header,
+    read_ahead,
+)
+from grove_memory.restore_progress import Counts, Progress
 
-PROGRESS_SECONDS = 2.0
-#: Characters of the progress bar.
-BAR_WIDTH = 30
 #: Notes restored in one transaction (when none is refused).
 GROUP_NOTES = 100
 #: Lines read and checked ahead of the writes (bounds the memory they hold).
@@ -174,104 +156,6 @@ INSERT_TURN = """
 """
 
 
-class RestoreError(ServiceError):
-    """The export cannot be restored from this line on; the lines before it are."""
-
-    code = "import_refused"
-    status = 400
-
-    def __init__(self, message: str, line: int | None = None) -> None:
-        super().__init__(f"line {line}: {message}" if line is not None else message)
-        self.line = line
-        where = "body" if line is None else f"line {line}"
-        self.details = [{"field": where, "message": self.message}]
-
-
-@dataclass
-class Counts:
-    """What a restore did; ``skipped`` items were already in the account."""
-
-    notebooks: int = 0
-    notes: int = 0
-    revisions: int = 0
-    skipped_notebooks: int = 0
-    skipped_notes: int = 0
-    connections: int = 0
-    conversations: int = 0
-    turns: int = 0
-    skipped_conversations: int = 0
-    files: int = 0
-    skipped_files: int = 0
-
-    def summary(self) -> str:
-        """One line for people."""
-        return (
-            f"restored {self.notebooks} notebook(s), {self.notes} note(s) with"
-            f" {self.revisions} revision(s), {self.conversations} conversation(s) with"
-            f" {self.turns} turn(s), {self.files} file(s); already present:"
-            f" {self.skipped_notebooks} notebook(s), {self.skipped_notes} note(s),"
-            f" {self.skipped_conversations} conversation(s), {self.skipped_files} file(s);"
-            f" not restored: {self.connections} connection(s)"
-        )
-
-
-@dataclass
-class Progress:
-    """Reports a restore's counts every ``interval`` seconds (and at its end), and its
-    warnings: to ``stream`` (``grove import``: on a terminal one line redrawn in place,
-    with a bar of the bytes read of ``total_bytes`` when the size is known; otherwise a
-    line each time), or to ``report`` and ``warn``."""
-
-    counts: Counts
-    stream: IO[str] | None = None
-    interval: float = PROGRESS_SECONDS
-    report: Callable[[Counts], None] | None = None
-    warn: Callable[[str], None] | None = None
-    total_bytes: int | None = None
-    read_bytes: int = 0
-    started: float = field(default_factory=time.monotonic)
-    last: float = field(default_factory=time.monotonic)
-
-    def tick(self, force: bool = False) -> None:
-        """Report if ``interval`` has passed since the last report (or ``force``)."""
-        now = time.monotonic()
-        if not force and now - self.last < self.interval:
-            return
-        self.last = now
-        if self.report is not None:
-            self.report(self.counts)
-        if self.stream is not None:
-            if self.stream.isatty():
-                end = "\n" if force else ""
-                print(f"\r{self.line(now)}\x1b[K", end=end, file=self.stream, flush=True)
-            else:
-                print(self.line(now), file=self.stream, flush=True)
-
-    def line(self, now: float) -> str:
-        """The counts, the rate in notes per second and, with a known size, a bar."""
-        done = self.counts.notes + self.counts.skipped_notes
-        rate = done / max(now - self.started, 1e-6)
-        text = f"{self.counts.summary()} ({rate:.0f} notes/s)"
-        if not self.total_bytes:
-            return text
-        share = min(self.read_bytes / self.total_bytes, 1.0)
-        filled = round(share * BAR_WIDTH)
-        return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {share:4.0%} {text}"
-
-    def counted(self, lines: Iterable[bytes]) -> Iterator[bytes]:
-        """``lines``, adding up their bytes into ``read_bytes`` (for the bar)."""
-        for line in lines:
-            self.read_bytes += len(line)
-            yield line
-
-    def warning(self, message: str) -> None:
-        """Something restored other than as exported (it goes on)."""
-        if self.warn is not None:
-            self.warn(message)
-        if self.stream is not None:
-            print(message, file=self.stream, flush=True)
-
-
 def mapped_id(account_id: UUID, original: UUID) -> UUID:
     """The ID an item takes in ``account_id`` when another account holds ``original``."""
     return uuid5(account_id, str(original))
@@ -298,98 +182,6 @@ def restore(
         restorer = Restorer(lambda: nullcontext(conn), account_id, profile, shown)
         restorer.run(shown.counted(lines), READ_AHEAD)
     return restorer.progress.counts
-
-
-@dataclass
-class _Line:
-    """A line read and checked on its own (no database): its ``type`` (None if it is not
-    a JSON object) and what it holds, or the ``error`` that stops the restore there."""
-
-    number: int
-    kind: object
-    item: Notebook | _Note | _Conversation | _File | _Chunk | None = None
-    error: RestoreError | None = None
-
-
-def _check(number: int, raw: bytes) -> _Line:
-    try:
-        data = _parse(number, raw)
-    except RestoreError as ex:
-        return _Line(number, None, error=ex)
-    kind = data.get("type")
-    try:
-        if kind == "notebook":
-            return _Line(number, kind, _notebook(number, data))
-        if kind == "memory":
-            return _Line(number, kind, _Note(number, *_memory(number, data)))
-        if kind == "conversation":
-            return _Line(number, kind, _conversation(number, data))
-        if kind == "file":
-            return _Line(number, kind, _file(number, data))
-        if kind == "file_chunk":
-            return _Line(number, kind, _chunk(number, data))
-    except RestoreError as ex:
-        return _Line(number, kind, error=ex)
-    except RecursionError:  # a value nested past what the models' checks can follow
-        return _Line(number, kind, error=RestoreError(NESTED_TOO_DEEPLY, number))
-    return _Line(number, kind)
-
-
-@contextmanager
-def _read_ahead(numbered: Iterator[tuple[int, bytes]], ahead: int) -> Iterator[Iterator[_Line]]:
-    """The lines checked (JSON, the API's models) in a thread, up to ``ahead`` ahead of
-    the caller, in order; reading stops when the caller leaves."""
-    ready: queues.Queue[_Line | BaseException | None] = queues.Queue(ahead)
-    stop = threading.Event()
-
-    def put(item: _Line | BaseException | None) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-            except queues.Full:
-                continue
-            return True
-        return False
-
-    def read() -> None:
-        try:
-            for number, raw in numbered:
-                if raw.strip() and not put(_check(number, raw)):
-                    return
-        except BaseException as ex:  # handed to the caller, raised there
-            put(ex)
-            return
-        put(None)
-
-    def lines() -> Iterator[_Line]:
-        while (item := ready.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-
-    reader = threading.Thread(target=read, name="grove-import-read", daemon=True)
-    reader.start()
-    try:
-        yield lines()
-    finally:
-        stop.set()
-        reader.join(timeout=1.0)  # a read blocked on a pipe must not hold up an error
-
-
-def _check_header(first: tuple[int, bytes]) -> None:
-    number, raw = first
-    try:
-        header = json.loads(raw)
-    except (ValueError, RecursionError):
-        header = None
-    if not isinstance(header, dict) or header.get("type") != "export":
-        raise RestoreError("not a Grove export: the first line must be its header", number)
-    if header.get("version") != FORMAT_VERSION:
-        raise RestoreError(
-            f"export format version {header.get('version')!r} is not supported"
-            f" (this grove reads version {FORMAT_VERSION})",
-            number,
-        )
 
 
 class Restorer:
@@ -420,18 +212,18 @@ class Restorer:
         self.pending: list[tuple[int, Notebook]] = []
         self.notebooks: dict[UUID, UUID] | None = None
         #: Checked notes waiting to be written together.
-        self.group: list[_Note] = []
+        self.group: list[CheckedNote] = []
         #: The file whose chunks are being read (written once the last one arrives), and
         #: the largest one taken (it is held in memory until then).
-        self.file: _File | None = None
+        self.file: CheckedFile | None = None
         self.max_file_bytes = max_file_bytes
 
     def run(self, lines: Iterable[bytes], ahead: int) -> None:
         """Restore the export ``lines``, read and checked up to ``ahead`` lines ahead."""
         numbered = enumerate(lines, start=1)
-        _check_header(next(numbered, (1, b"")))
+        check_header(next(numbered, (1, b"")))
         self.check_account()
-        with _read_ahead(numbered, ahead) as checked:
+        with read_ahead(numbered, ahead) as checked:
             for line in checked:
                 self.line(line)
         self.finish()
@@ -441,7 +233,7 @@ class Restorer:
         with self._transaction():
             pass
 
-    def line(self, line: _Line) -> None:
+    def line(self, line: CheckedLine) -> None:
         """Restore one checked line; notes are written by the group."""
         try:
             self._line(line)
@@ -450,7 +242,7 @@ class Restorer:
             raise
         self.progress.tick()
 
-    def _line(self, line: _Line) -> None:
+    def _line(self, line: CheckedLine) -> None:
         number, kind = line.number, line.kind
         if kind == "notebook" and self.notebooks is not None:
             raise RestoreError("a notebook line after the conversations or notes", number)
@@ -458,7 +250,7 @@ class Restorer:
             self._notebooks_done()
         if line.error is not None:
             raise line.error
-        if self.file is not None and not isinstance(line.item, _Chunk):
+        if self.file is not None and not isinstance(line.item, CheckedChunk):
             raise RestoreError(
                 f"file {self.file.file.id} ends after {len(self.file.data)} of its"
                 f" {self.file.chunks} chunk(s)",
@@ -466,11 +258,11 @@ class Restorer:
             )
         if isinstance(line.item, Notebook):
             self.pending.append((number, line.item))
-        elif isinstance(line.item, _Note):
+        elif isinstance(line.item, CheckedNote):
             self._queue_note(line.item)
-        elif isinstance(line.item, _Conversation):
+        elif isinstance(line.item, CheckedConversation):
             self._restore_conversation(line.item)
-        elif isinstance(line.item, _File):
+        elif isinstance(line.item, CheckedFile):
             limit = self.max_file_bytes
             if limit is not None and line.item.file.sizeBytes > limit:
                 raise RestoreError(
@@ -481,7 +273,7 @@ class Restorer:
             self.file = line.item
             if not line.item.chunks:
                 self._restore_file()
-        elif isinstance(line.item, _Chunk):
+        elif isinstance(line.item, CheckedChunk):
             self._add_chunk(line.item)
         elif kind == "connection":
             self.counts.connections += 1
@@ -496,7 +288,7 @@ class Restorer:
             raise RestoreError(f"the export ends inside file {self.file.file.id}", self.file.number)
         self.progress.tick(force=True)
 
-    def _add_chunk(self, chunk: _Chunk) -> None:
+    def _add_chunk(self, chunk: CheckedChunk) -> None:
         """The next chunk of the file being read; the file is written after its last."""
         file = self.file
         if file is None or chunk.file_id != file.file.id or chunk.index != len(file.data):
@@ -569,7 +361,7 @@ class Restorer:
             finally:
                 self.conn = None
 
-    def _restore_conversation(self, line: _Conversation) -> None:
+    def _restore_conversation(self, line: CheckedConversation) -> None:
         """One conversation with its turns, in one transaction: its ID and its turns'
         are kept (a conversation's ID is its account's own) unless every ID is mapped;
         the notes and notebooks its turns name map as theirs do. Proposals are not
@@ -593,7 +385,7 @@ class Restorer:
         self.counts.conversations += 1
         self.counts.turns += len(line.data["turns"])
 
-    def _conversation_row(self, line: _Conversation, final: UUID) -> dict[str, Any]:
+    def _conversation_row(self, line: CheckedConversation, final: UUID) -> dict[str, Any]:
         conversation = line.data["conversation"]
         project = None if conversation["projectId"] is None else UUID(conversation["projectId"])
         if project is not None:
@@ -711,7 +503,7 @@ class Restorer:
         _execute(self._conn, number, INSERT_NOTEBOOK, values)
         self.counts.notebooks += 1
 
-    def _queue_note(self, note: _Note) -> None:
+    def _queue_note(self, note: CheckedNote) -> None:
         """Hold a checked note for its group."""
         self.group.append(note)
         if len(self.group) >= GROUP_NOTES:
@@ -723,7 +515,7 @@ class Restorer:
         if group:
             self._write(group)
 
-    def _write(self, group: list[_Note]) -> None:
+    def _write(self, group: list[CheckedNote]) -> None:
         """Write ``group`` in one transaction; if the database refuses any of it, write
         it again one note a transaction, so the notes before the refused one are
         restored and that one stops the restore with its own line number."""
@@ -740,7 +532,7 @@ class Restorer:
         self.counts.revisions += sum(len(note.revisions) for note in written)
         self.counts.skipped_notes += len(group) - len(written)
 
-    def _write_group(self, group: list[_Note]) -> list[_Note]:
+    def _write_group(self, group: list[CheckedNote]) -> list[CheckedNote]:
         """Write the notes the account does not hold yet, in the caller's transaction; the
         notes written. A refusal names the group's first line."""
         taken = self._probe("memories", [note.memory.id for note in group])
@@ -771,7 +563,7 @@ class Restorer:
         with _refusals(number):
             insert_values(self._conn, table, ["account_id", *columns], values)
 
-    def _note_row(self, note: _Note, final: UUID) -> dict[str, Any]:
+    def _note_row(self, note: CheckedNote, final: UUID) -> dict[str, Any]:
         memory = note.memory
         return _note_values(memory) | {
             "id": final,
@@ -782,7 +574,7 @@ class Restorer:
             "updated": memory.updatedAt,
         }
 
-    def _revision_rows(self, note: _Note, final: UUID) -> list[dict[str, Any]]:
+    def _revision_rows(self, note: CheckedNote, final: UUID) -> list[dict[str, Any]]:
         return [
             _note_values(revision)
             | {
@@ -839,117 +631,6 @@ class Restorer:
         return original
 
 
-@dataclass
-class _Note:
-    """A checked memory line waiting for its group."""
-
-    number: int
-    memory: Memory
-    revisions: list[Revision]
-
-
-@dataclass
-class _File:
-    """A checked file line and the chunks read of it so far."""
-
-    number: int
-    file: StoredFile
-    chunks: int
-    data: list[bytes] = field(default_factory=list)
-    size: int = 0
-
-
-@dataclass
-class _Chunk:
-    """A checked file chunk line: its file, its place and its bytes."""
-
-    number: int
-    file_id: UUID
-    index: int
-    data: bytes
-
-
-def _file(number: int, data: dict[str, Any]) -> _File:
-    try:
-        file = StoredFile.model_validate(data.get("file"))
-        FileUpdate(name=file.name, projectId=file.projectId)  # the API's rules for a name
-    except ValidationError as ex:
-        raise _invalid(number, "file", ex) from None
-    _check_times(number, "file", createdAt=file.createdAt, updatedAt=file.updatedAt)
-    chunks = data.get("chunks")
-    if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 0:
-        raise RestoreError("a file line's chunks must be a count", number)
-    if media_type_of(file.mediaType) is None or (chunks == 0) != (file.sizeBytes == 0):
-        raise RestoreError(f"file {file.id}: not a file Grove takes", number)
-    return _File(number, file, chunks)
-
-
-def _chunk(number: int, data: dict[str, Any]) -> _Chunk:
-    try:
-        file_id = UUID(str(data.get("fileId")))
-        index = data.get("index")
-        raw = base64.b64decode(str(data.get("data")), validate=True)
-    except (ValueError, binascii.Error):
-        raise RestoreError("a file chunk needs fileId, index and base64 data", number) from None
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        raise RestoreError("a file chunk's index must be a count", number)
-    if not 1 <= len(raw) <= CHUNK_BYTES:
-        raise RestoreError(f"a file chunk holds 1 to {CHUNK_BYTES} bytes", number)
-    return _Chunk(number, file_id, index, raw)
-
-
-@dataclass
-class _Conversation:
-    """A checked conversation line (its JSON, checked with the API's models)."""
-
-    number: int
-    data: dict[str, Any]
-
-
-def _conversation(number: int, data: dict[str, Any]) -> _Conversation:
-    """A conversation line, checked as the API reads conversations and turns, and as it
-    takes them: title, questions and selections by the API's own request models."""
-    try:
-        detail = ConversationDetail.model_validate(
-            {**data.get("conversation", {}), "turns": data.get("turns")}
-        )
-        if detail.title is not None:
-            CreateConversationRequest(id=detail.id, title=detail.title)
-    except (ValidationError, TypeError) as ex:
-        if isinstance(ex, ValidationError):
-            raise _invalid(number, "conversation", ex) from ex
-        raise RestoreError("conversation: not an object", number) from ex
-    _check_version(number, "conversation", detail.version)
-    _check_times(number, "conversation", createdAt=detail.createdAt, updatedAt=detail.updatedAt)
-    if len(detail.turns) > MAX_TURNS:
-        raise RestoreError(f"conversation: at most {MAX_TURNS} turns", number)
-    turns = data["turns"]
-    for index, turn in enumerate(detail.turns):
-        turns[index]["context"] = _check_turn(number, f"turns.{index}", turn)
-    return _Conversation(number, data)
-
-
-def _check_turn(number: int, where: str, turn: Turn) -> dict[str, Any] | None:
-    """A turn's bounds, its question and selection as ``TurnRequest`` takes them; the
-    selection as the API stores it."""
-    try:
-        request = TurnRequest(
-            id=turn.id,
-            query=turn.query,
-            format=turn.format,
-            expectedVersion=1,
-            context=None if turn.context is None else TurnContext.model_validate(turn.context),
-        )
-    except ValidationError as ex:
-        raise _invalid(number, where, ex) from ex
-    if not 1 <= turn.ordinal <= MAX_TURNS:
-        raise RestoreError(f"{where}: ordinal: must be 1 to {MAX_TURNS}", number)
-    if not 0 <= turn.attempts <= MAX_IMPORTED_VERSION:
-        raise RestoreError(f"{where}: attempts: must be 0 to {MAX_IMPORTED_VERSION}", number)
-    _check_times(number, where, createdAt=turn.createdAt, completedAt=turn.completedAt)
-    return None if request.context is None else request.context.model_dump(mode="json")
-
-
 def _id(text: str) -> str:
     """An ID checked as a UUID, in the form the maps above are keyed by."""
     return str(UUID(text))
@@ -972,119 +653,6 @@ def _note_references(turns: list[dict[str, Any]]) -> list[UUID]:
 class _Taken:
     here: set[UUID] = field(default_factory=set)
     elsewhere: set[UUID] = field(default_factory=set)
-
-
-#: A line whose JSON nests deeper than Python's reader follows (no export does).
-NESTED_TOO_DEEPLY = "nested too deeply: not a line of a Grove export"
-
-
-def _parse(number: int, raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except ValueError as ex:
-        raise RestoreError(f"not valid JSON ({ex})", number) from ex
-    except RecursionError:
-        raise RestoreError(NESTED_TOO_DEEPLY, number) from None
-    if not isinstance(data, dict):
-        raise RestoreError("not a JSON object", number)
-    return data
-
-
-def _invalid(number: int, where: str, ex: ValidationError) -> RestoreError:
-    details = "; ".join(f"{d.field}: {d.message}" for d in validation_details(ex))
-    return RestoreError(f"{where}: {details}", number)
-
-
-def _notebook(number: int, data: dict[str, Any]) -> Notebook:
-    try:
-        notebook = Notebook.model_validate(data.get("notebook"))
-        CreateNotebookRequest(name=notebook.name, parentId=notebook.parentId)
-    except ValidationError as ex:
-        raise _invalid(number, "notebook", ex) from ex
-    _check_times(number, "notebook", createdAt=notebook.createdAt, updatedAt=notebook.updatedAt)
-    return notebook
-
-
-def _memory(number: int, data: dict[str, Any]) -> tuple[Memory, list[Revision]]:
-    """A memory line's note and revisions, checked as the API checks a save."""
-    try:
-        memory = Memory.model_validate(data.get("memory"))
-        _check_save(memory)
-    except ValidationError as ex:
-        raise _invalid(number, "memory", ex) from ex
-    _check_state(number, "memory", memory)
-    _check_times(number, "memory", updatedAt=memory.updatedAt)
-    raw = data.get("revisions")
-    if not isinstance(raw, list) or not raw:
-        raise RestoreError("revisions: a note needs its revisions", number)
-    revisions = []
-    for index, item in enumerate(raw):
-        try:
-            revision = Revision.model_validate(item)
-            _check_save(revision)
-        except ValidationError as ex:
-            raise _invalid(number, f"revisions.{index}", ex) from ex
-        if revision.memoryId != memory.id:
-            raise RestoreError(f"revisions.{index}: memoryId is not the note's id", number)
-        _check_state(number, f"revisions.{index}", revision)
-        revisions.append(revision)
-    versions = [r.version for r in revisions]
-    if versions != sorted(set(versions)) or versions[-1] != memory.version:
-        raise RestoreError(
-            "revisions: versions must ascend, without repeats, to the note's version", number
-        )
-    return memory, revisions
-
-
-def _check_save(state: Memory | Revision) -> None:
-    """The API's limits on a saved state (content, kind, task, provenance, retention)."""
-    RememberRequest(
-        content=state.content,
-        # Refused for a passage, like any kind a caller cannot save: passages come from
-        # files, which the export does not carry.
-        kind=state.kind,  # type: ignore[arg-type]
-        projectId=state.projectId,
-        taskId=state.taskId,
-        capture=state.capture,
-        provenance=state.provenance,
-        retentionDays=state.retentionDays,
-    )
-
-
-def _check_state(number: int, where: str, state: Memory | Revision) -> None:
-    """What a save never takes from its caller but a restore keeps: the version, within
-    ``MAX_IMPORTED_VERSION``, and the times."""
-    _check_version(number, where, state.version)
-    _check_times(number, where, createdAt=state.createdAt)
-    _check_times(number, where, EXPIRY_AHEAD, expiresAt=state.expiresAt)
-
-
-#: How far ahead an expiry may be: the longest retention from a change made now.
-EXPIRY_AHEAD = timedelta(days=MAX_RETENTION_DAYS)
-
-
-def _check_version(number: int, where: str, version: int) -> None:
-    if not 1 <= version <= MAX_IMPORTED_VERSION:
-        raise RestoreError(f"{where}: version: must be 1 to {MAX_IMPORTED_VERSION}", number)
-
-
-def _check_times(
-    number: int, where: str, ahead: timedelta = IMPORT_CLOCK_SKEW, **times: datetime | None
-) -> None:
-    """Each of ``times`` (unset ones aside) from ``EARLIEST_IMPORTED_TIME`` to ``ahead``
-    of now; a time without a zone is UTC, as the database takes it."""
-    latest = datetime.now(UTC) + ahead
-    for name, value in times.items():
-        if value is None:
-            continue
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        if not EARLIEST_IMPORTED_TIME <= value <= latest:
-            limit = "now" if ahead <= IMPORT_CLOCK_SKEW else f"{ahead.days} days from now"
-            raise RestoreError(
-                f"{where}: {name}: must be from {EARLIEST_IMPORTED_TIME:%Y-%m-%d} to {limit}",
-                number,
-            )
 
 
 def _note_values(state: Memory | Revision) -> dict[str, Any]:

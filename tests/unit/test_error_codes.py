@@ -1,6 +1,7 @@
 """Every error a library raises answers with a code that ERROR_STATUS knows, at the
 status ERROR_STATUS gives it (the edges map codes to statuses through that table), and
-derives from its library's one root exception."""
+derives from its library's one root exception, which derives from the one root error of
+them all, grove_contracts' GroveError (the class the services map at their edges)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grove_contracts.errors import ERROR_STATUS
+from grove_contracts.errors import ERROR_STATUS, GroveError
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(p.name for p in ROOT.glob("libs/*/grove_*") if (p / "__init__.py").exists())
@@ -63,7 +64,12 @@ def test_each_error_code_has_its_status_in_the_table(name: str) -> None:
     assert ERROR_STATUS.get(code) == status, f"{name}: {code} answers {status}"
 
 
-ROOTS = {"grove_auth": "AuthError", "grove_db": "DatabaseError", "grove_memory": "ServiceError"}
+ROOTS = {
+    "grove_auth": "AuthError",
+    "grove_contracts": "GroveError",
+    "grove_db": "DatabaseError",
+    "grove_memory": "ServiceError",
+}
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -72,8 +78,12 @@ def test_each_library_has_one_root_error_whose_docstring_is_its_message(package:
     roots = [e for e in defined if not any(b.__module__.startswith(package) for b in e.__bases__)]
     assert [r.__name__ for r in roots] == ([ROOTS[package]] if package in ROOTS else [])
     for root in roots:
-        assert getattr(root(), "message", None) == " ".join(str(root.__doc__).split())
-        assert all(
-            issubclass(e, root) and getattr(e, "code", None) and getattr(e, "status", None)
-            for e in defined
-        )
+        assert root().message == " ".join(str(root.__doc__).split())
+        assert all(issubclass(e, root) and e.code and e.status for e in defined)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_librarys_errors_derive_from_the_one_root_error(package: str) -> None:
+    # The services map GroveError once at their edges: an error outside it would answer 500.
+    strays = [e.__qualname__ for e in exceptions(package) if not issubclass(e, GroveError)]
+    assert not strays, f"{package}: {strays}"

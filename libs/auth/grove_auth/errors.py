@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from grove_contracts.errors import GroveError
 
-class AuthError(Exception):
+
+class AuthError(GroveError):
     """The credential, or what it asked to do with connections and keys, was refused."""
 
     code = "forbidden"
     status = 403
-
-    def __init__(self, message: str | None = None) -> None:
-        self.message = message or " ".join(str(self.__doc__).split())
-        super().__init__(self.message)
 
 
 class Unauthorized(AuthError):

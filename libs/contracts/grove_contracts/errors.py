@@ -63,6 +63,22 @@ ERROR_STATUS: dict[str, int] = {
 }
 
 
+class GroveError(Exception):
+    """The request could not be completed."""
+
+    # The root of every library's errors (grove_db, grove_auth, grove_memory): each
+    # carries a stable code from ERROR_STATUS, its HTTP status and a message for people,
+    # so a service maps this one class at its edge. It lives here because grove_contracts
+    # is the library every other one imports and it imports none of them.
+    code = "internal"
+    status = 500
+
+    def __init__(self, message: str | None = None) -> None:
+        # The class's docstring is its default message.
+        self.message = message or " ".join(str(self.__doc__).split())
+        super().__init__(self.message)
+
+
 class FieldError(BaseModel):
     """One invalid field of a request."""
 

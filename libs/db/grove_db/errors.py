@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
+from grove_contracts.errors import GroveError
 
-class DatabaseError(Exception):
+
+class DatabaseError(GroveError):
     """The database could not complete the request."""
 
     code = "unavailable"
     status = 503
-
-    @property
-    def message(self) -> str:
-        """What the caller is told."""
-        return str(self) or (self.__doc__ or "").strip()
 
 
 class QueryTimeout(DatabaseError):

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from grove_contracts.errors import GroveError
 
-class ServiceError(Exception):
+
+class ServiceError(GroveError):
     """The memory service could not complete the request."""
 
     code = "internal"
     status = 500
-
-    def __init__(self, message: str | None = None) -> None:
-        self.message = message or " ".join(str(self.__doc__).split())
-        super().__init__(self.message)
 
 
 class NotFound(ServiceError):

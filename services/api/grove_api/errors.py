@@ -8,22 +8,27 @@ from typing import Any
 import falcon
 from pydantic import ValidationError
 
-from grove_auth.errors import AuthError, Unauthorized
-from grove_contracts.errors import ERROR_STATUS, FieldError, error_envelope, validation_details
+from grove_auth.errors import Unauthorized
+from grove_contracts.errors import (
+    ERROR_STATUS,
+    FieldError,
+    GroveError,
+    error_envelope,
+    validation_details,
+)
 from grove_db.errors import DatabaseError
-from grove_memory.errors import InvalidRequest, ServiceError
+from grove_memory.errors import InvalidRequest
 
 log = logging.getLogger("grove.api")
 
 
-class ApiError(Exception):
+class ApiError(GroveError):
     """An error found by the HTTP layer itself (bad body, wrong media type, ...)."""
 
     def __init__(self, code: str, message: str, details: list[FieldError] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.status = ERROR_STATUS[code]
-        self.message = message
         self.details = details
 
 
@@ -43,12 +48,11 @@ def install(app: falcon.App[falcon.Request, falcon.Response]) -> None:
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _falcon_error)
     app.add_error_handler(ValidationError, _validation)
-    app.add_error_handler(ApiError, _domain)
-    app.add_error_handler(ServiceError, _domain)
-    # Falcon picks the handler of the most specific class: every AuthError but a 401.
-    app.add_error_handler(AuthError, _domain)
+    # Every library's errors (and ApiError) derive from GroveError, which carries the
+    # code, status and message; Falcon picks the handler of the most specific class, so
+    # a 401 also gets its WWW-Authenticate header.
+    app.add_error_handler(GroveError, _domain)
     app.add_error_handler(Unauthorized, _auth)
-    app.add_error_handler(DatabaseError, _domain)
 
 
 def _respond(
@@ -63,7 +67,9 @@ def _respond(
     resp.media = error_envelope(code, message, str(req.context.get("request_id", "-")), details)
 
 
-def _domain(req: falcon.Request, resp: falcon.Response, ex: Any, params: dict[str, Any]) -> None:
+def _domain(
+    req: falcon.Request, resp: falcon.Response, ex: GroveError, params: dict[str, Any]
+) -> None:
     details = getattr(ex, "details", None)
     if details and isinstance(details[0], dict):
         details = [FieldError(**d) for d in details]

@@ -32,14 +32,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from grove_auth.addresses import TrustedProxies
-from grove_auth.errors import GrantError, IdentityNotProvisioned, ProviderUnavailable, Unauthorized
+from grove_auth.errors import IdentityNotProvisioned, ProviderUnavailable, Unauthorized
 from grove_auth.failures import FailedSignIns, bearer_token
 from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import KEY_PREFIX, authenticate, derive_secret
 from grove_auth.oauth import Capability, describe_client, record_attempt
 from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
-from grove_contracts.errors import error_envelope, success_envelope, validation_details
+from grove_contracts.errors import GroveError, error_envelope, success_envelope, validation_details
 from grove_contracts.project_memory import (
     POOL_MAX_REQUEST_BYTES,
     PROJECT_MEMORY_TOOLS,
@@ -52,7 +52,6 @@ from grove_db.ratelimit import RateLimit, hit_all, request_buckets
 from grove_mcp.results import failure, mcp_tool, success, tool_list
 from grove_mcp.settings import McpSettings
 from grove_memory import project_memory, tools
-from grove_memory.errors import ServiceError
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
 from grove_telemetry import metrics
@@ -176,12 +175,11 @@ class ToolRunner:
         except ValidationError as ex:
             details = [d.model_dump() for d in validation_details(ex)]
             return failure("validation_error", "the arguments are not valid", request_id, details)
-        except (ServiceError, DatabaseError, GrantError) as ex:
-            message = getattr(ex, "message", str(ex))
+        except GroveError as ex:  # every library's errors, with their code and message
             given = getattr(ex, "details", None)
             return failure(
                 ex.code,
-                message,
+                ex.message,
                 request_id,
                 given if isinstance(given, list) else None,
                 extra=getattr(ex, "extra", None),

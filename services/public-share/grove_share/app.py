@@ -18,13 +18,12 @@ from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
 
 from grove_auth.keys import derive_secret
-from grove_contracts.errors import error_envelope, success_envelope, validation_details
+from grove_contracts.errors import GroveError, error_envelope, success_envelope, validation_details
 from grove_contracts.shares import PublicNote, PublicPageQuery, PublicShare
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.ratelimit import RateLimit
 from grove_memory import shares
-from grove_memory.errors import ServiceError
 from grove_memory.store import Store
 from grove_share import page
 from grove_share.render import Renderer
@@ -240,7 +239,7 @@ def _falcon_error(req: falcon.Request, resp: falcon.Response, ex: Any, params: A
     _respond(req, resp, PublicError(status, code, ex.title or code))
 
 
-def _service_error(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
+def _domain_error(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
     _respond(req, resp, PublicError(ex.status, ex.code, ex.message))
 
 
@@ -264,8 +263,9 @@ def create_app(settings: ShareSettings, deps: Deps) -> falcon.App[falcon.Request
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _falcon_error)
+    # Every library's errors derive from GroveError; the database's say only "try again".
+    app.add_error_handler(GroveError, _domain_error)
     app.add_error_handler(DatabaseError, _database_error)
-    app.add_error_handler(ServiceError, _service_error)
     app.add_error_handler(PublicError, _public_error)
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Ready(deps.store.pool))

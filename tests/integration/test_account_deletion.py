@@ -23,6 +23,7 @@ from psycopg.rows import dict_row
 from grove_auth import accounts
 from grove_auth.principal import Principal
 from grove_cli import admin
+from grove_contracts.connections import DeletedAccount
 from grove_contracts.conversations import CreateConversationRequest, TurnRequest
 from grove_contracts.notebooks import CreateNotebookRequest
 from grove_contracts.notes import RememberRequest
@@ -82,7 +83,8 @@ class Account:
 
     def delete(self) -> None:
         """Delete the account as its owner does (``DELETE /v1/account``)."""
-        accounts.delete_account(self.store.pool, self.owner, accounts.CONFIRMATION)
+        deleted = accounts.delete_account(self.store, self.owner, accounts.CONFIRMATION)
+        assert deleted == DeletedAccount(deleted=True, accountId=self.id)
 
     def delete_as_operator(self) -> None:
         """Delete the account as an operator replaying a deletion after a restore does."""

@@ -20,11 +20,11 @@ from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
 
-from grove_auth.connections import require_owner
+from grove_auth.connections import OwnerStore, require_owner
 from grove_auth.errors import InvalidGrant
 from grove_auth.principal import Principal
+from grove_contracts.connections import DeletedAccount
 from grove_db import queue
 from grove_db.pool import HOLD_ACCOUNT_EXCLUSIVELY, transaction
 
@@ -88,14 +88,14 @@ QUEUE_IDENTITY_DELETION = f"""
 """
 
 
-def delete_account(pool: ConnectionPool, principal: Principal, confirmation: str) -> dict[str, Any]:
+def delete_account(store: OwnerStore, principal: Principal, confirmation: str) -> DeletedAccount:
     """Delete the owner's account after the exact confirmation phrase."""
     require_owner(principal)
     if confirmation != CONFIRMATION:
         raise InvalidGrant(f'confirmation: type exactly "{CONFIRMATION}"')
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         mark_deleted(conn, principal.account_id)
-    return {"deleted": True, "accountId": str(principal.account_id)}
+    return DeletedAccount(deleted=True, accountId=principal.account_id)
 
 
 def mark_deleted(conn: psycopg.Connection[Any], account_id: UUID) -> None:

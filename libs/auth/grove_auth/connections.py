@@ -1,6 +1,7 @@
 """The owner's view of connections and API keys: list, change grants, revoke, create.
 
-Every function requires an owner session. Grant changes are a compare-and-set on the
+Each operation takes the store and the principal, like grove_memory's, returns a contract
+model and requires an owner session. Grant changes are a compare-and-set on the
 connection's state fingerprint (a hash of grants and status, not of contact times);
 a revoked connection is never reactivated or edited.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from uuid import UUID
 
 import psycopg
@@ -24,9 +25,11 @@ from grove_auth.errors import (
 from grove_auth.keys import issue_key
 from grove_auth.principal import Principal
 from grove_contracts.connections import (
+    ApiKey,
     Capability,
     Connection,
     ConnectionRequest,
+    CreatedKey,
     CreateKeyRequest,
     Grants,
     PendingRequest,
@@ -56,13 +59,24 @@ SELECT_CONNECTIONS = """
 MAX_LIVE_CONNECTIONS = 200
 
 
+class OwnerStore(Protocol):
+    """What the owner operations need of the store: grove_memory's ``Store`` is one (this
+    library sits below grove_memory, so it names the shape rather than the class)."""
+
+    @property
+    def pool(self) -> ConnectionPool: ...
+
+    @property
+    def key_secret(self) -> bytes: ...
+
+
 def require_owner(principal: Principal) -> None:
     """Raise ``OwnerSessionRequired`` unless this is the owner's own session."""
     if not principal.is_owner:
         raise OwnerSessionRequired()
 
 
-def connection_json(row: dict[str, Any]) -> dict[str, Any]:
+def connection_from(row: dict[str, Any]) -> Connection:
     """A connection row as its wire resource, with its state fingerprint.
 
     An OAuth client that was never approved holds nothing: its grants are null.
@@ -92,7 +106,7 @@ def connection_json(row: dict[str, Any]) -> dict[str, Any]:
         createdAt=row["created_at"],
         revokedAt=row["revoked_at"],
         state=fingerprint(grants, status),
-    ).model_dump(mode="json")
+    )
 
 
 def fingerprint(grants: Grants | None, status: str) -> str:
@@ -107,21 +121,21 @@ LIST_CONNECTIONS = f"""
 """
 
 
-def list_connections(pool: ConnectionPool, principal: Principal) -> list[dict[str, Any]]:
+def list_connections(store: OwnerStore, principal: Principal) -> list[Connection]:
     """Every connection of the owner's account, newest first."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         rows = conn.execute(LIST_CONNECTIONS, {"account": principal.account_id}).fetchall()
-    return [connection_json(r) for r in rows]
+    return [connection_from(r) for r in rows]
 
 
 def update_connection(
-    pool: ConnectionPool, principal: Principal, connection_id: UUID, req: UpdateConnectionRequest
-) -> dict[str, Any]:
+    store: OwnerStore, principal: Principal, connection_id: UUID, req: UpdateConnectionRequest
+) -> Connection:
     """Replace a live connection's grants if its state is still ``expectedState``."""
     require_owner(principal)
     account_id = principal.account_id
-    with transaction(pool, account_id) as conn:
+    with transaction(store.pool, account_id) as conn:
         current = _lock(conn, account_id, connection_id)
         if current["revoked"]:
             raise ConnectionConflict("the connection is revoked; revocation is permanent")
@@ -145,13 +159,11 @@ REVOKE_CONNECTION_KEYS = """
 """
 
 
-def revoke_connection(
-    pool: ConnectionPool, principal: Principal, connection_id: UUID
-) -> dict[str, Any]:
+def revoke_connection(store: OwnerStore, principal: Principal, connection_id: UUID) -> Connection:
     """Revoke a connection and its keys, for good (revoking twice changes nothing)."""
     require_owner(principal)
     account_id = principal.account_id
-    with transaction(pool, account_id) as conn:
+    with transaction(store.pool, account_id) as conn:
         _lock(conn, account_id, connection_id)
         conn.execute(REVOKE_CONNECTION, (account_id, connection_id))
         conn.execute(REVOKE_CONNECTION_KEYS, (account_id, connection_id))
@@ -164,12 +176,12 @@ SELECT_REQUEST = f"""
 """
 
 
-def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -> dict[str, Any]:
+def read_request(store: OwnerStore, principal: Principal, request_id: UUID) -> ConnectionRequest:
     """One approval request as the approval page shows it: who asks, for what, and
     whether it can still be answered (``pending``) or already was (``approved``,
     ``denied``, ``withdrawn`` by a grant edit or revocation) or ``expired``."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         row = conn.execute(
             SELECT_REQUEST, {"account": principal.account_id, "request": request_id}
         ).fetchone()
@@ -194,8 +206,8 @@ def read_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -
         requestedAt=request.get("requestedAt"),
         expiresAt=row["request_expires_at"],
         attempts=request.get("attempts", []),
-        connection=Connection.model_validate(connection_json(row)),
-    ).model_dump(mode="json")
+        connection=connection_from(row),
+    )
 
 
 #: The requesting connection, locked, with whether its request is still live.
@@ -223,19 +235,19 @@ APPROVE_REVOKED = """
 
 
 def approve_request(
-    pool: ConnectionPool,
+    store: OwnerStore,
     principal: Principal,
     request_id: UUID,
     grants: Grants,
     max_live: int = MAX_LIVE_CONNECTIONS,
-) -> dict[str, Any]:
+) -> Connection:
     """Approve a pending OAuth client with ``grants``; approving twice changes nothing.
 
     Re-approving a revoked client sets a cutoff: its tokens issued before now stop working.
     """
     require_owner(principal)
     account_id = principal.account_id
-    with transaction(pool, account_id) as conn:
+    with transaction(store.pool, account_id) as conn:
         row = conn.execute(LOCK_REQUEST, (account_id, request_id)).fetchone()
         if row is None:
             raise ConnectionNotFound("no such connection request")
@@ -259,11 +271,11 @@ LOCK_PENDING_REQUEST = """
 """
 
 
-def deny_request(pool: ConnectionPool, principal: Principal, request_id: UUID) -> dict[str, Any]:
+def deny_request(store: OwnerStore, principal: Principal, request_id: UUID) -> Connection:
     """Refuse a pending OAuth client: the request is gone, the client stays unapproved."""
     require_owner(principal)
     account_id = principal.account_id
-    with transaction(pool, account_id) as conn:
+    with transaction(store.pool, account_id) as conn:
         row = conn.execute(LOCK_PENDING_REQUEST, (account_id, request_id)).fetchone()
         if row is None:
             raise ConnectionNotFound("no such pending connection request")
@@ -288,20 +300,19 @@ def _drop_request(
 
 
 def create_key(
-    pool: ConnectionPool,
-    key_secret: bytes,
+    store: OwnerStore,
     principal: Principal,
     req: CreateKeyRequest,
     max_live: int = MAX_LIVE_CONNECTIONS,
-) -> dict[str, Any]:
+) -> CreatedKey:
     """A new API key with its own connection; the secret appears only in this answer."""
     require_owner(principal)
     grants = req.grants
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         _check_room(conn, principal.account_id, max_live)
         issued = issue_key(
             conn,
-            key_secret,
+            store.key_secret,
             account_id=principal.account_id,
             name=req.name,
             personal=grants.personal,
@@ -311,11 +322,11 @@ def create_key(
             can_delete=True,
         )
         _write_grants(conn, principal.account_id, issued.connection_id, grants)
-        return {
-            "id": str(issued.id),
-            "key": issued.key,
-            "connection": _one(conn, principal.account_id, issued.connection_id),
-        }
+        return CreatedKey(
+            id=issued.id,
+            key=issued.key,
+            connection=_one(conn, principal.account_id, issued.connection_id),
+        )
 
 
 #: The account's keys, newest first, each with its connection's ID.
@@ -327,28 +338,26 @@ LIST_KEYS = """
 """
 
 
-def list_keys(pool: ConnectionPool, principal: Principal) -> list[dict[str, Any]]:
+def list_keys(store: OwnerStore, principal: Principal) -> list[ApiKey]:
     """The account's API keys (prefix, name, grants, status; never the secret)."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         account_id = principal.account_id
         rows = conn.execute(LIST_KEYS, {"account": account_id}).fetchall()
-        return [
-            {"id": str(r["key_id"]), "connection": _one(conn, account_id, r["id"])} for r in rows
-        ]
+        return [ApiKey(id=r["key_id"], connection=_one(conn, account_id, r["id"])) for r in rows]
 
 
 KEY_CONNECTION = "SELECT connection_id FROM api_keys WHERE account_id = %s AND id = %s"
 
 
-def revoke_key(pool: ConnectionPool, principal: Principal, key_id: UUID) -> dict[str, Any]:
+def revoke_key(store: OwnerStore, principal: Principal, key_id: UUID) -> Connection:
     """Revoke an API key and its connection, for good."""
     require_owner(principal)
-    with transaction(pool, principal.account_id) as conn:
+    with transaction(store.pool, principal.account_id) as conn:
         row = conn.execute(KEY_CONNECTION, (principal.account_id, key_id)).fetchone()
     if row is None:
         raise ConnectionNotFound()
-    return revoke_connection(pool, principal, row["connection_id"])
+    return revoke_connection(store, principal, row["connection_id"])
 
 
 #: The account's connection lock (an advisory lock for the transaction).
@@ -384,7 +393,7 @@ def _lock(conn: Conn, account_id: UUID, connection_id: UUID) -> dict[str, Any]:
     if locked is None:
         raise ConnectionNotFound()
     resource = _one(conn, account_id, connection_id)
-    return {"state": resource["state"], "revoked": resource["status"] == "revoked"}
+    return {"state": resource.state, "revoked": resource.status == "revoked"}
 
 
 SELECT_CONNECTION = f"""
@@ -392,12 +401,12 @@ SELECT_CONNECTION = f"""
 """
 
 
-def _one(conn: Conn, account_id: UUID, connection_id: UUID) -> dict[str, Any]:
+def _one(conn: Conn, account_id: UUID, connection_id: UUID) -> Connection:
     row = conn.execute(
         SELECT_CONNECTION, {"account": account_id, "connection": connection_id}
     ).fetchone()
     assert row is not None
-    return connection_json(row)
+    return connection_from(row)
 
 
 def _grants(row: dict[str, Any]) -> Grants:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from grove_auth.connections import SELECT_CONNECTIONS, connection_json
+from grove_auth.connections import SELECT_CONNECTIONS, connection_from
 from grove_auth.principal import Principal
 from grove_db.pool import Conn, transaction
 from grove_memory.blobs import BlobKey, Blobs
@@ -90,7 +90,8 @@ def _lines(store: Store, blobs: Blobs, principal: Principal) -> Generator[bytes,
                 SELECT_CONNECTIONS + " GROUP BY c.account_id, c.id ORDER BY c.created_at",
                 {"account": principal.account_id},
             ):
-                yield _line({"type": "connection", "connection": connection_json(row)})
+                connection = connection_from(row).model_dump(mode="json")
+                yield _line({"type": "connection", "connection": connection})
             yield from _conversations(conn, principal.account_id)
         yield from _notes(conn, principal)
         yield from _files(conn, blobs, principal)

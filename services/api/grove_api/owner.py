@@ -11,7 +11,9 @@ from grove_api.body import read_json
 from grove_api.wiring import Wiring
 from grove_auth import accounts, connections, devissuer
 from grove_contracts.connections import (
+    ApiKeyList,
     Approval,
+    ConnectionList,
     CreateKeyRequest,
     DeleteAccountRequest,
     UpdateConnectionRequest,
@@ -20,12 +22,11 @@ from grove_contracts.errors import success_envelope
 
 
 class OwnerResource:
-    """Base for the owner's routes: the pool, the key secret, the body limit and the most
-    live connections an account may hold."""
+    """Base for the owner's routes: the store, the body limit and the most live
+    connections an account may hold."""
 
     def __init__(self, wiring: Wiring) -> None:
-        self.pool = wiring.pool
-        self.key_secret = wiring.store.key_secret
+        self.store = wiring.store
         self.max_body = wiring.max_body
         self.max_connections = wiring.settings.max_connections_per_account
 
@@ -34,8 +35,8 @@ class Connections(OwnerResource):
     """``GET /v1/connections``."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        items = connections.list_connections(self.pool, req.context.principal)
-        resp.media = success_envelope({"items": items})
+        items = connections.list_connections(self.store, req.context.principal)
+        resp.media = success_envelope(ConnectionList(items=items).model_dump(mode="json"))
 
 
 class Connection(OwnerResource):
@@ -44,13 +45,13 @@ class Connection(OwnerResource):
     def on_patch(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
         body = read_json(req, UpdateConnectionRequest, self.max_body)
         updated = connections.update_connection(
-            self.pool, req.context.principal, connection_id, body
+            self.store, req.context.principal, connection_id, body
         )
-        resp.media = success_envelope(updated)
+        resp.media = success_envelope(updated.model_dump(mode="json"))
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
-        revoked = connections.revoke_connection(self.pool, req.context.principal, connection_id)
-        resp.media = success_envelope(revoked)
+        revoked = connections.revoke_connection(self.store, req.context.principal, connection_id)
+        resp.media = success_envelope(revoked.model_dump(mode="json"))
 
 
 class Keys(OwnerResource):
@@ -59,22 +60,22 @@ class Keys(OwnerResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateKeyRequest, self.max_body)
         created = connections.create_key(
-            self.pool, self.key_secret, req.context.principal, body, self.max_connections
+            self.store, req.context.principal, body, self.max_connections
         )
         resp.status = 201
-        resp.media = success_envelope(created)
+        resp.media = success_envelope(created.model_dump(mode="json"))
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        items = connections.list_keys(self.pool, req.context.principal)
-        resp.media = success_envelope({"items": items})
+        items = connections.list_keys(self.store, req.context.principal)
+        resp.media = success_envelope(ApiKeyList(items=items).model_dump(mode="json"))
 
 
 class Key(OwnerResource):
     """``DELETE /v1/keys/{id}``: revoke for good."""
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, key_id: UUID) -> None:
-        revoked = connections.revoke_key(self.pool, req.context.principal, key_id)
-        resp.media = success_envelope(revoked)
+        revoked = connections.revoke_key(self.store, req.context.principal, key_id)
+        resp.media = success_envelope(revoked.model_dump(mode="json"))
 
 
 class AppsChallenge:
@@ -114,8 +115,8 @@ class ConnectionRequestResource(OwnerResource):
     """``GET /v1/connections/requests/{id}``: what the approval page shows."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
-        found = connections.read_request(self.pool, req.context.principal, request_id)
-        resp.media = success_envelope(found)
+        found = connections.read_request(self.store, req.context.principal, request_id)
+        resp.media = success_envelope(found.model_dump(mode="json"))
 
 
 class ApproveRequest(OwnerResource):
@@ -124,17 +125,17 @@ class ApproveRequest(OwnerResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
         body = read_json(req, Approval, self.max_body)
         approved = connections.approve_request(
-            self.pool, req.context.principal, request_id, body.grants, self.max_connections
+            self.store, req.context.principal, request_id, body.grants, self.max_connections
         )
-        resp.media = success_envelope(approved)
+        resp.media = success_envelope(approved.model_dump(mode="json"))
 
 
 class DenyRequest(OwnerResource):
     """``POST /v1/connections/requests/{id}/deny``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
-        denied = connections.deny_request(self.pool, req.context.principal, request_id)
-        resp.media = success_envelope(denied)
+        denied = connections.deny_request(self.store, req.context.principal, request_id)
+        resp.media = success_envelope(denied.model_dump(mode="json"))
 
 
 class DevIssuerKeys:
@@ -163,6 +164,5 @@ class Account(OwnerResource):
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, DeleteAccountRequest, self.max_body)
-        resp.media = success_envelope(
-            accounts.delete_account(self.pool, req.context.principal, body.confirmation)
-        )
+        deleted = accounts.delete_account(self.store, req.context.principal, body.confirmation)
+        resp.media = success_envelope(deleted.model_dump(mode="json"))

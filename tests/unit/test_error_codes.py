@@ -78,8 +78,12 @@ def test_each_library_has_one_root_error_whose_docstring_is_its_message(package:
     roots = [e for e in defined if not any(b.__module__.startswith(package) for b in e.__bases__)]
     assert [r.__name__ for r in roots] == ([ROOTS[package]] if package in ROOTS else [])
     for root in roots:
+        assert issubclass(root, GroveError)
         assert root().message == " ".join(str(root.__doc__).split())
-        assert all(issubclass(e, root) and e.code and e.status for e in defined)
+        assert all(
+            issubclass(e, GroveError) and issubclass(e, root) and e.code and e.status
+            for e in defined
+        )
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from grove_api.resources import BoundedStream, ExportTooLong
+from grove_api.portability import BoundedStream, ExportTooLong
 from grove_api.settings import ApiSettings
 from tests.support.keys import SECRET
 

@@ -1,6 +1,6 @@
 """The OpenAPI table and the app agree, and the document is complete and consistent.
 
-``create_app`` registers the routes of ``grove_api.openapi.ROUTES``, the table the
+``create_app`` registers the routes of ``grove_api.routes.ROUTES``, the table the
 document is built from; ``test_every_served_route_is_in_the_openapi_table`` still guards
 against a route added some other way, and
 ``test_each_responder_reads_the_body_and_query_its_operation_documents`` against a table
@@ -22,15 +22,9 @@ from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
 
 from grove_api.app import Deps, create_app, wire
-from grove_api.openapi import (
-    OPERATIONS,
-    PUBLIC_PATHS,
-    ROUTES,
-    Operation,
-    Route,
-    document,
-    served,
-)
+from grove_api.openapi import document
+from grove_api.routes import OPERATIONS, PUBLIC_PATHS, ROUTES
+from grove_api.routing import Operation, Route, served
 from grove_api.settings import ApiSettings
 from grove_api.wiring import Wiring
 from grove_contracts.notes import ListQuery
@@ -82,7 +76,7 @@ def test_every_served_route_is_in_the_openapi_table(
     table = {(op.method, op.path) for op in OPERATIONS}
     missing = sorted(routes - table)
     assert not missing, (
-        "routes registered in create_app but missing from grove_api.openapi.OPERATIONS"
+        "routes registered in create_app but missing from grove_api.routes.OPERATIONS"
         f" (add an Operation for each, as the comment above OPERATIONS says): {missing}"
     )
     stale = sorted(table - routes)
@@ -140,7 +134,7 @@ def _model_read(resource: object, op: Operation) -> str | None:
 
 
 def test_the_document_is_valid_openapi_3_1() -> None:
-    doc = document()
+    doc = document(OPERATIONS)
     assert doc["openapi"] == "3.1.0"
     schemathesis.openapi.from_dict(doc).validate()  # the OpenAPI 3.1 meta-schema
 
@@ -151,7 +145,7 @@ def test_each_operation_is_listed_once() -> None:
 
 
 def test_every_reference_resolves_to_a_component() -> None:
-    doc = document()
+    doc = document(OPERATIONS)
     schemas = doc["components"]["schemas"]
     refs = set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(doc)))
     assert refs <= set(schemas), refs - set(schemas)
@@ -160,7 +154,7 @@ def test_every_reference_resolves_to_a_component() -> None:
 @pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: f"{op.method} {op.path}")
 def test_operation_documents_success_errors_and_security(op: Operation) -> None:
     path = re.sub(r"{(\w+)(?::\w+)?}", r"{\1}", op.path)
-    documented = document()["paths"][path][op.method.lower()]
+    documented = document(OPERATIONS)["paths"][path][op.method.lower()]
     responses = documented["responses"]
     assert str(op.status) in responses
     assert "500" in responses
@@ -182,14 +176,14 @@ def test_operation_documents_success_errors_and_security(op: Operation) -> None:
 
 
 def test_success_envelope_wraps_data_of_the_contract_model() -> None:
-    get_memory = document()["paths"]["/v1/memories/{memory_id}"]["get"]
+    get_memory = document(OPERATIONS)["paths"]["/v1/memories/{memory_id}"]["get"]
     schema = get_memory["responses"]["200"]["content"]["application/json"]["schema"]
     assert schema["required"] == ["success", "data"]
     assert schema["properties"]["data"] == {"$ref": "#/components/schemas/Memory"}
 
 
 def test_query_models_become_query_parameters() -> None:
-    listing = document()["paths"]["/v1/memories"]["get"]
+    listing = document(OPERATIONS)["paths"]["/v1/memories"]["get"]
     query = {p["name"]: p for p in listing["parameters"] if p["in"] == "query"}
     assert {"kind", "projectId", "cursor", "limit", "sort"} <= set(query)
     assert query["limit"]["schema"]["maximum"] == 100
@@ -207,7 +201,7 @@ def test_the_document_is_served_without_credentials(
     assert response.status_code == 200
     served_doc: dict[str, Any] = response.json
     assert served_doc["openapi"].startswith("3.1")
-    assert set(served_doc["paths"]) == set(document()["paths"])
+    assert set(served_doc["paths"]) == set(document(OPERATIONS)["paths"])
 
 
 def test_public_routes_need_no_credentials_and_the_others_do(
@@ -221,7 +215,7 @@ def test_public_routes_need_no_credentials_and_the_others_do(
 
 
 def test_links_lead_from_created_resources_to_operations_on_them() -> None:
-    doc = document()
+    doc = document(OPERATIONS)
     operation_ids = {
         operation["operationId"]
         for path in doc["paths"].values()

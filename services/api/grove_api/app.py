@@ -8,7 +8,7 @@ from typing import Any
 import falcon
 from psycopg_pool import ConnectionPool
 
-from grove_api import ask, errors, openapi
+from grove_api import ask, errors, routes
 from grove_api.middleware import BearerAuth, RateLimiter
 from grove_api.settings import ApiSettings
 from grove_api.wiring import Wiring
@@ -44,8 +44,9 @@ class Deps:
 def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, falcon.Response]:
     """Build the Falcon app: middleware, error envelopes and every route of the table.
 
-    Each route of ``grove_api.openapi.ROUTES`` is registered where its condition holds,
-    with its resource built from one ``Wiring``, so a new route is one table entry.
+    Each route of ``grove_api.routes.ROUTES`` is registered where its condition holds,
+    with its resource built from one ``Wiring``, so a new route is one entry in the
+    ``ROUTES`` of its area module, beside its resource.
     """
     middleware: list[Any] = [
         RequestId(),
@@ -53,7 +54,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, 
         BearerAuth(
             deps.pool,
             deps.key_secret,
-            openapi.PUBLIC_PATHS,
+            routes.PUBLIC_PATHS,
             FailedSignIns(deps.pool, RateLimit(settings.api_failed_auth_limit_per_minute), "api"),
             settings.proxies(),
             deps.tokens,
@@ -74,7 +75,7 @@ def create_app(settings: ApiSettings, deps: Deps) -> falcon.App[falcon.Request, 
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
     wiring = wire(settings, deps)
-    for route in openapi.ROUTES:
+    for route in routes.ROUTES:
         if route.when(settings):
             app.add_route(route.path, route.resource(wiring))
     return app

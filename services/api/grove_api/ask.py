@@ -19,8 +19,9 @@ from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
 from grove_api.middleware import AccountSlots
+from grove_api.routing import Operation, Route
 from grove_api.wiring import Wiring
-from grove_contracts.ask import AskRequest
+from grove_contracts.ask import AskRequest, AskResponse
 from grove_contracts.errors import success_envelope
 from grove_db.ratelimit import RateLimit
 from grove_memory import ask
@@ -127,3 +128,20 @@ class AskLimiter:
     def _refuse(self, message: str, wait: int) -> None:
         metrics.RATE_LIMITED.labels(metrics.service()).inc()
         raise falcon.HTTPTooManyRequests(title=message, retry_after=wait)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        Ask,
+        (
+            Operation(
+                "POST",
+                "/v1/ask",
+                "Answer a question from the caller's notes, with exact citations",
+                AskResponse,
+                body=AskRequest,
+                errors=(404, 499, 504),
+            ),
+        ),
+    ),
+)

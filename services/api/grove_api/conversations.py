@@ -8,14 +8,21 @@ import falcon
 
 from grove_api.ask import Answering, watching
 from grove_api.body import read_json, read_query
+from grove_api.routing import Operation, Route
 from grove_contracts.conversations import (
+    Conversation,
+    ConversationDetail,
+    ConversationList,
     ConversationListQuery,
+    ConversationSearchPage,
     ConversationSearchRequest,
     CreateConversationRequest,
+    DeletedConversation,
+    TurnReply,
     TurnRequest,
 )
 from grove_contracts.errors import success_envelope
-from grove_contracts.proposals import ProposalActionRequest
+from grove_contracts.proposals import ProposalActionRequest, ProposalOutcome
 from grove_memory import ask, conversations, proposals, turns
 
 #: What ``POST /v1/conversations/{id}/proposals/{proposalId}/{action}`` may do.
@@ -46,7 +53,7 @@ class Search(Answering):
         resp.media = success_envelope(page.model_dump(mode="json"))
 
 
-class Conversation(Answering):
+class ConversationResource(Answering):
     """``GET /v1/conversations/{id}`` (with its turns) and ``DELETE`` (hidden, retained)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
@@ -104,3 +111,106 @@ class ProposalAction(Answering):
         read_json(req, ProposalActionRequest, self.max_body)
         done = act(self.store, req.context.principal, conversation_id, proposal_id)
         resp.media = success_envelope(done.model_dump(mode="json"))
+
+
+PROPOSAL_FLOW = (
+    "A completed turn may carry `proposals` (see `Turn`). `apply` writes the change in one"
+    " transaction, only if every note is still at the version and every notebook subtree"
+    " still has the fingerprint its `preview` shows (else 409 `proposal_stale`, nothing"
+    " written). `undo` puts back the previous state with new revisions, fenced the same way"
+    " on what the apply left; a deletion cannot be undone (409 `not_undoable`). Applying"
+    " (or undoing) twice returns the first result. Owner session only."
+)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        Conversations,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations",
+                "Start a conversation (a retry with the same body returns it)",
+                Conversation,
+                body=CreateConversationRequest,
+                status=201,
+                also=(200,),
+                errors=(404, 409, 410),
+                creates={"conversation_id": "/id"},
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/conversations",
+                "List conversations, newest first",
+                ConversationList,
+                query=ConversationListQuery,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        Search,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations/search",
+                "Search conversation titles and questions",
+                ConversationSearchPage,
+                body=ConversationSearchRequest,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ConversationResource,
+        (
+            Operation(
+                "GET",
+                "/v1/conversations/{conversation_id:uuid}",
+                "A conversation with all of its turns",
+                ConversationDetail,
+                auth="owner",
+            ),
+            Operation(
+                "DELETE",
+                "/v1/conversations/{conversation_id:uuid}",
+                "Delete (hide) a conversation",
+                DeletedConversation,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        Turns,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations/{conversation_id:uuid}/turns",
+                "Ask the next question of a conversation",
+                TurnReply,
+                body=TurnRequest,
+                status=201,
+                also=(200,),
+                errors=(409, 499, 504),
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ProposalAction,
+        (
+            Operation(
+                "POST",
+                "/v1/conversations/{conversation_id:uuid}/proposals/{proposal_id:uuid}/{action}",
+                "Apply a turn's proposal as previewed, or undo it",
+                ProposalOutcome,
+                body=ProposalActionRequest,
+                errors=(409,),
+                auth="owner",
+                path_values={"action": tuple(PROPOSAL_ACTIONS)},
+                description=PROPOSAL_FLOW,
+            ),
+        ),
+    ),
+)

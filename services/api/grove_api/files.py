@@ -9,6 +9,7 @@ attachment that browsers will not render or sniff.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
@@ -24,13 +25,18 @@ from grove_api.body import (
 )
 from grove_api.errors import ApiError
 from grove_api.resources import Resource, _ok
+from grove_api.routing import Operation, Route
 from grove_api.wiring import Wiring
 from grove_contracts.files import (
     ACCEPTED_MEDIA_TYPES,
+    DeletedFile,
     FileListQuery,
+    FilePage,
     FileUpdate,
     FileUploadQuery,
     FileVersionQuery,
+    Storage,
+    StoredFile,
     media_type_of,
     served_media_type,
 )
@@ -160,3 +166,107 @@ class StorageView(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         _ok(resp, files.storage(self.store, req.context.principal))
+
+
+FILE_BODY = (
+    "The body is the file itself, sent with its `Content-Type`: text/plain, text/markdown,"
+    " text/html, application/pdf or application/json (parameters such as `charset`"
+    " allowed, then dropped: `mediaType` is the type alone; any other type: 415"
+    " `unsupported_media_type`), at most `GROVE_MAX_FILE_BYTES` (10 MiB by default; one"
+    " byte more: 413). Every stored version counts against the account's file quota"
+    " (`GROVE_QUOTA_FILE_BYTES`) until purged; past it: 403 `quota_exceeded`, nothing"
+    " stored. Owner session or a key with write on the scope. `operationId` (or an"
+    " `Idempotency-Key` header) makes a retry return the first result without storing"
+    " anything again."
+)
+
+ORIGINAL: dict[str, Any] = {"description": "The bytes of the file's current version, as uploaded"}
+
+ORIGINAL_HEADERS = (
+    "Answered with the file's `mediaType` as `Content-Type` (HTML, or any type not"
+    " accepted, as `application/octet-stream`), `Content-Disposition: attachment` and"
+    " `X-Content-Type-Options: nosniff`."
+)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        Files,
+        (
+            Operation(
+                "POST",
+                "/v1/files",
+                "Upload a file (a document as a memory source)",
+                StoredFile,
+                query=FileUploadQuery,
+                status=201,
+                also=(200,),
+                errors=(404, 409, 410, 413, 415),
+                description=FILE_BODY,
+                creates={"file_id": "/id"},
+            ),
+            Operation(
+                "GET",
+                "/v1/files",
+                "List files, newest first, a page at a time",
+                FilePage,
+                query=FileListQuery,
+            ),
+        ),
+    ),
+    Route(
+        File,
+        (
+            Operation("GET", "/v1/files/{file_id:uuid}", "Read a file's metadata", StoredFile),
+            Operation(
+                "POST",
+                "/v1/files/{file_id:uuid}",
+                "Upload a new version of a file",
+                StoredFile,
+                query=FileVersionQuery,
+                errors=(409, 410, 413, 415),
+                description=FILE_BODY,
+            ),
+            Operation(
+                "PATCH",
+                "/v1/files/{file_id:uuid}",
+                "Rename, move or archive a file; its passages follow",
+                StoredFile,
+                body=FileUpdate,
+                errors=(409, 410),
+            ),
+            Operation(
+                "DELETE",
+                "/v1/files/{file_id:uuid}",
+                "Delete (hide) a file and its passages; its bytes are purged after 60 days",
+                DeletedFile,
+            ),
+        ),
+    ),
+    Route(
+        FileOriginal,
+        (
+            Operation(
+                "GET",
+                "/v1/files/{file_id:uuid}/original",
+                "Download the current version's bytes (always an attachment)",
+                ORIGINAL,
+                media_type="*/*",
+                envelope=False,
+                description=ORIGINAL_HEADERS,
+            ),
+        ),
+    ),
+    Route(
+        StorageView,
+        (
+            Operation(
+                "GET",
+                "/v1/storage",
+                "The account's storage per kind (never under the truth)",
+                Storage,
+                auth="owner",
+            ),
+        ),
+    ),
+)

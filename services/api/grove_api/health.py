@@ -5,11 +5,13 @@ from __future__ import annotations
 import falcon
 from psycopg_pool import ConnectionPool
 
+from grove_api.routing import Operation, Route
+from grove_contracts.discovery import Health, Readiness
 from grove_contracts.errors import success_envelope
 from grove_db.pool import transaction
 
 
-class Health:
+class HealthResource:
     """``GET /healthz``: the process answers."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -26,3 +28,24 @@ class Ready:
         with transaction(self._pool) as conn:
             conn.execute("SELECT 1")
         resp.media = success_envelope({"status": "ready", "database": "ok"})
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        lambda _: HealthResource(),
+        (Operation("GET", "/healthz", "Liveness: the process answers", Health, auth="none"),),
+    ),
+    Route(
+        lambda wiring: Ready(wiring.pool),
+        (
+            Operation(
+                "GET",
+                "/readyz",
+                "Readiness: the database answers",
+                Readiness,
+                auth="none",
+                errors=(503,),
+            ),
+        ),
+    ),
+)

@@ -26,7 +26,7 @@ class BearerAuth:
 
     Grove's own keys by their prefix; anything else is a token of the provider, an
     owner session or an agent's, told apart by its audience. Requests to the ``public``
-    paths (``grove_api.openapi.PUBLIC_PATHS``) and to no route at all need none. A
+    paths (``grove_api.routes.PUBLIC_PATHS``) and to no route at all need none. A
     request whose credential yields no principal is a failed sign-in
     (``grove_auth.failures``): over the limit, 429 instead of its 401, 403 or 503.
     """

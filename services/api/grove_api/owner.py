@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from uuid import UUID
 
 import falcon
 
 from grove_api.body import read_json
+from grove_api.routing import Operation, Route
 from grove_api.wiring import Wiring
-from grove_auth import accounts, connections, devissuer
+from grove_auth import accounts, connections
 from grove_contracts.connections import (
     ApiKeyList,
     Approval,
+    Connection,
     ConnectionList,
+    ConnectionRequest,
+    CreatedKey,
     CreateKeyRequest,
     DeleteAccountRequest,
+    DeletedAccount,
     UpdateConnectionRequest,
 )
 from grove_contracts.errors import success_envelope
@@ -39,7 +43,7 @@ class Connections(OwnerResource):
         resp.media = success_envelope(ConnectionList(items=items).model_dump(mode="json"))
 
 
-class Connection(OwnerResource):
+class ConnectionResource(OwnerResource):
     """``PATCH`` (grants, compare-and-set on ``expectedState``) and ``DELETE`` (revoke)."""
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
@@ -78,39 +82,6 @@ class Key(OwnerResource):
         resp.media = success_envelope(revoked.model_dump(mode="json"))
 
 
-class AppsChallenge:
-    """``GET /.well-known/openai-apps-challenge``: the configured value, verbatim."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        self.value = wiring.settings.openai_apps_challenge
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if self.value is None:
-            raise falcon.HTTPNotFound()
-        resp.content_type = "text/plain"
-        resp.set_header("Cache-Control", "no-store")
-        resp.set_header("X-Content-Type-Options", "nosniff")
-        resp.text = self.value
-
-    on_head = on_get
-
-
-class ResourceMetadata:
-    """``GET /.well-known/oauth-protected-resource/mcp`` (RFC 9728), as grove-mcp serves it."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        issuer = wiring.settings.oidc_issuer
-        self.document = {
-            "resource": wiring.settings.mcp_public_url,
-            "authorization_servers": [issuer] if issuer else [],
-            "scopes_supported": [],
-            "bearer_methods_supported": ["header"],
-        }
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self.document
-
-
 class ConnectionRequestResource(OwnerResource):
     """``GET /v1/connections/requests/{id}``: what the approval page shows."""
 
@@ -138,31 +109,123 @@ class DenyRequest(OwnerResource):
         resp.media = success_envelope(denied.model_dump(mode="json"))
 
 
-class DevIssuerKeys:
-    """``GET /dev-issuer/jwks``: the development issuer's public keys."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        self.document = devissuer.jwks(Path(wiring.settings.dev_issuer_key))
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self.document
-
-
-class DevIssuerDiscovery:
-    """``GET /dev-issuer/.well-known/openid-configuration``: the dev issuer's discovery."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        # Served only with an issuer configured (``dev_issuer`` in the route table).
-        self.document = devissuer.discovery(wiring.settings.oidc_issuer or "")
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self.document
-
-
 class Account(OwnerResource):
     """``DELETE /v1/account`` with ``{confirmation}`` (owner session)."""
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, DeleteAccountRequest, self.max_body)
-        deleted = accounts.delete_account(self.store, req.context.principal, body.confirmation)
-        resp.media = success_envelope(deleted.model_dump(mode="json"))
+        resp.media = success_envelope(
+            accounts.delete_account(self.pool, req.context.principal, body.confirmation)
+        )
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        Connections,
+        (
+            Operation(
+                "GET",
+                "/v1/connections",
+                "List the account's connections",
+                ConnectionList,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ConnectionResource,
+        (
+            Operation(
+                "PATCH",
+                "/v1/connections/{connection_id:uuid}",
+                "Change a connection's grants",
+                Connection,
+                body=UpdateConnectionRequest,
+                errors=(409,),
+                auth="owner",
+            ),
+            Operation(
+                "DELETE",
+                "/v1/connections/{connection_id:uuid}",
+                "Revoke a connection and its keys",
+                Connection,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ConnectionRequestResource,
+        (
+            Operation(
+                "GET",
+                "/v1/connections/requests/{request_id:uuid}",
+                "Read an OAuth client's approval request (what the approval page shows)",
+                ConnectionRequest,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ApproveRequest,
+        (
+            Operation(
+                "POST",
+                "/v1/connections/requests/{request_id:uuid}/approve",
+                "Approve a pending OAuth client with grants",
+                Connection,
+                body=Approval,
+                errors=(409,),
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        DenyRequest,
+        (
+            Operation(
+                "POST",
+                "/v1/connections/requests/{request_id:uuid}/deny",
+                "Refuse a pending OAuth client",
+                Connection,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        Keys,
+        (
+            Operation(
+                "POST",
+                "/v1/keys",
+                "Create an API key (the secret is in this answer only)",
+                CreatedKey,
+                body=CreateKeyRequest,
+                status=201,
+                creates={"key_id": "/id", "connection_id": "/connection/id"},
+                auth="owner",
+            ),
+            Operation("GET", "/v1/keys", "List the account's API keys", ApiKeyList, auth="owner"),
+        ),
+    ),
+    Route(
+        Key,
+        (
+            Operation(
+                "DELETE", "/v1/keys/{key_id:uuid}", "Revoke an API key", Connection, auth="owner"
+            ),
+        ),
+    ),
+    Route(
+        Account,
+        (
+            Operation(
+                "DELETE",
+                "/v1/account",
+                "Delete the account (type the confirmation phrase)",
+                DeletedAccount,
+                body=DeleteAccountRequest,
+                auth="owner",
+            ),
+        ),
+    ),
+)

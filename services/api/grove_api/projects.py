@@ -7,20 +7,35 @@ from __future__ import annotations
 from uuid import UUID
 
 import falcon
-from pydantic import BaseModel
 
 from grove_api.body import read_json, read_query
+from grove_api.resources import Resource, _ok
+from grove_api.routing import Operation, Route
 from grove_api.wiring import Wiring
-from grove_contracts.errors import success_envelope
 from grove_contracts.project_memory import (
     POOL_MAX_REQUEST_BYTES,
     AddMemberRequest,
+    CreatedProjectKey,
     CreateOrgRequest,
     CreateProjectKeyRequest,
     CreateProjectRequest,
+    DeletedReply,
     KeyQuery,
     ListRecordsQuery,
+    Member,
+    MemberList,
+    Org,
+    OrgList,
+    Project,
+    ProjectKeyList,
+    ProjectList,
+    RecordPage,
+    RecordReply,
+    RemovedMember,
+    RetrieveReply,
     RetrieveRequest,
+    RevokedProjectKey,
+    StatusReply,
     UpdateMemberRequest,
     UpdateOrgRequest,
     WriteRecordRequest,
@@ -30,20 +45,7 @@ from grove_memory import project_memory as pm
 from grove_memory.project_memory import ProjectScope
 
 
-def _ok(resp: falcon.Response, data: BaseModel, status: int = 200) -> None:
-    resp.status = status
-    resp.media = success_envelope(data.model_dump(mode="json"))
-
-
-class OrgResource:
-    """Base of the owner routes: the store (its project-key secret) and the body limit."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        self.store = wiring.store
-        self.max_body = wiring.max_body
-
-
-class Orgs(OrgResource):
+class Orgs(Resource):
     """``POST /v1/orgs`` and ``GET /v1/orgs``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -54,7 +56,7 @@ class Orgs(OrgResource):
         _ok(resp, orgs.list_orgs(self.store, req.context.principal))
 
 
-class Org(OrgResource):
+class OrgResource(Resource):
     """``GET`` and ``PATCH /v1/orgs/{orgId}`` (entitlements)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
@@ -65,7 +67,7 @@ class Org(OrgResource):
         _ok(resp, orgs.update_org(self.store, req.context.principal, org_id, body))
 
 
-class Projects(OrgResource):
+class Projects(Resource):
     """``POST`` and ``GET /v1/orgs/{orgId}/projects``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
@@ -76,7 +78,7 @@ class Projects(OrgResource):
         _ok(resp, orgs.list_projects(self.store, req.context.principal, org_id))
 
 
-class Members(OrgResource):
+class Members(Resource):
     """``GET`` and ``POST .../projects/{projectId}/members`` (add, or change a role)."""
 
     def on_get(
@@ -94,7 +96,7 @@ class Members(OrgResource):
         _ok(resp, member, 201 if created else 200)
 
 
-class Member(OrgResource):
+class MemberResource(Resource):
     """``PUT`` (role) and ``DELETE .../members/{accountId}``."""
 
     def on_put(
@@ -122,7 +124,7 @@ class Member(OrgResource):
         _ok(resp, orgs.remove_member(self.store, principal, org_id, project_id, account_id))
 
 
-class ProjectKeys(OrgResource):
+class ProjectKeys(Resource):
     """``POST`` (the key is in this answer only) and ``GET .../projects/{projectId}/keys``."""
 
     def on_post(
@@ -139,7 +141,7 @@ class ProjectKeys(OrgResource):
         _ok(resp, orgs.list_keys(self.store, req.context.principal, org_id, project_id))
 
 
-class ProjectKey(OrgResource):
+class ProjectKey(Resource):
     """``DELETE .../keys/{keyId}``: revoke."""
 
     def on_delete(
@@ -218,3 +220,210 @@ class MemoryRetrieve(PoolResource):
         body = read_json(req, RetrieveRequest, self.max_body)
         scope = ProjectScope(org_id, project_id)
         _ok(resp, pm.retrieve(self.store, req.context.principal, scope, body))
+
+
+POOL = (
+    "Owner sessions and project keys (`grvp_...`) only: personal API keys and agent tokens"
+    " get 403 `credential_not_allowed`. A project you cannot read answers 404."
+)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        Orgs,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs",
+                "Create an org (you become its owner)",
+                Org,
+                body=CreateOrgRequest,
+                status=201,
+                creates={"org_id": "/id"},
+                auth="owner",
+            ),
+            Operation("GET", "/v1/orgs", "List the orgs you belong to", OrgList, auth="owner"),
+        ),
+    ),
+    Route(
+        OrgResource,
+        (
+            Operation("GET", "/v1/orgs/{org_id:uuid}", "Read one of your orgs", Org, auth="owner"),
+            Operation(
+                "PATCH",
+                "/v1/orgs/{org_id:uuid}",
+                "Set the org's entitlements (org owners)",
+                Org,
+                body=UpdateOrgRequest,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        Projects,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects",
+                "Create a project (org owners; you become its admin)",
+                Project,
+                body=CreateProjectRequest,
+                status=201,
+                creates={"project_id": "/id"},
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects",
+                "List the org's projects you are in (an org owner: all)",
+                ProjectList,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        Members,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members",
+                "List the project's members",
+                MemberList,
+                auth="owner",
+            ),
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members",
+                "Add a person with a role, or change their role (admins)",
+                Member,
+                body=AddMemberRequest,
+                status=201,
+                also=(200,),
+                errors=(409,),
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        MemberResource,
+        (
+            Operation(
+                "PUT",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members/{account_id:uuid}",
+                "Change a member's role (admins)",
+                Member,
+                body=UpdateMemberRequest,
+                errors=(409,),
+                auth="owner",
+            ),
+            Operation(
+                "DELETE",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/members/{account_id:uuid}",
+                "Remove a member (admins)",
+                RemovedMember,
+                errors=(409,),
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ProjectKeys,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys",
+                "Create a project key (admins; the key is in this answer only)",
+                CreatedProjectKey,
+                body=CreateProjectKeyRequest,
+                status=201,
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys",
+                "List the project's keys (admins)",
+                ProjectKeyList,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ProjectKey,
+        (
+            Operation(
+                "DELETE",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/keys/{key_id:uuid}",
+                "Revoke a project key (admins)",
+                RevokedProjectKey,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        MemoryStatus,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/status",
+                "Project memory: enabled, the org and project, what you may do",
+                StatusReply,
+                description=POOL,
+            ),
+        ),
+    ),
+    Route(
+        MemoryRecords,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory",
+                "Project memory: records in key order",
+                RecordPage,
+                query=ListRecordsQuery,
+                description=POOL,
+            ),
+        ),
+    ),
+    Route(
+        MemoryEntry,
+        (
+            Operation(
+                "GET",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
+                "Project memory: one record by key (missing or expired: 404)",
+                RecordReply,
+                query=KeyQuery,
+                description=POOL,
+            ),
+            Operation(
+                "PUT",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
+                "Project memory: write a record, or replace the one with the same key",
+                RecordReply,
+                body=WriteRecordRequest,
+                description=POOL,
+            ),
+            Operation(
+                "DELETE",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/entry",
+                "Project memory: delete a record by key",
+                DeletedReply,
+                query=KeyQuery,
+                description=POOL,
+            ),
+        ),
+    ),
+    Route(
+        MemoryRetrieve,
+        (
+            Operation(
+                "POST",
+                "/v1/orgs/{org_id:uuid}/projects/{project_id:uuid}/memory/retrieve",
+                "Project memory: ranked records (full text, plus your vectors by RRF)",
+                RetrieveReply,
+                body=RetrieveRequest,
+                description=POOL,
+            ),
+        ),
+    ),
+)

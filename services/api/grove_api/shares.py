@@ -7,22 +7,20 @@ from uuid import UUID
 import falcon
 
 from grove_api.body import read_json, read_query
-from grove_api.wiring import Wiring
+from grove_api.resources import Resource
+from grove_api.routing import Operation, Route
 from grove_contracts.errors import success_envelope
-from grove_contracts.shares import CreateShareRequest, ShareListQuery
+from grove_contracts.shares import (
+    CreatedShare,
+    CreateShareRequest,
+    Share,
+    ShareList,
+    ShareListQuery,
+)
 from grove_memory import shares
 
 
-class ShareResource:
-    """Base of the share routes: the store (its share secret and public base URL) and the
-    body limit."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        self.store = wiring.store
-        self.max_body = wiring.max_body
-
-
-class Shares(ShareResource):
+class Shares(Resource):
     """``POST /v1/shares`` (the token is in this answer only) and ``GET /v1/shares``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -37,9 +35,45 @@ class Shares(ShareResource):
         resp.media = success_envelope(page.model_dump(mode="json"))
 
 
-class Share(ShareResource):
+class ShareResource(Resource):
     """``DELETE /v1/shares/{id}``: revoke for good."""
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, share_id: UUID) -> None:
         revoked = shares.revoke_share(self.store, req.context.principal, share_id)
         resp.media = success_envelope(revoked.model_dump(mode="json"))
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        Shares,
+        (
+            Operation(
+                "POST",
+                "/v1/shares",
+                "Publish a read-only share link (the token is in this answer only)",
+                CreatedShare,
+                body=CreateShareRequest,
+                status=201,
+                creates={"share_id": "/id"},
+                errors=(404, 409),
+                auth="owner",
+            ),
+            Operation(
+                "GET",
+                "/v1/shares",
+                "List the account's share links, newest first",
+                ShareList,
+                query=ShareListQuery,
+                auth="owner",
+            ),
+        ),
+    ),
+    Route(
+        ShareResource,
+        (
+            Operation(
+                "DELETE", "/v1/shares/{share_id:uuid}", "Revoke a share link", Share, auth="owner"
+            ),
+        ),
+    ),
+)

@@ -15,7 +15,7 @@ from grove_memory.store import Store
 class Wiring:
     """The settings, the store and the answering service the resources talk to.
 
-    One object, so each entry of ``grove_api.openapi.OPERATIONS`` can name its resource
+    One object, so each route of ``grove_api.routes.ROUTES`` can name its resource
     class (or a one-line factory) and ``create_app`` builds every route the same way.
     ``store`` holds the pool, the secrets and the project-memory switches.
     """

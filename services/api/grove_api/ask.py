@@ -19,10 +19,9 @@ from psycopg_pool import ConnectionPool
 
 from grove_api.body import read_json
 from grove_api.middleware import AccountSlots
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
-from grove_api.wiring import Wiring
 from grove_contracts.ask import AskRequest, AskResponse
-from grove_contracts.errors import success_envelope
 from grove_db.ratelimit import RateLimit
 from grove_memory import ask
 from grove_memory.inference import CLIENT_GONE
@@ -32,17 +31,7 @@ from grove_telemetry import metrics
 CONCURRENCY_RETRY_SECONDS = 1
 
 
-class Answering:
-    """Base of the routes that answer: the store, ``Answer``, its deadline, the body limit."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        self.store = wiring.store
-        self.answerer: ask.Answerer | None = wiring.answerer
-        self.timeout = wiring.answer_timeout
-        self.max_body = wiring.max_body
-
-
-class Ask(Answering):
+class Ask(Resource):
     """Retrieve evidence, call the ask service's ``Answer``, verify, reply (never stored)."""
 
     ask_limited = True
@@ -52,8 +41,10 @@ class Ask(Answering):
         if self.answerer is None:
             raise ask.InferenceUnavailable("no answering service is configured")
         with watching(req):
-            reply = ask.ask(self.store, self.answerer, req.context.principal, body, self.timeout)
-        resp.media = success_envelope(reply.model_dump(mode="json"))
+            reply = ask.ask(
+                self.store, self.answerer, req.context.principal, body, self.answer_timeout
+            )
+        ok(resp, reply)
 
 
 @contextmanager

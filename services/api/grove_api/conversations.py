@@ -6,8 +6,9 @@ from uuid import UUID
 
 import falcon
 
-from grove_api.ask import Answering, watching
+from grove_api.ask import watching
 from grove_api.body import read_json, read_query
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
 from grove_contracts.conversations import (
     Conversation,
@@ -21,7 +22,6 @@ from grove_contracts.conversations import (
     TurnReply,
     TurnRequest,
 )
-from grove_contracts.errors import success_envelope
 from grove_contracts.proposals import ProposalActionRequest, ProposalOutcome
 from grove_memory import ask, conversations, proposals, turns
 
@@ -29,45 +29,44 @@ from grove_memory import ask, conversations, proposals, turns
 PROPOSAL_ACTIONS = {"apply": proposals.apply, "undo": proposals.undo}
 
 
-class Conversations(Answering):
+class Conversations(Resource):
     """``POST /v1/conversations`` (201, or 200 for a retry) and ``GET`` (30 a page)."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateConversationRequest, self.max_body)
         created, fresh = conversations.create_conversation(self.store, req.context.principal, body)
-        resp.status = 201 if fresh else 200
-        resp.media = success_envelope(created.model_dump(mode="json"))
+        ok(resp, created, 201 if fresh else 200)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ConversationListQuery)
         page = conversations.list_conversations(self.store, req.context.principal, query.after)
-        resp.media = success_envelope(page.model_dump(mode="json"))
+        ok(resp, page)
 
 
-class Search(Answering):
+class Search(Resource):
     """``POST /v1/conversations/search``: titles and questions, the query in the body."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, ConversationSearchRequest, self.max_body)
         page = conversations.search_conversations(self.store, req.context.principal, body)
-        resp.media = success_envelope(page.model_dump(mode="json"))
+        ok(resp, page)
 
 
-class ConversationResource(Answering):
+class ConversationResource(Resource):
     """``GET /v1/conversations/{id}`` (with its turns) and ``DELETE`` (hidden, retained)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
         found = conversations.get_conversation(self.store, req.context.principal, conversation_id)
-        resp.media = success_envelope(found.model_dump(mode="json"))
+        ok(resp, found)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, conversation_id: UUID) -> None:
         deleted = conversations.delete_conversation(
             self.store, req.context.principal, conversation_id
         )
-        resp.media = success_envelope(deleted.model_dump(mode="json"))
+        ok(resp, deleted)
 
 
-class Turns(Answering):
+class Turns(Resource):
     """``POST /v1/conversations/{id}/turns``: 201 when answered now, 200 for a replay.
 
     Turns count against the account's ask limits (``grove_api.ask.AskLimiter``).
@@ -86,13 +85,12 @@ class Turns(Answering):
                 req.context.principal,
                 conversation_id,
                 body,
-                self.timeout,
+                self.answer_timeout,
             )
-        resp.status = 201 if fresh else 200
-        resp.media = success_envelope(reply.model_dump(mode="json"))
+        ok(resp, reply, 201 if fresh else 200)
 
 
-class ProposalAction(Answering):
+class ProposalAction(Resource):
     """``POST /v1/conversations/{id}/proposals/{proposalId}/{apply|undo}`` (owner session,
     body ``{}``): the change as previewed, or put back; 409 ``proposal_stale`` when
     anything it touches changed since."""
@@ -110,7 +108,7 @@ class ProposalAction(Answering):
             raise falcon.HTTPNotFound()
         read_json(req, ProposalActionRequest, self.max_body)
         done = act(self.store, req.context.principal, conversation_id, proposal_id)
-        resp.media = success_envelope(done.model_dump(mode="json"))
+        ok(resp, done)
 
 
 PROPOSAL_FLOW = (

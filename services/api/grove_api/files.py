@@ -24,9 +24,8 @@ from grove_api.body import (
     socket_timeout,
 )
 from grove_api.errors import ApiError
-from grove_api.resources import Resource, _ok
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
-from grove_api.wiring import Wiring
 from grove_contracts.files import (
     ACCEPTED_MEDIA_TYPES,
     DeletedFile,
@@ -41,7 +40,7 @@ from grove_contracts.files import (
     served_media_type,
 )
 from grove_memory import files
-from grove_memory.blobs import CHUNK_BYTES, PostgresBlobs
+from grove_memory.blobs import CHUNK_BYTES
 from grove_memory.store import require
 
 #: How long an upload waits for each piece of its body, and a download for its client to
@@ -54,42 +53,34 @@ MAX_DRAIN_BYTES = 16 * 1024 * 1024
 ATTR_CHARS = "!#$&+-.^_`|~"
 
 
-class FileResource(Resource):
-    """Base of the files routes: the blob store and the upload limit."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        super().__init__(wiring)
-        self.blobs = PostgresBlobs()
-        self.max_file = wiring.settings.max_file_bytes
-
-    def body(self, req: falcon.Request) -> files.Body:
-        """The uploaded file: 403 for a caller that may not write (before any of the body
-        is read), 415 unless an accepted type, 413 past the limit."""
-        require(req.context.principal, "write")
-        if media_type_of(req.content_type) is None:
-            raise ApiError(
-                "unsupported_media_type",
-                "send the file as one of " + ", ".join(ACCEPTED_MEDIA_TYPES),
-            )
-        stream = incoming(req, FILE_IO_TIMEOUT_SECONDS)
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := stream.read(CHUNK_BYTES):
-            size += len(chunk)
-            if size > self.max_file:
-                discard(stream, MAX_DRAIN_BYTES)
-                raise ApiError("payload_too_large", f"the file exceeds {self.max_file} bytes")
-            chunks.append(chunk)
-        return files.Body.of(chunks, req.content_type or "")
+def uploaded(req: falcon.Request, max_file: int) -> files.Body:
+    """The uploaded file: 403 for a caller that may not write (before any of the body is
+    read), 415 unless an accepted type, 413 past ``max_file`` bytes."""
+    require(req.context.principal, "write")
+    if media_type_of(req.content_type) is None:
+        raise ApiError(
+            "unsupported_media_type",
+            "send the file as one of " + ", ".join(ACCEPTED_MEDIA_TYPES),
+        )
+    stream = incoming(req, FILE_IO_TIMEOUT_SECONDS)
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := stream.read(CHUNK_BYTES):
+        size += len(chunk)
+        if size > max_file:
+            discard(stream, MAX_DRAIN_BYTES)
+            raise ApiError("payload_too_large", f"the file exceeds {max_file} bytes")
+        chunks.append(chunk)
+    return files.Body.of(chunks, req.content_type or "")
 
 
-class Files(FileResource):
+class Files(Resource):
     """``POST /v1/files`` (upload a new file) and ``GET /v1/files`` (list, newest first)."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, FileUploadQuery)
         op = operation_id(req, query.operationId)
-        body = self.body(req)
+        body = uploaded(req, self.settings.max_file_bytes)
         result = files.upload(
             self.store,
             self.blobs,
@@ -99,24 +90,24 @@ class Files(FileResource):
             notebook_id=query.notebook_id,
             operation_id=op,
         )
-        _ok(resp, result.file, 201 if result.created else 200)
+        ok(resp, result.file, 201 if result.created else 200)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, FileListQuery)
-        _ok(resp, files.list_files(self.store, req.context.principal, query))
+        ok(resp, files.list_files(self.store, req.context.principal, query))
 
 
-class File(FileResource):
+class File(Resource):
     """``GET``, ``POST`` (a new version), ``PATCH`` (rename, move, archive) and
     ``DELETE /v1/files/{id}``."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
-        _ok(resp, files.get_file(self.store, req.context.principal, file_id))
+        ok(resp, files.get_file(self.store, req.context.principal, file_id))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
         query = read_query(req, FileVersionQuery)
         op = operation_id(req, query.operationId)
-        body = self.body(req)
+        body = uploaded(req, self.settings.max_file_bytes)
         stored = files.upload_version(
             self.store,
             self.blobs,
@@ -126,18 +117,18 @@ class File(FileResource):
             name=query.name,
             operation_id=op,
         )
-        _ok(resp, stored)
+        ok(resp, stored)
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
         body = read_json(req, FileUpdate, self.max_body)
         body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
-        _ok(resp, files.update_file(self.store, req.context.principal, file_id, body))
+        ok(resp, files.update_file(self.store, req.context.principal, file_id, body))
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, file_id: UUID) -> None:
-        _ok(resp, files.delete_file(self.store, req.context.principal, file_id))
+        ok(resp, files.delete_file(self.store, req.context.principal, file_id))
 
 
-class FileOriginal(FileResource):
+class FileOriginal(Resource):
     """``GET /v1/files/{id}/original``: the current version's bytes, as an attachment of
     a known type (HTML, or anything else, as ``application/octet-stream``)."""
 
@@ -165,7 +156,7 @@ class StorageView(Resource):
     """``GET /v1/storage``: the owner's storage counters per kind."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        _ok(resp, files.storage(self.store, req.context.principal))
+        ok(resp, files.storage(self.store, req.context.principal))
 
 
 FILE_BODY = (

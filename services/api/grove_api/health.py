@@ -5,9 +5,9 @@ from __future__ import annotations
 import falcon
 from psycopg_pool import ConnectionPool
 
+from grove_api.resources import ok
 from grove_api.routing import Operation, Route
 from grove_contracts.discovery import Health, Readiness
-from grove_contracts.errors import success_envelope
 from grove_db.pool import transaction
 
 
@@ -15,7 +15,7 @@ class HealthResource:
     """``GET /healthz``: the process answers."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = success_envelope({"status": "ok"})
+        ok(resp, {"status": "ok"})
 
 
 class Ready:
@@ -27,7 +27,7 @@ class Ready:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         with transaction(self._pool) as conn:
             conn.execute("SELECT 1")
-        resp.media = success_envelope({"status": "ready", "database": "ok"})
+        ok(resp, {"status": "ready", "database": "ok"})
 
 
 ROUTES: tuple[Route, ...] = (

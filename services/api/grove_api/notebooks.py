@@ -9,7 +9,7 @@ from uuid import UUID
 import falcon
 
 from grove_api.body import operation_id, read_json, read_query
-from grove_api.resources import Resource, _ok
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
 from grove_contracts.enrichment import NotebookBrief, SuggestionPage, SuggestionQuery
 from grove_contracts.notebooks import (
@@ -33,25 +33,25 @@ class Notebooks(Resource):
         body = read_json(req, CreateNotebookRequest, self.max_body)
         body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
         notebook, created = notebooks.create_notebook(self.store, req.context.principal, body)
-        _ok(resp, notebook, 201 if created else 200)
+        ok(resp, notebook, 201 if created else 200)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, NotebookListQuery)
-        _ok(resp, notebooks.list_notebooks(self.store, req.context.principal, query))
+        ok(resp, notebooks.list_notebooks(self.store, req.context.principal, query))
 
 
 class SubtreePreviewResource(Resource):
     """``GET /v1/notebooks/{id}/subtree``: counts and fingerprint (owner session)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, notebook_id: UUID) -> None:
-        _ok(resp, subtrees.preview(self.store, req.context.principal, notebook_id))
+        ok(resp, subtrees.preview(self.store, req.context.principal, notebook_id))
 
 
 class Brief(Resource):
     """``GET /v1/notebooks/{id}/brief``: the notebook's cited brief (enrichment)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, notebook_id: UUID) -> None:
-        _ok(resp, enrichment.read_brief(self.store, req.context.principal, notebook_id))
+        ok(resp, enrichment.read_brief(self.store, req.context.principal, notebook_id))
 
 
 class Suggestions(Resource):
@@ -59,7 +59,7 @@ class Suggestions(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, SuggestionQuery)
-        _ok(resp, enrichment.list_suggestions(self.store, req.context.principal, query))
+        ok(resp, enrichment.list_suggestions(self.store, req.context.principal, query))
 
 
 class SubtreeAction(Resource):
@@ -78,14 +78,14 @@ class SubtreeAction(Resource):
             cast(subtrees.Action, action),
             body.fingerprint,
         )
-        _ok(resp, done)
+        ok(resp, done)
 
 
 class ArchivedNotebooks(Resource):
     """``GET /v1/notebooks/archived`` (owner session)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        _ok(resp, subtrees.list_archived(self.store, req.context.principal))
+        ok(resp, subtrees.list_archived(self.store, req.context.principal))
 
 
 ROUTES: tuple[Route, ...] = (

@@ -9,7 +9,7 @@ import falcon
 
 from grove_api.body import operation_id, read_json, read_query
 from grove_api.errors import ApiError
-from grove_api.resources import Resource, _ok
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
 from grove_api.wiring import Wiring
 from grove_contracts.notes import (
@@ -46,11 +46,11 @@ class Memories(Resource):
         body = read_json(req, RememberRequest, self.max_body)
         body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
         result = notes.remember(self.store, req.context.principal, body)
-        _ok(resp, result.memory, 201 if result.created else 200)
+        ok(resp, result.memory, 201 if result.created else 200)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ListQuery)
-        _ok(resp, listing.list_memories(self.store, req.context.principal, query))
+        ok(resp, listing.list_memories(self.store, req.context.principal, query))
 
 
 class MemoriesBatch(Resource):
@@ -72,20 +72,20 @@ class MemoriesBatch(Resource):
                 "validation_error",
                 "a batch takes no Idempotency-Key; give each item its own operationId",
             )
-        _ok(resp, batch.remember_batch(self.store, req.context.principal, body))
+        ok(resp, batch.remember_batch(self.store, req.context.principal, body))
 
 
 class MemoryResource(Resource):
     """``GET`` and ``PATCH /v1/memories/{id}``."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
-        _ok(resp, notes.get_memory(self.store, req.context.principal, memory_id))
+        ok(resp, notes.get_memory(self.store, req.context.principal, memory_id))
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, memory_id: UUID) -> None:
         body = read_json(req, UpdateRequest, self.max_body)
         body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
         result = notes.update_memory(self.store, req.context.principal, memory_id, body)
-        _ok(resp, result.memory)
+        ok(resp, result.memory)
 
 
 class Revisions(Resource):
@@ -96,7 +96,7 @@ class Revisions(Resource):
         page = notes.list_revisions(
             self.store, req.context.principal, memory_id, query.afterVersion, query.limit
         )
-        _ok(resp, page)
+        ok(resp, page)
 
 
 class Activity(Resource):
@@ -104,7 +104,7 @@ class Activity(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ActivityQuery)
-        _ok(resp, activity.recent_revisions(self.store, req.context.principal, query))
+        ok(resp, activity.recent_revisions(self.store, req.context.principal, query))
 
 
 class Duplicates(Resource):
@@ -112,7 +112,7 @@ class Duplicates(Resource):
     with the merge the proposer offers (an owner applies it through an Ask turn)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        _ok(resp, cleanup.list_duplicates(self.store, req.context.principal))
+        ok(resp, cleanup.list_duplicates(self.store, req.context.principal))
 
 
 class Search(Resource):
@@ -120,7 +120,7 @@ class Search(Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, SearchRequest, self.max_body)
-        _ok(resp, recall.search(self.store, req.context.principal, body))
+        ok(resp, recall.search(self.store, req.context.principal, body))
 
 
 class Recall(Resource):
@@ -128,7 +128,7 @@ class Recall(Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, RecallRequest, self.max_body)
-        _ok(resp, recall.recall(self.store, req.context.principal, body))
+        ok(resp, recall.recall(self.store, req.context.principal, body))
 
 
 class Forget(Resource):
@@ -137,7 +137,7 @@ class Forget(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, ForgetRequest, self.max_body)
         body = body.model_copy(update={"operationId": operation_id(req, body.operationId)})
-        _ok(resp, notes.forget(self.store, req.context.principal, body))
+        ok(resp, notes.forget(self.store, req.context.principal, body))
 
 
 class Restore(Resource):
@@ -150,7 +150,7 @@ class Restore(Resource):
             **body.model_dump(exclude={"operationId"}),
             operationId=operation_id(req, body.operationId),
         )
-        _ok(resp, lifecycle.restore(self.store, req.context.principal, request))
+        ok(resp, lifecycle.restore(self.store, req.context.principal, request))
 
 
 BATCH = (

@@ -7,8 +7,8 @@ from uuid import UUID
 import falcon
 
 from grove_api.body import read_json
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
-from grove_api.wiring import Wiring
 from grove_auth import accounts, connections
 from grove_contracts.connections import (
     ApiKeyList,
@@ -22,101 +22,97 @@ from grove_contracts.connections import (
     DeletedAccount,
     UpdateConnectionRequest,
 )
-from grove_contracts.errors import success_envelope
 
 
-class OwnerResource:
-    """Base for the owner's routes: the store, the body limit and the most live
-    connections an account may hold."""
-
-    def __init__(self, wiring: Wiring) -> None:
-        self.store = wiring.store
-        self.max_body = wiring.max_body
-        self.max_connections = wiring.settings.max_connections_per_account
-
-
-class Connections(OwnerResource):
+class Connections(Resource):
     """``GET /v1/connections``."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        items = connections.list_connections(self.store, req.context.principal)
-        resp.media = success_envelope(ConnectionList(items=items).model_dump(mode="json"))
+        items = connections.list_connections(self.store.pool, req.context.principal)
+        ok(resp, {"items": items})
 
 
-class ConnectionResource(OwnerResource):
+class ConnectionResource(Resource):
     """``PATCH`` (grants, compare-and-set on ``expectedState``) and ``DELETE`` (revoke)."""
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
         body = read_json(req, UpdateConnectionRequest, self.max_body)
         updated = connections.update_connection(
-            self.store, req.context.principal, connection_id, body
+            self.store.pool, req.context.principal, connection_id, body
         )
-        resp.media = success_envelope(updated.model_dump(mode="json"))
+        ok(resp, updated)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
-        revoked = connections.revoke_connection(self.store, req.context.principal, connection_id)
-        resp.media = success_envelope(revoked.model_dump(mode="json"))
+        revoked = connections.revoke_connection(
+            self.store.pool, req.context.principal, connection_id
+        )
+        ok(resp, revoked)
 
 
-class Keys(OwnerResource):
+class Keys(Resource):
     """``POST /v1/keys`` (the secret is in this answer only) and ``GET /v1/keys``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateKeyRequest, self.max_body)
         created = connections.create_key(
-            self.store, req.context.principal, body, self.max_connections
+            self.store.pool,
+            self.store.key_secret,
+            req.context.principal,
+            body,
+            self.settings.max_connections_per_account,
         )
-        resp.status = 201
-        resp.media = success_envelope(created.model_dump(mode="json"))
+        ok(resp, created, 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        items = connections.list_keys(self.store, req.context.principal)
-        resp.media = success_envelope(ApiKeyList(items=items).model_dump(mode="json"))
+        items = connections.list_keys(self.store.pool, req.context.principal)
+        ok(resp, {"items": items})
 
 
-class Key(OwnerResource):
+class Key(Resource):
     """``DELETE /v1/keys/{id}``: revoke for good."""
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, key_id: UUID) -> None:
-        revoked = connections.revoke_key(self.store, req.context.principal, key_id)
-        resp.media = success_envelope(revoked.model_dump(mode="json"))
+        revoked = connections.revoke_key(self.store.pool, req.context.principal, key_id)
+        ok(resp, revoked)
 
 
-class ConnectionRequestResource(OwnerResource):
+class ConnectionRequestResource(Resource):
     """``GET /v1/connections/requests/{id}``: what the approval page shows."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
-        found = connections.read_request(self.store, req.context.principal, request_id)
-        resp.media = success_envelope(found.model_dump(mode="json"))
+        found = connections.read_request(self.store.pool, req.context.principal, request_id)
+        ok(resp, found)
 
 
-class ApproveRequest(OwnerResource):
+class ApproveRequest(Resource):
     """``POST /v1/connections/requests/{id}/approve`` with ``{grants}``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
         body = read_json(req, Approval, self.max_body)
         approved = connections.approve_request(
-            self.store, req.context.principal, request_id, body.grants, self.max_connections
+            self.store.pool,
+            req.context.principal,
+            request_id,
+            body.grants,
+            self.settings.max_connections_per_account,
         )
-        resp.media = success_envelope(approved.model_dump(mode="json"))
+        ok(resp, approved)
 
 
-class DenyRequest(OwnerResource):
+class DenyRequest(Resource):
     """``POST /v1/connections/requests/{id}/deny``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
-        denied = connections.deny_request(self.store, req.context.principal, request_id)
-        resp.media = success_envelope(denied.model_dump(mode="json"))
+        denied = connections.deny_request(self.store.pool, req.context.principal, request_id)
+        ok(resp, denied)
 
 
-class Account(OwnerResource):
+class Account(Resource):
     """``DELETE /v1/account`` with ``{confirmation}`` (owner session)."""
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, DeleteAccountRequest, self.max_body)
-        resp.media = success_envelope(
-            accounts.delete_account(self.pool, req.context.principal, body.confirmation)
-        )
+        ok(resp, accounts.delete_account(self.store.pool, req.context.principal, body.confirmation))
 
 
 ROUTES: tuple[Route, ...] = (

@@ -12,13 +12,12 @@ import falcon
 
 from grove_api.body import read_lines, read_query, socket_timeout
 from grove_api.middleware import AccountSlots
-from grove_api.resources import Resource, _ok
+from grove_api.resources import Resource, ok
 from grove_api.routing import TEXT, Operation, Route
 from grove_api.wiring import Wiring
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, ImportQuery, ImportStatus
 from grove_contracts.notes import Strict
 from grove_memory import export, imports
-from grove_memory.blobs import PostgresBlobs
 from grove_telemetry import metrics
 
 log = logging.getLogger("grove.api")
@@ -45,7 +44,6 @@ class Export(Resource):
         self.running = threading.BoundedSemaphore(self.at_once)
         self.send_timeout = settings.export_send_timeout_seconds
         self.max_seconds = settings.export_max_seconds
-        self.blobs = PostgresBlobs()
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         read_query(req, Strict)
@@ -98,17 +96,15 @@ class Import(Resource):
     ``IMPORT_RECEIVE_TIMEOUT_SECONDS``, and no pool connection is held meanwhile. A file
     in it may be at most ``GROVE_MAX_FILE_BYTES`` (it is held until its last chunk)."""
 
-    def __init__(self, wiring: Wiring) -> None:
-        super().__init__(wiring)
-        self.max_file = wiring.settings.max_file_bytes
-
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ImportQuery)
         media = "application/x-ndjson"
         lines = read_lines(req, MAX_IMPORT_LINE_BYTES, media, IMPORT_RECEIVE_TIMEOUT_SECONDS)
         principal = req.context.principal
-        status = imports.run_import(self.store, principal, query.id, lines, self.max_file)
-        _ok(resp, status)
+        status = imports.run_import(
+            self.store, principal, query.id, lines, self.settings.max_file_bytes
+        )
+        ok(resp, status)
 
 
 #: How long an import waits for each piece of its body.
@@ -119,7 +115,7 @@ class ImportStatusResource(Resource):
     """``GET /v1/import/{id}``: an import's state and counts, also while it runs."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, import_id: UUID) -> None:
-        _ok(resp, imports.get_import(self.store, req.context.principal, import_id))
+        ok(resp, imports.get_import(self.store, req.context.principal, import_id))
 
 
 class ExportTooLong(Exception):

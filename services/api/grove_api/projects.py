@@ -9,7 +9,7 @@ from uuid import UUID
 import falcon
 
 from grove_api.body import read_json, read_query
-from grove_api.resources import Resource, _ok
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
 from grove_api.wiring import Wiring
 from grove_contracts.project_memory import (
@@ -50,21 +50,21 @@ class Orgs(Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateOrgRequest, self.max_body)
-        _ok(resp, orgs.create_org(self.store, req.context.principal, body), 201)
+        ok(resp, orgs.create_org(self.store, req.context.principal, body), 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        _ok(resp, orgs.list_orgs(self.store, req.context.principal))
+        ok(resp, orgs.list_orgs(self.store, req.context.principal))
 
 
 class OrgResource(Resource):
     """``GET`` and ``PATCH /v1/orgs/{orgId}`` (entitlements)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
-        _ok(resp, orgs.get_org(self.store, req.context.principal, org_id))
+        ok(resp, orgs.get_org(self.store, req.context.principal, org_id))
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
         body = read_json(req, UpdateOrgRequest, self.max_body)
-        _ok(resp, orgs.update_org(self.store, req.context.principal, org_id, body))
+        ok(resp, orgs.update_org(self.store, req.context.principal, org_id, body))
 
 
 class Projects(Resource):
@@ -72,10 +72,10 @@ class Projects(Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
         body = read_json(req, CreateProjectRequest, self.max_body)
-        _ok(resp, orgs.create_project(self.store, req.context.principal, org_id, body), 201)
+        ok(resp, orgs.create_project(self.store, req.context.principal, org_id, body), 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org_id: UUID) -> None:
-        _ok(resp, orgs.list_projects(self.store, req.context.principal, org_id))
+        ok(resp, orgs.list_projects(self.store, req.context.principal, org_id))
 
 
 class Members(Resource):
@@ -84,7 +84,7 @@ class Members(Resource):
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
-        _ok(resp, orgs.list_members(self.store, req.context.principal, org_id, project_id))
+        ok(resp, orgs.list_members(self.store, req.context.principal, org_id, project_id))
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
@@ -93,7 +93,7 @@ class Members(Resource):
         member, created = orgs.put_member(
             self.store, req.context.principal, org_id, project_id, body
         )
-        _ok(resp, member, 201 if created else 200)
+        ok(resp, member, 201 if created else 200)
 
 
 class MemberResource(Resource):
@@ -110,7 +110,7 @@ class MemberResource(Resource):
         role = read_json(req, UpdateMemberRequest, self.max_body).role
         body = AddMemberRequest(accountId=account_id, role=role)
         member, _ = orgs.put_member(self.store, req.context.principal, org_id, project_id, body)
-        _ok(resp, member)
+        ok(resp, member)
 
     def on_delete(
         self,
@@ -121,7 +121,7 @@ class MemberResource(Resource):
         account_id: UUID,
     ) -> None:
         principal = req.context.principal
-        _ok(resp, orgs.remove_member(self.store, principal, org_id, project_id, account_id))
+        ok(resp, orgs.remove_member(self.store, principal, org_id, project_id, account_id))
 
 
 class ProjectKeys(Resource):
@@ -133,12 +133,12 @@ class ProjectKeys(Resource):
         body = read_json(req, CreateProjectKeyRequest, self.max_body)
         principal = req.context.principal
         created = orgs.create_key(self.store, principal, org_id, project_id, body)
-        _ok(resp, created, 201)
+        ok(resp, created, 201)
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
-        _ok(resp, orgs.list_keys(self.store, req.context.principal, org_id, project_id))
+        ok(resp, orgs.list_keys(self.store, req.context.principal, org_id, project_id))
 
 
 class ProjectKey(Resource):
@@ -153,16 +153,17 @@ class ProjectKey(Resource):
         key_id: UUID,
     ) -> None:
         principal = req.context.principal
-        _ok(resp, orgs.revoke_key(self.store, principal, org_id, project_id, key_id))
+        ok(resp, orgs.revoke_key(self.store, principal, org_id, project_id, key_id))
 
 
-class PoolResource:
-    """Base of the ``.../memory`` routes, the ones project keys may call."""
+class PoolResource(Resource):
+    """Base of the ``.../memory`` routes: project keys may call them too (``BearerAuth``
+    refuses a project key anywhere else), and their bodies may be larger."""
 
     accepts_project_keys = True
 
     def __init__(self, wiring: Wiring) -> None:
-        self.store = wiring.store
+        super().__init__(wiring)
         self.max_body = max(wiring.max_body, POOL_MAX_REQUEST_BYTES)
 
 
@@ -173,7 +174,7 @@ class MemoryStatus(PoolResource):
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
         scope = ProjectScope(org_id, project_id)
-        _ok(resp, pm.reader(self.store, req.context.principal, scope))
+        ok(resp, pm.reader(self.store, req.context.principal, scope))
 
 
 class MemoryRecords(PoolResource):
@@ -184,7 +185,7 @@ class MemoryRecords(PoolResource):
     ) -> None:
         query = read_query(req, ListRecordsQuery)
         scope = ProjectScope(org_id, project_id)
-        _ok(resp, pm.list(self.store, req.context.principal, scope, query))
+        ok(resp, pm.list(self.store, req.context.principal, scope, query))
 
 
 class MemoryEntry(PoolResource):
@@ -194,21 +195,21 @@ class MemoryEntry(PoolResource):
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
         key = read_query(req, KeyQuery).key
-        _ok(resp, pm.get(self.store, req.context.principal, ProjectScope(org_id, project_id), key))
+        ok(resp, pm.get(self.store, req.context.principal, ProjectScope(org_id, project_id), key))
 
     def on_put(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
         body = read_json(req, WriteRecordRequest, self.max_body)
         scope = ProjectScope(org_id, project_id)
-        _ok(resp, pm.upsert(self.store, req.context.principal, scope, body))
+        ok(resp, pm.upsert(self.store, req.context.principal, scope, body))
 
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, org_id: UUID, project_id: UUID
     ) -> None:
         key = read_query(req, KeyQuery).key
         scope = ProjectScope(org_id, project_id)
-        _ok(resp, pm.delete(self.store, req.context.principal, scope, key))
+        ok(resp, pm.delete(self.store, req.context.principal, scope, key))
 
 
 class MemoryRetrieve(PoolResource):
@@ -219,7 +220,7 @@ class MemoryRetrieve(PoolResource):
     ) -> None:
         body = read_json(req, RetrieveRequest, self.max_body)
         scope = ProjectScope(org_id, project_id)
-        _ok(resp, pm.retrieve(self.store, req.context.principal, scope, body))
+        ok(resp, pm.retrieve(self.store, req.context.principal, scope, body))
 
 
 POOL = (

@@ -7,9 +7,8 @@ from uuid import UUID
 import falcon
 
 from grove_api.body import read_json, read_query
-from grove_api.resources import Resource
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
-from grove_contracts.errors import success_envelope
 from grove_contracts.shares import (
     CreatedShare,
     CreateShareRequest,
@@ -26,13 +25,12 @@ class Shares(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateShareRequest, self.max_body)
         created = shares.create_share(self.store, req.context.principal, body)
-        resp.status = 201
-        resp.media = success_envelope(created.model_dump(mode="json"))
+        ok(resp, created, 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         query = read_query(req, ShareListQuery)
         page = shares.list_shares(self.store, req.context.principal, query)
-        resp.media = success_envelope(page.model_dump(mode="json"))
+        ok(resp, page)
 
 
 class ShareResource(Resource):
@@ -40,7 +38,7 @@ class ShareResource(Resource):
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, share_id: UUID) -> None:
         revoked = shares.revoke_share(self.store, req.context.principal, share_id)
-        resp.media = success_envelope(revoked.model_dump(mode="json"))
+        ok(resp, revoked)
 
 
 ROUTES: tuple[Route, ...] = (

@@ -6,7 +6,7 @@ import falcon
 from pydantic import BaseModel, ConfigDict
 
 from grove_api.body import read_json
-from grove_api.resources import Resource, _ok
+from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
 from grove_contracts.tools import INSTRUCTIONS, OWNER_TOOLS, TOOLS, ToolList
 from grove_memory import tools
@@ -23,7 +23,7 @@ class Tools(Resource):
     MCP servers send (the stdio bridge takes both from here)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        _ok(resp, {"tools": [tool.describe() for tool in TOOLS], "instructions": INSTRUCTIONS})
+        ok(resp, {"tools": [tool.describe() for tool in TOOLS], "instructions": INSTRUCTIONS})
 
 
 class ToolCall(Resource):
@@ -31,7 +31,7 @@ class ToolCall(Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, tool: str) -> None:
         arguments = read_json(req, Arguments, self.max_body)
-        _ok(resp, tools.call(self.store, req.context.principal, tool, arguments.model_dump()))
+        ok(resp, tools.call(self.store, req.context.principal, tool, arguments.model_dump()))
 
 
 #: The agent tools, then the owner session's operations run the same way.

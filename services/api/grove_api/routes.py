@@ -25,17 +25,18 @@ from grove_api.routing import Operation, Route
 #: The document's own schema: any JSON object.
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
-#: Every REST route of the api, in the order ``create_app`` registers them.
+#: Every REST route of the api, in the order ``create_app`` registers them. Only the
+#: document's own route is declared here, as it serves this table.
 #:
-#: To add a route: add one ``Route`` to the ``ROUTES`` of its area module (beside its
-#: resource), naming its resource, with one ``Operation`` per
-#: responder method (``on_get`` -> ``"GET"``, ...), each with the route's URI template,
-#: the contract models of its query string (``query``), body (``body``) and
-#: ``data`` (``response``; add a model to ``grove_contracts`` if the route answers
-#: something no model describes yet, and keep it exactly what the route returns), its
-#: success status, the route-specific error statuses and who may call it (``auth``:
-#: ``none`` for public paths, which then need no credentials, ``owner`` when API keys get
-#: 403 owner_session_required); ``when`` if only some settings serve it.
+#: To add a route: add one ``Route`` to the ``ROUTES`` of its area module, below its
+#: resource, with one ``Operation`` per responder method (``on_get`` -> ``"GET"``, ...),
+#: each with the route's URI template, the contract models of its query string
+#: (``query``), body (``body``) and ``data`` (``response``; add a model to
+#: ``grove_contracts`` if the route answers something no model describes yet, and keep it
+#: exactly what the route returns), its success status, the route-specific error
+#: statuses and who may call it (``auth``: ``none`` for public paths, which then need no
+#: credentials, ``owner`` when API keys get 403 owner_session_required); ``when`` if only
+#: some settings serve it. A new area module joins the table here.
 #: ``tests/unit/test_openapi.py`` fails until each responder reads the documented body or
 #: query model, and ``tests/integration/test_openapi.py`` fuzzes every operation against
 #: the real server.

@@ -28,8 +28,10 @@ class Connections(Resource):
     """``GET /v1/connections``."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        items = connections.list_connections(self.store.pool, req.context.principal)
-        ok(resp, {"items": items})
+        ok(
+            resp,
+            ConnectionList(items=connections.list_connections(self.store, req.context.principal)),
+        )
 
 
 class ConnectionResource(Resource):
@@ -38,14 +40,12 @@ class ConnectionResource(Resource):
     def on_patch(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
         body = read_json(req, UpdateConnectionRequest, self.max_body)
         updated = connections.update_connection(
-            self.store.pool, req.context.principal, connection_id, body
+            self.store, req.context.principal, connection_id, body
         )
         ok(resp, updated)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, connection_id: UUID) -> None:
-        revoked = connections.revoke_connection(
-            self.store.pool, req.context.principal, connection_id
-        )
+        revoked = connections.revoke_connection(self.store, req.context.principal, connection_id)
         ok(resp, revoked)
 
 
@@ -55,24 +55,19 @@ class Keys(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, CreateKeyRequest, self.max_body)
         created = connections.create_key(
-            self.store.pool,
-            self.store.key_secret,
-            req.context.principal,
-            body,
-            self.settings.max_connections_per_account,
+            self.store, req.context.principal, body, self.settings.max_connections_per_account
         )
         ok(resp, created, 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        items = connections.list_keys(self.store.pool, req.context.principal)
-        ok(resp, {"items": items})
+        ok(resp, ApiKeyList(items=connections.list_keys(self.store, req.context.principal)))
 
 
 class Key(Resource):
     """``DELETE /v1/keys/{id}``: revoke for good."""
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, key_id: UUID) -> None:
-        revoked = connections.revoke_key(self.store.pool, req.context.principal, key_id)
+        revoked = connections.revoke_key(self.store, req.context.principal, key_id)
         ok(resp, revoked)
 
 
@@ -80,7 +75,7 @@ class ConnectionRequestResource(Resource):
     """``GET /v1/connections/requests/{id}``: what the approval page shows."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
-        found = connections.read_request(self.store.pool, req.context.principal, request_id)
+        found = connections.read_request(self.store, req.context.principal, request_id)
         ok(resp, found)
 
 
@@ -90,7 +85,7 @@ class ApproveRequest(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
         body = read_json(req, Approval, self.max_body)
         approved = connections.approve_request(
-            self.store.pool,
+            self.store,
             req.context.principal,
             request_id,
             body.grants,
@@ -103,7 +98,7 @@ class DenyRequest(Resource):
     """``POST /v1/connections/requests/{id}/deny``."""
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, request_id: UUID) -> None:
-        denied = connections.deny_request(self.store.pool, req.context.principal, request_id)
+        denied = connections.deny_request(self.store, req.context.principal, request_id)
         ok(resp, denied)
 
 
@@ -112,7 +107,7 @@ class Account(Resource):
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json(req, DeleteAccountRequest, self.max_body)
-        ok(resp, accounts.delete_account(self.store.pool, req.context.principal, body.confirmation))
+        ok(resp, accounts.delete_account(self.store, req.context.principal, body.confirmation))
 
 
 ROUTES: tuple[Route, ...] = (

@@ -80,3 +80,35 @@ def test_a_lone_text_through_the_traced_graph_is_the_pipelines_own_vector(
         pipeline = model._model.encode([text], normalize_embeddings=True)[0]
         assert float(alone @ pipeline) >= 0.99999, (precision, n)
         assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-5
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_length_shaped_batches_give_each_text_its_own_vector_in_order(
+    float32: MiniLM, precision: str
+) -> None:
+    """A batch of texts from a word to past the model's window, long and short mixed:
+    every model batch pads to at most the token budget, and each text gets, in its place,
+    the vector it gets alone (float32's within cosine 0.9998 in bfloat16)."""
+    model = float32 if precision == "float32" else MiniLM("bfloat16")
+    words = " ".join(TEXTS).split()
+    texts = [
+        " ".join(words[(i * 7 + j) % len(words)] for j in range(n))
+        for i, n in enumerate((300, 3, 40, 1, 120, 9, 260, 17, 2, 60, 33, 200))
+    ]
+    padded: list[tuple[int, int]] = []
+    # The model batches, as they reach the embeddings (a text alone takes the traced graph).
+    hook = model._model[0].auto_model.embeddings.register_forward_pre_hook(
+        lambda module, args, kwargs: padded.append(tuple(kwargs["input_ids"].shape)),
+        with_kwargs=True,
+    )
+    try:
+        batched = np.array(model.embed(texts))
+    finally:
+        hook.remove()
+    assert padded and max(rows for rows, _ in padded) > 1
+    assert all(rows * tokens <= model.batch_tokens for rows, tokens in padded), padded
+    alone = np.array([float32.embed([text])[0] for text in texts])
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    cosines = (batched * alone).sum(axis=1)
+    assert cosines.min() >= (0.99999 if precision == "float32" else 0.9998), cosines
+    assert list((batched @ alone.T).argmax(axis=1)) == list(range(len(texts)))

@@ -7,6 +7,9 @@ cut into pieces), embedded by the real worker with MiniLM, searched hybrid, scor
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
 from typing import Any
 
 from bench import longmemeval
@@ -136,3 +139,21 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
     lines = longmemeval.table(report).splitlines()
     assert any(line.startswith("publ.   session  BM25") for line in lines)
     assert "notes/s from save to ready" in lines[-1]
+
+
+def test_the_ingest_benchmark_embeds_longmemevals_turns_as_they_are_saved(
+    tmp_path: Path,
+) -> None:
+    """bench.ingest's long texts: the notes bench.longmemeval saves (dated, role-named,
+    cut into pieces), each text once though haystacks share sessions, taken evenly."""
+    from bench import ingest
+
+    path = tmp_path / "questions.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as stream:
+        json.dump([*QUESTIONS, {**QUESTIONS[0], "question_id": "smoke-dog-again"}], stream)
+    texts = ingest.long_turns(100, path)
+    saved = [n.content for q in map(longmemeval.question_of, QUESTIONS[:2]) for n in q.notes]
+    assert texts == saved
+    assert texts[0].startswith("[2023/05/01 (Mon) 18:30] user: ")
+    assert all(len(text) <= MAX_CONTENT_CHARS for text in texts)
+    assert ingest.long_turns(3, path) == saved[:: len(saved) // 3][:3]

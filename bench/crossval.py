@@ -1,39 +1,57 @@
-"""Leave-one-conversation-out choice of the retrieval constants tuned on LoCoMo.
+"""Cross-validated choice of the retrieval constants, on LoCoMo and LongMemEval together.
 
-Hybrid search has five constants that were fitted on the five dev conversations: BM25's
-``k1``, fusion's lexical weight, the semantic distance threshold, the candidates taken
-from each signal and the weight of a candidate's neighbours (BM25's length normalization
-``b`` was a sixth until every fold chose 0 and the statement dropped it). Here each
-is chosen on four conversations and scored on the fifth, for each fifth in turn: the
-**cross-validated** figure says what the tuning is worth on a conversation it never saw;
-the **all-five** figure (chosen and scored on all five) is the one that flatters.
-
-Search runs in-process exactly as ``POST /v1/memories/search`` composes it
-(``recall.lexical_candidates``, ``recall.semantic_rows``, ``recall.neighbour_rows``,
-``recall.in_context``, ``recall.fuse``, the same
-statements as the runtime role under row-level security), so hundreds of settings are
-scored without HTTP: each question's candidates are read once per k1 with the
-largest candidate count (and the semantic ones' neighbours), then cut (both lists are
-ordered, so a prefix is what a smaller ``LIMIT`` returns; the threshold and the neighbours'
-weight apply to it through the service's own ``recall.in_context``). At the shipped
-constants the figures match ``bench.quality``'s over HTTP.
+Hybrid search has five tuned constants: BM25's ``k1``, fusion's lexical weight, the
+semantic distance threshold, the candidates taken from each signal and the weight of a
+candidate's neighbours (BM25's length normalization ``b`` was a sixth until every fold
+chose 0 and the statement dropped it). Each is chosen by cross-validation: LoCoMo's
+questions are held out a conversation at a time, LongMemEval's in ``FOLDS`` seeded folds
+of questions with every question type spread across them (``folds_of``), and fold j of
+the cross-validation holds out LoCoMo's j-th conversation and LongMemEval's j-th fold at
+once, so every choice is made without both (``joint_folds``). The **cross-validated**
+figures (each dataset's held-out folds pooled) say what the tuning is worth on what it
+never saw; the **all-data** figures (chosen and scored on everything) are the ones that
+flatter, and the table prints both so the gap shows.
 
 Choice: coordinate ascent from the shipped constants (each constant in turn takes the
 best of its grid values when that raises the objective; passes repeat until one changes
-nothing). Objective: the mean of R@5, R@10, R@25 and R@50 over the training questions.
+nothing). One objective (``objective``): the mean over the datasets of each one's mean
+figure on its training questions (LoCoMo: R@5, R@10, R@25, R@50; LongMemEval: session
+recall_all@5 and @10, ndcg_any@5, turn recall_all@10), so each dataset weighs the same
+however many questions it has. A change to the ranking is kept only if it raises the
+cross-validated figures of both datasets (bench/README.md, "Tried").
+
+Search runs in-process exactly as ``POST /v1/memories/search`` composes it
+(``recall.lexical_candidates``, ``recall.semantic_rows``, ``recall.neighbour_rows``,
+``recall.in_context``, ``recall.fuse``, the same statements as the runtime role under
+row-level security), so hundreds of settings are scored without HTTP: each question's
+candidates are read once per k1 with the largest candidate count (and the semantic
+ones' neighbours), then cut (both lists are ordered, so a prefix is what a smaller
+``LIMIT`` returns; the threshold and the neighbours' weight apply to it through the
+service's own ``recall.in_context``). At the shipped constants the figures must match
+those over HTTP (``strays``).
+
+``python -m bench.crossval --questions N --keep DIR`` saves LoCoMo's five conversations
+and the first N LongMemEval questions of the seeded shuffle, embeds them, scores them
+over HTTP and cross-validates, keeping the embedded store in DIR; ``--reuse DIR`` scores
+that store again without saving anything (``bench.kept`` refuses a stale one).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import random
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.quality import KS, PAGE, dia_id, recall_at
+from bench import kept, longmemeval, quality, stack
+from bench.quality import KS, PAGE, dia_id, questions_of, recall_at, turns_of
 from grove_auth.principal import Principal
 from grove_db.pool import open_pool, transaction
 from grove_memory import recall
@@ -73,25 +91,32 @@ GRID: dict[str, tuple[Any, ...]] = {
 
 @dataclass
 class Question:
-    """One question's gold turns and its candidates as the service's statements return them."""
+    """One question's candidates as the service's statements return them, and how a
+    ranking of them is scored."""
 
-    conversation: str
-    gold: frozenset[str]
+    #: The fold it is held out in (LoCoMo: its conversation).
+    fold: str
+    #: The question's figures (its dataset's ``metrics``) for notes ranked by source ref.
+    score: Callable[[list[str]], Sequence[float]]
     #: The nearest notes (no threshold), nearest first, and their neighbours.
     semantic: list[dict[str, Any]]
     neighbours: list[dict[str, Any]]
     lexical: dict[float, list[dict[str, Any]]]
 
 
-def ranked_turns(question: Question, setting: Setting) -> list[str]:
-    """The dia_ids of the top 50 fused results under ``setting``."""
+#: What ``collect`` reads a question from: (fold, account ID, text, score).
+AskedQuestion = tuple[str, str, str, Callable[[list[str]], Sequence[float]]]
+
+
+def ranked_refs(question: Question, setting: Setting) -> list[str]:
+    """The source refs of the top 50 fused results under ``setting``."""
     lexical = question.lexical[setting.k1][: setting.candidates]
     nearest = question.semantic[: setting.candidates]
     taken = {row["id"] for row in nearest}
     neighbours = [row for row in question.neighbours if row["neighbour_of"] in taken]
     semantic = recall.in_context(nearest, neighbours, setting.context_weight, setting.max_distance)
     fused = recall.fuse(lexical, semantic, setting.lexical_weight)
-    return [dia_id(c.row["source_ref"]) for c in fused[:PAGE]]
+    return [str(c.row["source_ref"]) for c in fused[:PAGE]]
 
 
 def coordinate_ascent(
@@ -113,65 +138,113 @@ def coordinate_ascent(
     return best
 
 
+@dataclass(frozen=True)
+class Dataset:
+    """One benchmark's questions as the tuning sees them.
+
+    ``scores(setting)`` is the (questions x ``metrics``) matrix of each question's figures
+    under a setting, ``folds[i]`` the fold question i is held out in. A dataset's
+    objective is the mean of its matrix: every metric and question alike."""
+
+    name: str
+    metrics: tuple[str, ...]
+    folds: Sequence[str]
+    scores: Callable[[Setting], np.ndarray]
+    #: Figures print in percent to 0.1 (LoCoMo's recall) or as fractions to 0.001.
+    percent: bool = False
+
+
+def joint_folds(datasets: Sequence[Dataset]) -> list[dict[str, str]]:
+    """The folds of the cross-validation: fold j holds out each dataset's j-th fold
+    (fold labels in sorted order), so every choice is made without both held-out parts.
+    Every dataset must have the same number of folds."""
+    labels = {d.name: sorted(set(d.folds)) for d in datasets}
+    counts = {len(found) for found in labels.values()}
+    if len(counts) != 1:
+        raise ValueError(f"the datasets have different numbers of folds: {labels}")
+    return [{name: found[j] for name, found in labels.items()} for j in range(counts.pop())]
+
+
+def objective(
+    datasets: Sequence[Dataset], masks: dict[str, np.ndarray]
+) -> Callable[[Setting], float]:
+    """The one objective every constant is chosen by: the mean over the datasets of each
+    one's objective on the questions its mask selects.
+
+    Each dataset weighs the same however many questions it has (LoCoMo's 997 against
+    LongMemEval's 30-147), so a setting cannot buy a LoCoMo point with a LongMemEval loss
+    of many; and one objective rather than a rule that a move must win on both datasets,
+    because coordinate ascent under such a rule stalls wherever the two disagree by noise.
+    Whether a change holds is judged after, on each dataset's held-out folds."""
+    return lambda setting: float(
+        np.mean([d.scores(setting)[masks[d.name]].mean() for d in datasets])
+    )
+
+
 def cross_validate(
-    conversations: Sequence[str],
-    recalls: Callable[[Setting], np.ndarray],
-    grid: dict[str, tuple[Any, ...]] = GRID,
+    datasets: Sequence[Dataset], grid: dict[str, tuple[Any, ...]] = GRID
 ) -> dict[str, Any]:
-    """Leave one conversation out: choose on the others, score on it.
+    """Hold out each joint fold in turn: choose on the rest of every dataset, score each
+    dataset's held-out fold with that choice.
 
-    ``conversations[i]`` names question i's conversation; ``recalls(setting)`` gives the
-    (questions x len(KS)) recall matrix under a setting. The answer has each fold's choice
-    and held-out figures, the pooled held-out (cross-validated) figures, and the choice on
-    all conversations with its in-sample figures.
-    """
-    labels = np.array(conversations)
-
-    def objective(mask: np.ndarray) -> Callable[[Setting], float]:
-        return lambda setting: float(recalls(setting)[mask].mean())
-
-    held_out = np.zeros((len(labels), len(KS)))
+    Per dataset the answer has each fold's held-out figures (and the shipped constants'),
+    the pooled held-out (cross-validated) figures, and the figures of the choice made on
+    all the data, in sample; and the choices themselves."""
+    labels = {d.name: np.array(d.folds) for d in datasets}
+    held_out = {d.name: np.zeros((len(d.folds), len(d.metrics))) for d in datasets}
+    per_dataset: dict[str, dict[str, Any]] = {d.name: {"folds": []} for d in datasets}
     folds = []
-    for name in sorted(set(conversations)):
-        test = labels == name
-        chosen = coordinate_ascent(objective(~test), grid=grid)
-        held_out[test] = recalls(chosen)[test]
-        folds.append(
-            {
-                "heldOut": name,
-                "questions": int(test.sum()),
-                "chosen": dataclasses.asdict(chosen),
-                "heldOutRecall": figures(recalls(chosen)[test]),
-                "shippedRecall": figures(recalls(SHIPPED)[test]),
-            }
+    for fold in joint_folds(datasets):
+        tests = {name: labels[name] == label for name, label in fold.items()}
+        chosen = coordinate_ascent(
+            objective(datasets, {name: ~test for name, test in tests.items()}), grid=grid
         )
-    everything = np.ones(len(labels), dtype=bool)
-    chosen = coordinate_ascent(objective(everything), grid=grid)
-    # What each change from the shipped constants is worth: the choice with it undone.
-    undone = {
-        name: figures(recalls(dataclasses.replace(chosen, **{name: getattr(SHIPPED, name)})))
-        for name in grid
-        if getattr(chosen, name) != getattr(SHIPPED, name)
-    }
+        folds.append({"heldOut": fold, "chosen": dataclasses.asdict(chosen)})
+        for d in datasets:
+            test = tests[d.name]
+            held_out[d.name][test] = d.scores(chosen)[test]
+            per_dataset[d.name]["folds"].append(
+                {
+                    "heldOut": fold[d.name],
+                    "questions": int(test.sum()),
+                    "heldOutFigures": figures(d, d.scores(chosen)[test]),
+                    "shippedFigures": figures(d, d.scores(SHIPPED)[test]),
+                }
+            )
+    everything = {d.name: np.ones(len(d.folds), dtype=bool) for d in datasets}
+    chosen = coordinate_ascent(objective(datasets, everything), grid=grid)
+    changed = [name for name in grid if getattr(chosen, name) != getattr(SHIPPED, name)]
+    for d in datasets:
+        per_dataset[d.name] |= {
+            "crossValidated": figures(d, held_out[d.name]),
+            "allData": figures(d, d.scores(chosen)),
+            # What each change from the shipped constants is worth: the choice with it undone.
+            "eachChangeUndone": {
+                name: figures(
+                    d, d.scores(dataclasses.replace(chosen, **{name: getattr(SHIPPED, name)}))
+                )
+                for name in changed
+            },
+            "shipped": figures(d, d.scores(SHIPPED)),
+        }
     return {
         "folds": folds,
-        "crossValidated": figures(held_out),
-        "allFive": {
-            "chosen": dataclasses.asdict(chosen),
-            "recall": figures(recalls(chosen)),
-            "eachChangeUndone": undone,
-        },
-        "shipped": {"setting": dataclasses.asdict(SHIPPED), "recall": figures(recalls(SHIPPED))},
+        "allData": dataclasses.asdict(chosen),
+        "shipped": dataclasses.asdict(SHIPPED),
+        "datasets": per_dataset,
     }
 
 
-def figures(matrix: np.ndarray) -> dict[str, float]:
-    """Mean recall@k in percent, rounded to 0.1."""
-    return {f"recall@{k}": round(100 * float(matrix[:, i].mean()), 1) for i, k in enumerate(KS)}
+def figures(dataset: Dataset, matrix: np.ndarray) -> dict[str, float]:
+    """Each metric's mean over the matrix's questions, as the dataset prints it."""
+    means = matrix.mean(axis=0) if len(matrix) else np.zeros(len(dataset.metrics))
+    if dataset.percent:
+        return {m: round(100 * float(v), 1) for m, v in zip(dataset.metrics, means, strict=True)}
+    return {m: round(float(v), 3) for m, v in zip(dataset.metrics, means, strict=True)}
 
 
 class Evaluator:
-    """Every question's candidates, read once per k1; recall matrices per setting."""
+    """Every question's candidates, read once per k1; score matrices per setting."""
 
     def __init__(
         self,
@@ -184,14 +257,14 @@ class Evaluator:
         self._cache: dict[Setting, np.ndarray] = {}
         self.close = close
 
-    def recalls(self, setting: Setting) -> np.ndarray:
-        """(questions x len(KS)) recall under ``setting``."""
+    def scores(self, setting: Setting) -> np.ndarray:
+        """(questions x metrics): each question's figures under ``setting``."""
         if setting not in self._cache:
             for index, question in enumerate(self.questions):
                 if setting.k1 not in question.lexical:
                     question.lexical[setting.k1] = self._read_lexical(index, setting.k1)
             self._cache[setting] = np.array(
-                [list(recall_at(ranked_turns(q, setting), q.gold).values()) for q in self.questions]
+                [list(q.score(ranked_refs(q, setting))) for q in self.questions], dtype=float
             )
         return self._cache[setting]
 
@@ -200,11 +273,12 @@ def collect(
     runtime_url: str,
     profile: str,
     embed: Callable[[str], list[float]],
-    asked: Iterable[tuple[str, str, str, frozenset[str]]],
+    asked: Iterable[AskedQuestion],
 ) -> Evaluator:
     """Read each question's semantic candidates now and its lexical ones on demand.
 
-    ``asked`` gives (conversation, account id, question, gold turns); ``embed`` the query
+    ``asked`` gives (fold, account id, question, scoring of a ranking of source refs: a
+    ``Question``'s ``score``); ``embed`` the query
     vector (the service's own inference). Candidates are read through the service's
     functions, as the runtime role, one tenant transaction per read.
     """
@@ -213,7 +287,7 @@ def collect(
     largest = {"limit": max(int(n) for n in GRID["candidates"])}
     rows: list[tuple[Principal, str]] = []
     questions = []
-    for conversation, account_id, text, gold in asked:
+    for fold, account_id, text, score in asked:
         account = uuid.UUID(account_id)
         principal = Principal(account, uuid.uuid4(), personal=True, all_notebooks=True)
         words, _ = recall.search_words(text)
@@ -225,7 +299,7 @@ def collect(
                 conn, store, principal, vector.vector, "true", largest, semantic
             )
         rows.append((principal, words))
-        questions.append(Question(conversation, gold, slim(semantic), slim(neighbours), {}))
+        questions.append(Question(fold, score, slim(semantic), slim(neighbours), {}))
 
     def read_lexical(index: int, k1: float) -> list[dict[str, Any]]:
         principal, words = rows[index]
@@ -245,30 +319,336 @@ def slim(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{key: row[key] for key in KEPT if key in row} for row in rows]
 
 
-def table(report: dict[str, Any]) -> str:
-    """Per fold and overall, the figures as a fixed-width table."""
-    head = f"{'':<44}" + "".join(f"{'R@' + str(k):>8}" for k in KS)
-    lines = [head, "-" * len(head)]
+def table(report: dict[str, Any], datasets: Sequence[Dataset]) -> str:
+    """Per dataset, its folds held out, pooled and all-data figures as a fixed-width
+    table; then the choices."""
+    lines = []
+    for d in datasets:
+        found = report["datasets"][d.name]
+        cells = [f"{m:>{width(m)}}" for m in d.metrics]
+        head = f"{d.name:<44}" + "".join(cells)
+        lines += [head, "-" * len(head)]
 
-    def line(label: str, recall_figures: dict[str, float]) -> str:
-        return f"{label:<44}" + "".join(f"{recall_figures[f'recall@{k}']:>8.1f}" for k in KS)
+        def line(label: str, values: dict[str, float], d: Dataset = d) -> str:
+            number = "{:.1f}" if d.percent else "{:.3f}"
+            return f"{label:<44}" + "".join(
+                f"{number.format(values[m]):>{width(m)}}" for m in d.metrics
+            )
 
+        for fold in found["folds"]:
+            name, count = fold["heldOut"], fold["questions"]
+            lines.append(line(f"{name} held out ({count}), chosen without", fold["heldOutFigures"]))
+            lines.append(line(f"{name} at the shipped constants", fold["shippedFigures"]))
+        lines.append(
+            line(f"cross-validated ({len(found['folds'])} folds)", found["crossValidated"])
+        )
+        lines.append(line("all data, chosen on all data", found["allData"]))
+        for name, undone in found["eachChangeUndone"].items():
+            lines.append(line(f"all data, chosen but {name} {report['shipped'][name]}", undone))
+        lines += [line("all data, shipped constants", found["shipped"]), ""]
     for fold in report["folds"]:
-        lines.append(line(f"{fold['heldOut']} held out, chosen on 4", fold["heldOutRecall"]))
-        lines.append(line(f"{fold['heldOut']} at the shipped constants", fold["shippedRecall"]))
-    lines.append(line("cross-validated (5 folds)", report["crossValidated"]))
-    lines.append(line("all five, chosen on all five", report["allFive"]["recall"]))
-    for name, undone in report["allFive"]["eachChangeUndone"].items():
-        shipped = report["shipped"]["setting"][name]
-        lines.append(line(f"all five, chosen but {name} {shipped}", undone))
-    lines.append(line("all five, shipped constants", report["shipped"]["recall"]))
-    lines.append("")
-    for fold in report["folds"]:
-        lines.append(f"chosen without {fold['heldOut']}: {describe(fold['chosen'])}")
-    lines.append(f"chosen on all five: {describe(report['allFive']['chosen'])}")
-    lines.append(f"shipped: {describe(report['shipped']['setting'])}")
+        held = " and ".join(fold["heldOut"].values())
+        lines.append(f"chosen without {held}: {describe(fold['chosen'])}")
+    lines.append(f"chosen on all data: {describe(report['allData'])}")
+    lines.append(f"shipped: {describe(report['shipped'])}")
     return "\n".join(lines)
+
+
+def width(metric: str) -> int:
+    """A column wide enough for the metric's name and a figure."""
+    return max(8, len(metric) + 2)
 
 
 def describe(setting: dict[str, Any]) -> str:
     return ", ".join(f"{name} {value}" for name, value in setting.items())
+
+
+LOCOMO_METRICS = tuple(f"R@{k}" for k in KS)
+#: LongMemEval's figures the targets name: session recall_all@5 and @10, ndcg_any@5, and
+#: turn recall_all@10.
+LONGMEMEVAL_METRICS = ("session R_all@5", "session R_all@10", "session nDCG@5", "turn R_all@10")
+FOLDS = 5  # LongMemEval's folds of questions, as many as LoCoMo's dev conversations
+FOLD_SEED = 50
+
+
+def locomo_asked(
+    samples: list[dict[str, Any]], sessions: int | None, account_of: dict[str, str]
+) -> list[AskedQuestion]:
+    """LoCoMo's questions for ``collect``: each held out with its conversation, scored by
+    recall@k of its evidence turns."""
+
+    def score(gold: frozenset[str]) -> Callable[[list[str]], Sequence[float]]:
+        return lambda refs: list(recall_at([dia_id(r) for r in refs], gold).values())
+
+    return [
+        (sample["sample_id"], account_of[sample["sample_id"]], q.text, score(q.evidence))
+        for sample in samples
+        for q in questions_of(sample, (t.dia_id for t in turns_of(sample, sessions)))
+    ]
+
+
+def longmemeval_asked(
+    questions: list[longmemeval.Question], account_of: dict[str, str], folds: int = FOLDS
+) -> list[AskedQuestion]:
+    """LongMemEval's questions for ``collect``, in ``folds`` folds (``folds_of``), each
+    scored by the benchmark's metrics of ``LONGMEMEVAL_METRICS``."""
+
+    def score(question: longmemeval.Question) -> Callable[[list[str]], Sequence[float]]:
+        def figures(refs: list[str]) -> Sequence[float]:
+            row = longmemeval.scores(question, longmemeval.turns_of(question, refs))
+            session, turn = row["session"], row["turn"]
+            return [
+                session["recall_all@5"],
+                session["recall_all@10"],
+                session["ndcg_any@5"],
+                turn["recall_all@10"],
+            ]
+
+        return figures
+
+    labels = folds_of([q.kind for q in questions], folds)
+    return [
+        (label, account_of[q.qid], q.text, score(q))
+        for label, q in zip(labels, questions, strict=True)
+    ]
+
+
+def folds_of(kinds: Sequence[str], folds: int, seed: int = FOLD_SEED) -> list[str]:
+    """A fold label ("fold 1" ...) for each question of ``kinds`` (its question types):
+    each type's questions shuffled with ``seed`` and dealt round the folds, one deal
+    carrying on from where the previous type's stopped, so every type is spread across
+    the folds and fold sizes differ by one at most."""
+    labels = [""] * len(kinds)
+    rng = random.Random(seed)  # noqa: S311 - a reproducible split, not a secret
+    dealt = 0
+    for kind in sorted(set(kinds)):
+        members = [i for i, k in enumerate(kinds) if k == kind]
+        rng.shuffle(members)
+        for index in members:
+            labels[index] = f"fold {dealt % folds + 1}"
+            dealt += 1
+    return labels
+
+
+def locomo_over_http(summary: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """LoCoMo's hybrid figures over HTTP (``quality.summarize``) as ``figures`` has them."""
+    return {f"R@{k}": round(summary["hybrid"]["all"][f"recall@{k}"], 1) for k in KS}
+
+
+def longmemeval_over_http(summary: dict[str, Any]) -> dict[str, float]:
+    """LongMemEval's hybrid figures over HTTP (``longmemeval.summarize``) as ``figures``
+    has them."""
+    session, turn = summary["hybrid"]["session"]["all"], summary["hybrid"]["turn"]["all"]
+    values = (
+        session["recall_all@5"],
+        session["recall_all@10"],
+        session["ndcg_any@5"],
+        turn["recall_all@10"],
+    )
+    return {m: round(v, 3) for m, v in zip(LONGMEMEVAL_METRICS, values, strict=True)}
+
+
+def strays(
+    report: dict[str, Any], datasets: Sequence[Dataset], over_http: dict[str, dict[str, float]]
+) -> list[str]:
+    """The figures where in-process search at the shipped constants differs from the
+    same search over HTTP (``over_http``, per dataset, as ``figures`` has them) by more
+    than half a point: then the tuning would not be of the service."""
+    found = []
+    for d in datasets:
+        shipped = report["datasets"][d.name]["shipped"]
+        for metric, value in over_http[d.name].items():
+            if abs(shipped[metric] - value) > (0.5 if d.percent else 0.005):
+                found.append(f"{d.name} {metric}: {shipped[metric]} in process, {value} over HTTP")
+    return found
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A dataset's questions, before their candidates are read."""
+
+    name: str
+    metrics: tuple[str, ...]
+    questions: list[AskedQuestion]
+    percent: bool = False
+
+
+def tune(
+    runtime_url: str,
+    ask_address: str,
+    asked: Sequence[Asked],
+    over_http: dict[str, dict[str, float]],
+    grid: dict[str, tuple[Any, ...]] = GRID,
+) -> dict[str, Any]:
+    """Cross-validate over the datasets' saved accounts, in process, and print the table.
+
+    Query vectors come from grove-ask at ``ask_address``, as the service's own. Exits
+    non-zero when search at the shipped constants strays from ``over_http`` (``strays``).
+    """
+    from grove_memory.inference import InferenceClient
+
+    client = InferenceClient(ask_address, "minilm")
+    started = time.perf_counter()
+    evaluators: list[Evaluator] = []
+
+    def embed(text: str) -> list[float]:
+        return client.embed_query(text, 30)
+
+    try:
+        for each in asked:
+            evaluators.append(collect(runtime_url, "minilm", embed, each.questions))
+        datasets = [
+            Dataset(a.name, a.metrics, [q.fold for q in e.questions], e.scores, a.percent)
+            for a, e in zip(asked, evaluators, strict=True)
+        ]
+        report = cross_validate(datasets, grid)
+    finally:
+        for evaluator in evaluators:
+            evaluator.close()
+        client.close()
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    print(f"\ncross-validation ({report['seconds']} s)\n" + table(report, datasets))
+    found = strays(report, datasets, over_http)
+    if found:
+        raise SystemExit(
+            f"in-process search strays from HTTP ({'; '.join(found)}): not the service"
+        )
+    return report
+
+
+def main() -> None:
+    """Cross-validate on LoCoMo and LongMemEval together, ingesting or reusing a store."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--questions",
+        type=int,
+        help=f"LongMemEval: the first N questions shuffled with seed {longmemeval.SEED}"
+        " (default: all)",
+    )
+    parser.add_argument("--locomo", type=Path, default=stack.DATA, help="LoCoMo's data file")
+    parser.add_argument(
+        "--longmemeval", type=Path, default=longmemeval.DATA, help="LongMemEval_S's data file"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--keep", type=Path, help="ingest into this new directory and keep the store there"
+    )
+    where.add_argument(
+        "--reuse", type=Path, help="score the store kept in this directory (refused if stale)"
+    )
+    args = parser.parse_args()
+    started = time.perf_counter()
+    samples = stack.locomo(args.locomo)
+    questions = longmemeval.chosen(longmemeval.load(args.longmemeval), args.questions)
+    wanted = manifest(args.locomo, samples, args.longmemeval, questions)
+    found = kept.accounts(args.reuse, wanted) if args.reuse else None
+    directory = args.reuse or (kept.fresh(args.keep) if args.keep else None)
+    with stack.stack("minilm", pgdata=kept.pgdata(directory) if directory else None) as running:
+        locomo_accounts = quality.Accounts(running, "locomo")
+        longmemeval_accounts = quality.Accounts(running, "longmemeval")
+        if found is None:
+            running.start_worker()
+            locomo_keys = quality.save_samples(
+                running.api_url, locomo_accounts.new_key, locomo_accounts.wait_ready, samples
+            )
+            longmemeval_keys, ingested = longmemeval.save_all(
+                running.api_url,
+                longmemeval_accounts.new_key,
+                longmemeval_accounts.wait_ready,
+                questions,
+            )
+            print(f"LongMemEval saved and embedded: {ingested}")
+            if args.keep:
+                kept.write(
+                    args.keep,
+                    with_accounts(
+                        wanted, locomo_accounts.account_of, longmemeval_accounts.account_of
+                    ),
+                )
+        else:
+            locomo_keys = {n: locomo_accounts.key_of(n, a) for n, a in found["locomo"].items()}
+            longmemeval_keys = {
+                n: longmemeval_accounts.key_of(n, a) for n, a in found["longmemeval"].items()
+            }
+        locomo_summary = quality.score_samples(
+            running.api_url, locomo_keys, samples, None, ("hybrid",)
+        )
+        print(quality.table(locomo_summary))
+        longmemeval_report = longmemeval.evaluate(
+            running.api_url, longmemeval_keys, questions, ("hybrid",)
+        )
+        print(longmemeval.table(longmemeval_report))
+        report = tune(
+            running.db.runtime_url,
+            running.env["GROVE_ASK_ADDRESS"],
+            [
+                Asked(
+                    "LoCoMo",
+                    LOCOMO_METRICS,
+                    locomo_asked(samples, None, locomo_accounts.account_of),
+                    True,
+                ),
+                Asked(
+                    "LongMemEval",
+                    LONGMEMEVAL_METRICS,
+                    longmemeval_asked(questions, longmemeval_accounts.account_of),
+                ),
+            ],
+            {
+                "LoCoMo": locomo_over_http(locomo_summary),
+                "LongMemEval": longmemeval_over_http(longmemeval_report["summary"]),
+            },
+        )
+    quality.write(
+        "crossval.json",
+        {
+            "seconds": quality.elapsed(started),
+            "questions": [q.qid for q in questions],
+            "locomo": locomo_summary,
+            "longmemeval": longmemeval_report,
+            "crossValidation": report,
+        },
+    )
+
+
+def manifest(
+    locomo_file: Path,
+    samples: list[dict[str, Any]],
+    longmemeval_file: Path,
+    questions: list[longmemeval.Question],
+) -> dict[str, Any]:
+    """What a store of these samples and questions holds, as ``bench.kept`` checks it."""
+    return {
+        "profile": "minilm",
+        "locomo": {
+            "file": kept.file_digest(locomo_file),
+            "notes": {
+                s["sample_id"]: kept.notes_digest(
+                    (t.content, f"{t.dia_id} {t.date}") for t in turns_of(s)
+                )
+                for s in samples
+            },
+        },
+        "longmemeval": {
+            "file": kept.file_digest(longmemeval_file),
+            "notes": {
+                q.qid: kept.notes_digest((n.content, f"{n.ref} {n.source}") for n in q.notes)
+                for q in questions
+            },
+        },
+    }
+
+
+def with_accounts(
+    wanted: dict[str, Any], locomo_accounts: dict[str, str], longmemeval_accounts: dict[str, str]
+) -> dict[str, Any]:
+    """The manifest with each dataset's accounts by sample or question ID."""
+    return {
+        **wanted,
+        "locomo": {**wanted["locomo"], "accounts": locomo_accounts},
+        "longmemeval": {**wanted["longmemeval"], "accounts": longmemeval_accounts},
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -189,7 +189,11 @@ def save(http: requests.Session, api_url: str, qid: str, batch: list[Note]) -> N
 def ranked(api_url: str, key: str, question: Question, mode: str) -> list[TurnId]:
     """The turns of the top search results, best first, each where its first piece is."""
     with quality.session(threading.local(), key) as http:
-        refs = quality.ranked_sources(http, api_url, question.text, mode)
+        return turns_of(question, quality.ranked_sources(http, api_url, question.text, mode))
+
+
+def turns_of(question: Question, refs: Iterable[str]) -> list[TurnId]:
+    """The turns of notes ranked by their ``sourceRef``, each where its first piece is."""
     found: dict[TurnId, None] = {}
     for ref in refs:
         index, turn = ref.rsplit(":", 3)[1:3]
@@ -228,13 +232,25 @@ def run(
     questions: list[Question],
     modes: Iterable[str] = ("hybrid",),
 ) -> dict[str, Any]:
-    """Save every question's haystack into its own account (four at a time), wait until
-    every note is embedded, then ask each question in each mode and score it.
+    """Save every question's haystack into its own account, wait until every note is
+    embedded, then ask each question in each mode and score it.
 
     ``new_key(question_id)`` creates an account and returns its API key;
     ``wait_ready(key, count)`` blocks until that many of its notes are embedded. Returns
-    the summary per mode, the per-question rows, and the ingest figures: notes per second
-    from the first save to every note ``ready``."""
+    the summary per mode, the per-question rows, and the ingest figures (``save_all``)."""
+    keys, figures = save_all(api_url, new_key, wait_ready, questions)
+    return {**evaluate(api_url, keys, questions, modes), "ingest": figures}
+
+
+def save_all(
+    api_url: str,
+    new_key: Callable[[str], str],
+    wait_ready: Callable[[str, int], None],
+    questions: list[Question],
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Save every question's haystack into its own account (four at a time) and wait
+    until every note is embedded: the keys by question ID, and the ingest figures (notes
+    per second from the first save to every note ``ready``)."""
     keys = {q.qid: new_key(q.qid) for q in questions}
     notes = sum(len(q.notes) for q in questions)
     started = time.perf_counter()
@@ -245,6 +261,22 @@ def run(
         wait_ready(keys[question.qid], len(question.notes))
         print(f"  {done}/{len(questions)} haystacks embedded", flush=True)
     ready = time.perf_counter() - started
+    return keys, {
+        "notes": notes,
+        "turns": sum(len(q.corpus) for q in questions),
+        "turnsCut": sum(q.cut for q in questions),
+        "meanChars": round(sum(len(n.content) for q in questions for n in q.notes) / notes),
+        "saveSeconds": round(saved, 1),
+        "readySeconds": round(ready, 1),
+        "notesPerSecond": round(notes / ready, 1),
+    }
+
+
+def evaluate(
+    api_url: str, keys: dict[str, str], questions: list[Question], modes: Iterable[str]
+) -> dict[str, Any]:
+    """Ask each question in each mode with its account's key (``keys`` by question ID) and
+    score it: the summary per mode and the per-question rows."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for mode in modes:
         rows[mode] = [scores(q, ranked(api_url, keys[q.qid], q, mode)) for q in questions]
@@ -252,15 +284,6 @@ def run(
         "questions": len(questions),
         "summary": {mode: summarize(found) for mode, found in rows.items()},
         "rows": rows,
-        "ingest": {
-            "notes": notes,
-            "turns": sum(len(q.corpus) for q in questions),
-            "turnsCut": sum(q.cut for q in questions),
-            "meanChars": round(sum(len(n.content) for q in questions for n in q.notes) / notes),
-            "saveSeconds": round(saved, 1),
-            "readySeconds": round(ready, 1),
-            "notesPerSecond": round(notes / ready, 1),
-        },
     }
 
 
@@ -290,6 +313,8 @@ def table(report: dict[str, Any]) -> str:
     for name, row in BASELINES.items():
         cells = "".join(f"{row[m]:>10.3f}" if m in row else f"{'':>10}" for m in metrics)
         lines.append(f"{'publ.':<8}{'session':<9}{name:<27}{'':>4}{cells}")
+    if "ingest" not in report:  # scored on a kept store: nothing was saved
+        return "\n".join(lines)
     figures = report["ingest"]
     lines.append(
         f"\n{figures['notes']} notes ({figures['turns']} turns, {figures['turnsCut']} cut into"

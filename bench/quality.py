@@ -20,6 +20,7 @@ import json
 import re
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -258,15 +259,41 @@ def run(
     ``new_key(sample_id)`` creates an account and returns its API key;
     ``wait_ready(key, count)`` blocks until that many of its notes are embedded.
     """
+    keys = save_samples(api_url, new_key, wait_ready, samples, sessions)
+    return score_samples(api_url, keys, samples, sessions, modes)
+
+
+def save_samples(
+    api_url: str,
+    new_key: Any,
+    wait_ready: Any,
+    samples: list[dict[str, Any]],
+    sessions: int | None = None,
+) -> dict[str, str]:
+    """Ingest each sample into its own account and wait for its embeddings; the keys by
+    sample ID."""
+    keys = {}
+    for sample in samples:
+        turns = turns_of(sample, sessions)
+        keys[sample["sample_id"]] = key = new_key(sample["sample_id"])
+        ingest(api_url, key, sample["sample_id"], turns)
+        wait_ready(key, len(turns))
+    return keys
+
+
+def score_samples(
+    api_url: str,
+    keys: dict[str, str],
+    samples: list[dict[str, Any]],
+    sessions: int | None = None,
+    modes: Iterable[str] = MODES,
+) -> dict[str, dict[str, Any]]:
+    """Every question of the saved samples asked in every mode and scored: the summary."""
     modes = list(modes)
     scored: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for sample in samples:
-        turns = turns_of(sample, sessions)
-        key = new_key(sample["sample_id"])
-        ingest(api_url, key, sample["sample_id"], turns)
-        wait_ready(key, len(turns))
-        questions = questions_of(sample, (t.dia_id for t in turns))
-        for mode, rows in evaluate(api_url, key, questions, modes).items():
+        questions = questions_of(sample, (t.dia_id for t in turns_of(sample, sessions)))
+        for mode, rows in evaluate(api_url, keys[sample["sample_id"]], questions, modes).items():
             scored[mode] += rows
     return {mode: summarize(rows) for mode, rows in scored.items()}
 
@@ -286,51 +313,23 @@ def cross_validation(
     Exits non-zero if its in-process search at the shipped constants strays from the HTTP
     hybrid figures by more than 0.5 at any k (then it would not be tuning the service)."""
     from bench import crossval
-    from grove_memory.inference import InferenceClient
 
     if len(samples) < 2:
         print("\ncross-validation needs two samples or more: skipped")
         return None
-    asked = [
-        (sample["sample_id"], account_of[sample["sample_id"]], q.text, q.evidence)
-        for sample in samples
-        for q in questions_of(sample, (t.dia_id for t in turns_of(sample, sessions)))
-    ]
-    client = InferenceClient(ask_address, "minilm")
-    started = time.perf_counter()
-    try:
-        evaluator = crossval.collect(
-            runtime_url, "minilm", lambda q: client.embed_query(q, 30), asked
-        )
-        try:
-            report = crossval.cross_validate(
-                [q.conversation for q in evaluator.questions],
-                evaluator.recalls,
-                crossval.GRID if grid is None else grid,
-            )
-        finally:
-            evaluator.close()
-    finally:
-        client.close()
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    print(f"\nleave-one-conversation-out ({report['seconds']} s)\n" + crossval.table(report))
-    over_http = summary["hybrid"]["all"]
-    strays = [
-        k
-        for k in KS
-        if abs(report["shipped"]["recall"][f"recall@{k}"] - over_http[f"recall@{k}"]) > 0.5
-    ]
-    if strays:
-        raise SystemExit(f"in-process search strays from HTTP at k = {strays}: not the service")
-    return report
+    asked = crossval.locomo_asked(samples, sessions, account_of)
+    return crossval.tune(
+        runtime_url,
+        ask_address,
+        [crossval.Asked("LoCoMo", crossval.LOCOMO_METRICS, asked, True)],
+        {"LoCoMo": crossval.locomo_over_http(summary)},
+        crossval.GRID if grid is None else grid,
+    )
 
 
 def main() -> None:
-    import psycopg
-
     from bench import longmemeval
-    from bench.stack import DATA, SECRET, locomo, stack
-    from grove_cli import admin
+    from bench.stack import DATA, locomo, stack
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -357,31 +356,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     started = time.perf_counter()
-    accounts: dict[str, Any] = {}
-    account_of: dict[str, str] = {}
     with stack("minilm") as running:
         running.start_worker()
-        superuser = running.db.grove_superuser_url
-
-        def new_key(name: str) -> str:
-            account = admin.create_account(running.db.migration_url, f"{args.dataset} {name}")
-            issued = admin.create_key(running.db.migration_url, SECRET, account, name)
-            accounts[issued.key] = account
-            account_of[name] = str(account)
-            return issued.key
-
-        def wait_ready(key: str, count: int) -> None:
-            with psycopg.connect(superuser, autocommit=True) as conn:
-                while True:
-                    row = conn.execute(
-                        "SELECT count(*) FROM memories"
-                        " WHERE account_id = %s AND indexing = 'ready'",
-                        (accounts[key],),
-                    ).fetchone()
-                    if row and row[0] >= count:
-                        return
-                    time.sleep(0.2)
-
+        made = Accounts(running, args.dataset)
+        new_key, wait_ready, account_of = made.new_key, made.wait_ready, made.account_of
         if args.dataset == "longmemeval":
             raw = longmemeval.load(args.data or longmemeval.DATA)
             questions = longmemeval.chosen(raw, args.questions)
@@ -426,6 +404,49 @@ def main() -> None:
     )
     if chart(summary, RESULTS / "quality.png"):
         print(f"and {RESULTS / 'quality.png'}")
+
+
+class Accounts:
+    """Benchmark accounts on a bench stack, for ``run``: ``new_key`` creates one,
+    ``key_of`` issues a key of an existing one (a kept store's), ``wait_ready`` polls
+    until an account's notes are embedded. ``account_of`` maps names to account IDs."""
+
+    def __init__(self, running: Any, dataset: str):
+        self.running = running
+        self.dataset = dataset
+        self.account_of: dict[str, str] = {}
+        self._accounts: dict[str, str] = {}  # key -> account ID
+
+    def new_key(self, name: str) -> str:
+        """A key of a new account named for the dataset and ``name``."""
+        from grove_cli import admin
+
+        account = admin.create_account(self.running.db.migration_url, f"{self.dataset} {name}")
+        return self.key_of(name, str(account))
+
+    def key_of(self, name: str, account: str) -> str:
+        """A new key of the existing ``account``, recorded under ``name``."""
+        from bench.stack import SECRET
+        from grove_cli import admin
+
+        issued = admin.create_key(self.running.db.migration_url, SECRET, uuid.UUID(account), name)
+        self.account_of[name] = account
+        self._accounts[issued.key] = account
+        return issued.key
+
+    def wait_ready(self, key: str, count: int) -> None:
+        """Return once ``count`` notes of the key's account are embedded."""
+        import psycopg
+
+        with psycopg.connect(self.running.db.grove_superuser_url, autocommit=True) as conn:
+            while True:
+                row = conn.execute(
+                    "SELECT count(*) FROM memories WHERE account_id = %s AND indexing = 'ready'",
+                    (self._accounts[key],),
+                ).fetchone()
+                if row and row[0] >= count:
+                    return
+                time.sleep(0.2)
 
 
 def elapsed(started: float) -> float:

@@ -151,7 +151,11 @@ def terminated_as_exit() -> Iterator[None]:
 
 @contextmanager
 def stack(
-    profile: str = "minilm", citus_workers: int = 0, shards: int = 0, fan_out_refused: bool = False
+    profile: str = "minilm",
+    citus_workers: int = 0,
+    shards: int = 0,
+    fan_out_refused: bool = False,
+    pgdata: Path | None = None,
 ) -> Iterator[Stack]:
     """Start PostgreSQL, grove-ask and grove-api (workers on demand); stop them after,
     also when the benchmark is stopped with SIGTERM (``terminated_as_exit``).
@@ -163,18 +167,29 @@ def stack(
     ``fan_out_refused`` a statement of the services that touches more than one shard
     fails (``citus.refuse_fan_out``, as in the tests): the benchmark checks that every
     per-account statement it measures is a router query.
+
+    With ``pgdata`` (one server only) PostgreSQL keeps its data there, started again from
+    what is already in it and stopped, not deleted, at the end: a benchmark can ingest
+    once and be scored again later (``bench.kept``).
     """
     with terminated_as_exit():
         root = Path(tempfile.mkdtemp(prefix="grove-bench-"))
         try:
-            with _started(root, profile, citus_workers, shards, fan_out_refused) as running:
+            with _started(root, profile, citus_workers, shards, fan_out_refused, pgdata) as running:
                 yield running
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _database(root: Path, citus_workers: int) -> embedded.EmbeddedDatabase:
-    """One embedded server, or a Citus cluster of ``citus_workers`` workers, under ``root``."""
+def _database(
+    root: Path, citus_workers: int, pgdata: Path | None = None
+) -> embedded.EmbeddedDatabase:
+    """One embedded server, or a Citus cluster of ``citus_workers`` workers, under ``root``
+    (one server kept in ``pgdata`` when given)."""
+    if pgdata is not None:
+        if citus_workers:
+            sys.exit("bench: a kept data directory is for one server, not a Citus cluster")
+        return embedded.start(pgdata, cleanup_mode="stop")
     if not citus_workers:
         return embedded.start(root / "pgdata", cleanup_mode="delete")
     tools = citus.tools_folder(Path(__file__).resolve().parents[1])
@@ -186,10 +201,15 @@ def _database(root: Path, citus_workers: int) -> embedded.EmbeddedDatabase:
 
 @contextmanager
 def _started(
-    root: Path, profile: str, citus_workers: int = 0, shards: int = 0, fan_out_refused: bool = False
+    root: Path,
+    profile: str,
+    citus_workers: int = 0,
+    shards: int = 0,
+    fan_out_refused: bool = False,
+    pgdata: Path | None = None,
 ) -> Iterator[Stack]:
-    """The stack of ``stack``, its PostgreSQL's data under ``root``."""
-    db = _database(root, citus_workers)
+    """The stack of ``stack``, its PostgreSQL's data under ``root`` (or in ``pgdata``)."""
+    db = _database(root, citus_workers, pgdata)
     running: Stack | None = None
     try:
         if shards:

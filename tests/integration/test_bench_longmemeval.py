@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import longmemeval
+from bench import crossval, longmemeval, quality
 from grove_contracts.notes import MAX_CONTENT_CHARS
 from grove_db import embedded
+from tests.integration import test_bench_quality
 from tests.support.clients import data_of
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.waiting import wait_until
@@ -79,7 +80,7 @@ QUESTIONS: list[dict[str, Any]] = [
 
 
 def test_the_longmemeval_benchmark_runs_end_to_end(
-    database: embedded.EmbeddedDatabase, hybrid_api_url: str
+    database: embedded.EmbeddedDatabase, hybrid_api_url: str, minilm_ask: str
 ) -> None:
     questions = longmemeval.chosen(QUESTIONS, None)
     assert [q.qid for q in questions] == ["smoke-dog", "smoke-job"]  # abstention skipped
@@ -96,10 +97,12 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
     assert longmemeval.chosen(QUESTIONS, 1) == longmemeval.chosen(QUESTIONS, 2)[:1]
 
     tenants: dict[str, Tenant] = {}
+    account_of: dict[str, str] = {}
 
-    def new_key(qid: str) -> str:
+    def new_key(name: str) -> str:
         tenant = new_tenant(database, hybrid_api_url)
         tenants[tenant.client.key or ""] = tenant
+        account_of[name] = str(tenant.account_id)
         return tenant.client.key or ""
 
     def wait_ready(key: str, count: int) -> None:
@@ -140,20 +143,41 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
     assert any(line.startswith("publ.   session  BM25") for line in lines)
     assert "notes/s from save to ready" in lines[-1]
 
-
-def test_the_ingest_benchmark_embeds_longmemevals_turns_as_they_are_saved(
-    tmp_path: Path,
-) -> None:
-    """bench.ingest's long texts: the notes bench.longmemeval saves (dated, role-named,
-    cut into pieces), each text once though haystacks share sessions, taken evenly."""
-    from bench import ingest
-
-    path = tmp_path / "questions.json.gz"
-    with gzip.open(path, "wt", encoding="utf-8") as stream:
-        json.dump([*QUESTIONS, {**QUESTIONS[0], "question_id": "smoke-dog-again"}], stream)
-    texts = ingest.long_turns(100, path)
-    saved = [n.content for q in map(longmemeval.question_of, QUESTIONS[:2]) for n in q.notes]
-    assert texts == saved
-    assert texts[0].startswith("[2023/05/01 (Mon) 18:30] user: ")
-    assert all(len(text) <= MAX_CONTENT_CHARS for text in texts)
-    assert ingest.long_turns(3, path) == saved[:: len(saved) // 3][:3]
+    # Cross-validation across both datasets, in process through the service's own
+    # functions: two LoCoMo conversations and the two questions in two folds, each fold
+    # holding out one of each; at the shipped constants it scores what HTTP scored (else
+    # it exits).
+    samples = [test_bench_quality.SAMPLE, {**test_bench_quality.SAMPLE, "sample_id": "smoke-2"}]
+    locomo = quality.run(hybrid_api_url, new_key, wait_ready, samples, modes=("hybrid",))
+    grid: dict[str, tuple[Any, ...]] = {"lexical_weight": (0.55, 0.8), "k1": (1.2, 2.0)}
+    tuned = crossval.tune(
+        database.runtime_url,
+        minilm_ask,
+        [
+            crossval.Asked(
+                "LoCoMo",
+                crossval.LOCOMO_METRICS,
+                crossval.locomo_asked(samples, None, account_of),
+                True,
+            ),
+            crossval.Asked(
+                "LongMemEval",
+                crossval.LONGMEMEVAL_METRICS,
+                crossval.longmemeval_asked(questions, account_of, folds=2),
+            ),
+        ],
+        {
+            "LoCoMo": crossval.locomo_over_http(locomo),
+            "LongMemEval": crossval.longmemeval_over_http(report["summary"]),
+        },
+        grid,
+    )
+    assert [fold["heldOut"] for fold in tuned["folds"]] == [
+        {"LoCoMo": "smoke-1", "LongMemEval": "fold 1"},
+        {"LoCoMo": "smoke-2", "LongMemEval": "fold 2"},
+    ]
+    found = tuned["datasets"]["LongMemEval"]
+    assert [fold["questions"] for fold in found["folds"]] == [1, 1]
+    assert found["shipped"] == crossval.longmemeval_over_http(report["summary"])
+    assert set(found["crossValidated"]) == set(crossval.LONGMEMEVAL_METRICS)
+    assert tuned["allData"]["k1"] in grid["k1"]

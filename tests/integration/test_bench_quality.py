@@ -106,13 +106,15 @@ def test_the_quality_benchmark_runs_end_to_end(
         database.runtime_url, minilm_ask, [SAMPLE, other], None, summary, account_of, grid
     )
     assert report is not None
-    for k in quality.KS:
-        assert report["shipped"]["recall"][f"recall@{k}"] == round(
-            summary["hybrid"]["all"][f"recall@{k}"], 1
-        )
-    assert [fold["heldOut"] for fold in report["folds"]] == ["smoke-1", "smoke-2"]
-    assert all(fold["questions"] == 3 for fold in report["folds"])
-    assert report["allFive"]["chosen"]["lexical_weight"] in grid["lexical_weight"]
+    locomo = report["datasets"]["LoCoMo"]
+    for k in crossval.KS:
+        assert locomo["shipped"][f"R@{k}"] == round(summary["hybrid"]["all"][f"recall@{k}"], 1)
+    assert [fold["heldOut"] for fold in report["folds"]] == [
+        {"LoCoMo": "smoke-1"},
+        {"LoCoMo": "smoke-2"},
+    ]
+    assert all(fold["questions"] == 3 for fold in locomo["folds"])
+    assert report["allData"]["lexical_weight"] in grid["lexical_weight"]
     one = quality.cross_validation(
         database.runtime_url, minilm_ask, [SAMPLE], None, summary, account_of, grid
     )

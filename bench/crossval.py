@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import random
 import time
 import uuid
@@ -67,6 +68,10 @@ class Setting:
     max_distance: float
     candidates: int
     context_weight: float
+    #: The lever tried (bench/README.md, "Tried"): a candidate's score gains this times
+    #: the best score among its source's candidates (a LoCoMo or LongMemEval session), so
+    #: the turns of the sessions that match best rise together. 0: the service's ranking.
+    source_weight: float = 0.0
 
 
 SHIPPED = Setting(
@@ -87,6 +92,8 @@ GRID: dict[str, tuple[Any, ...]] = {
     "candidates": (50, 100, 200, 400, 800),
     "context_weight": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
 }
+#: The lever's constant, added to ``GRID`` when it is tried (``--lever``).
+LEVER: dict[str, tuple[Any, ...]] = {"source_weight": (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)}
 
 
 @dataclass
@@ -116,7 +123,23 @@ def ranked_refs(question: Question, setting: Setting) -> list[str]:
     neighbours = [row for row in question.neighbours if row["neighbour_of"] in taken]
     semantic = recall.in_context(nearest, neighbours, setting.context_weight, setting.max_distance)
     fused = recall.fuse(lexical, semantic, setting.lexical_weight)
-    return [str(c.row["source_ref"]) for c in fused[:PAGE]]
+    return [str(c.row["source_ref"]) for c in by_source(fused, setting.source_weight)[:PAGE]]
+
+
+def by_source(fused: list[recall.Candidate], weight: float) -> list[recall.Candidate]:
+    """``fused`` ranked again with each score plus ``weight`` times the best score among
+    the candidates of its source (a note without a source is its own); ties keep the
+    fused order."""
+    if not weight:
+        return fused
+    best: dict[Any, float] = {}
+    for candidate in fused:
+        source = candidate.row.get("source_agent") or candidate.row["id"]
+        best[source] = max(best.get(source, 0.0), candidate.score)
+    boosted = {
+        id(c): c.score + weight * best[c.row.get("source_agent") or c.row["id"]] for c in fused
+    }
+    return sorted(fused, key=lambda c: -boosted[id(c)])
 
 
 def coordinate_ascent(
@@ -312,7 +335,16 @@ def collect(
 #: What ranking and scoring read of a candidate row; the rest (content, provenance, ...)
 #: is dropped, or 997 questions' 800 candidates per k1 and their neighbours held
 #: over 17 GB.
-KEPT = ("id", "source_ref", "updated_at", "score", "terms", "distance", "neighbour_of")
+KEPT = (
+    "id",
+    "source_ref",
+    "source_agent",
+    "updated_at",
+    "score",
+    "terms",
+    "distance",
+    "neighbour_of",
+)
 
 
 def slim(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -430,6 +462,17 @@ def folds_of(kinds: Sequence[str], folds: int, seed: int = FOLD_SEED) -> list[st
     return labels
 
 
+def verdict(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Whether a lever is kept: it must raise the mean cross-validated figure of every
+    dataset (its held-out folds pooled), not just the objective; each metric's change."""
+    changes = {}
+    for name, found in before["datasets"].items():
+        was, now = found["crossValidated"], after["datasets"][name]["crossValidated"]
+        changes[name] = {m: round(now[m] - was[m], 3) for m in was}
+    means = {name: sum(c.values()) / len(c) for name, c in changes.items()}
+    return {"changes": changes, "kept": all(mean > 0 for mean in means.values())}
+
+
 def locomo_over_http(summary: dict[str, dict[str, Any]]) -> dict[str, float]:
     """LoCoMo's hybrid figures over HTTP (``quality.summarize``) as ``figures`` has them."""
     return {f"R@{k}": round(summary["hybrid"]["all"][f"recall@{k}"], 1) for k in KS}
@@ -479,11 +522,14 @@ def tune(
     asked: Sequence[Asked],
     over_http: dict[str, dict[str, float]],
     grid: dict[str, tuple[Any, ...]] = GRID,
+    lever: dict[str, tuple[Any, ...]] | None = None,
 ) -> dict[str, Any]:
     """Cross-validate over the datasets' saved accounts, in process, and print the table.
 
     Query vectors come from grove-ask at ``ask_address``, as the service's own. Exits
     non-zero when search at the shipped constants strays from ``over_http`` (``strays``).
+    With ``lever`` (constants whose first value is today's ranking) the cross-validation
+    runs again with them added to the grid, and ``verdict`` says whether it is kept.
     """
     from grove_memory.inference import InferenceClient
 
@@ -502,12 +548,18 @@ def tune(
             for a, e in zip(asked, evaluators, strict=True)
         ]
         report = cross_validate(datasets, grid)
+        if lever:
+            tried = cross_validate(datasets, {**grid, **lever})
+            report["lever"] = {"grid": lever, "report": tried, "verdict": verdict(report, tried)}
     finally:
         for evaluator in evaluators:
             evaluator.close()
         client.close()
     report["seconds"] = round(time.perf_counter() - started, 1)
     print(f"\ncross-validation ({report['seconds']} s)\n" + table(report, datasets))
+    if "lever" in report:
+        print(f"\nwith {describe(lever or {})}\n" + table(report["lever"]["report"], datasets))
+        print(json.dumps(report["lever"]["verdict"], indent=2))
     found = strays(report, datasets, over_http)
     if found:
         raise SystemExit(
@@ -535,6 +587,11 @@ def main() -> None:
     )
     where.add_argument(
         "--reuse", type=Path, help="score the store kept in this directory (refused if stale)"
+    )
+    parser.add_argument(
+        "--lever",
+        action="store_true",
+        help=f"cross-validate again with {', '.join(LEVER)} tried (bench/README.md)",
     )
     args = parser.parse_args()
     started = time.perf_counter()
@@ -598,6 +655,7 @@ def main() -> None:
                 "LoCoMo": locomo_over_http(locomo_summary),
                 "LongMemEval": longmemeval_over_http(longmemeval_report["summary"]),
             },
+            lever=LEVER if args.lever else None,
         )
     quality.write(
         "crossval.json",

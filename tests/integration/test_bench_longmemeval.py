@@ -171,6 +171,7 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
             "LongMemEval": crossval.longmemeval_over_http(report["summary"]),
         },
         grid,
+        lever={"source_weight": (0.0, 0.5)},
     )
     assert [fold["heldOut"] for fold in tuned["folds"]] == [
         {"LoCoMo": "smoke-1", "LongMemEval": "fold 1"},
@@ -181,3 +182,8 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
     assert found["shipped"] == crossval.longmemeval_over_http(report["summary"])
     assert set(found["crossValidated"]) == set(crossval.LONGMEMEVAL_METRICS)
     assert tuned["allData"]["k1"] in grid["k1"]
+    # The lever cross-validated again beside it, and kept only if both datasets gain.
+    lever = tuned["lever"]
+    assert lever["report"]["allData"]["source_weight"] in (0.0, 0.5)
+    assert set(lever["verdict"]["changes"]) == {"LoCoMo", "LongMemEval"}
+    assert isinstance(lever["verdict"]["kept"], bool)

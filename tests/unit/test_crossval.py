@@ -207,3 +207,34 @@ def test_no_lexical_weight_lets_notes_without_the_query_words_outrank_the_one_wi
         assert weight > 0.5
         assert first(weight) == rare["source_ref"], weight
     assert first(0.45) == first(0.4) == close["source_ref"]
+
+
+def test_the_lever_raises_a_candidates_whole_source_with_its_best_one() -> None:
+    # Session s holds the best candidate; t's candidate scores a little above s's second.
+    best = recall.Candidate({**row("D1:1"), "source_agent": "s"}, score=1.0)
+    second = recall.Candidate({**row("D1:2"), "source_agent": "s"}, score=0.5)
+    other = recall.Candidate({**row("D2:1"), "source_agent": "t"}, score=0.6)
+    alone = recall.Candidate({**row("D3:1"), "source_agent": None}, score=0.55)
+    fused = [best, other, alone, second]
+    assert crossval.by_source(fused, 0.0) == fused  # the service's ranking
+    # s's second: 0.5 + 0.3 * 1.0 = 0.8, over t's 0.6 + 0.3 * 0.6 = 0.78 and the lone
+    # note's 0.55 + 0.3 * 0.55 = 0.715 (its own best).
+    assert crossval.by_source(fused, 0.3) == [best, second, other, alone]
+
+
+def test_a_lever_is_kept_only_if_every_datasets_held_out_figures_rise() -> None:
+    def report(locomo: float, longmemeval: float) -> dict[str, Any]:
+        return {
+            "datasets": {
+                "LoCoMo": {"crossValidated": {"R@5": locomo, "R@10": locomo}},
+                "LongMemEval": {"crossValidated": {"turn R_all@10": longmemeval}},
+            }
+        }
+
+    before = report(60.0, 0.6)
+    assert crossval.verdict(before, report(61.0, 0.633))["kept"]
+    assert not crossval.verdict(before, report(63.0, 0.6))["kept"]  # no gain on one
+    assert not crossval.verdict(before, report(61.0, 0.567))["kept"]
+    assert crossval.verdict(before, report(61.0, 0.633))["changes"]["LongMemEval"] == {
+        "turn R_all@10": 0.033
+    }

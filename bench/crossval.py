@@ -548,23 +548,23 @@ def tune(
             for a, e in zip(asked, evaluators, strict=True)
         ]
         report = cross_validate(datasets, grid)
+        report["seconds"] = round(time.perf_counter() - started, 1)
+        print(f"\ncross-validation ({report['seconds']} s)\n" + table(report, datasets))
+        found = strays(report, datasets, over_http)
+        if found:
+            raise SystemExit(
+                f"in-process search strays from HTTP ({'; '.join(found)}): not the service"
+            )
         if lever:
+            # Printed once the choice without it is: the lever's run takes as long again.
             tried = cross_validate(datasets, {**grid, **lever})
             report["lever"] = {"grid": lever, "report": tried, "verdict": verdict(report, tried)}
+            print(f"\nwith {describe(lever)}\n" + table(tried, datasets))
+            print(json.dumps(report["lever"]["verdict"], indent=2))
     finally:
         for evaluator in evaluators:
             evaluator.close()
         client.close()
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    print(f"\ncross-validation ({report['seconds']} s)\n" + table(report, datasets))
-    if "lever" in report:
-        print(f"\nwith {describe(lever or {})}\n" + table(report["lever"]["report"], datasets))
-        print(json.dumps(report["lever"]["verdict"], indent=2))
-    found = strays(report, datasets, over_http)
-    if found:
-        raise SystemExit(
-            f"in-process search strays from HTTP ({'; '.join(found)}): not the service"
-        )
     return report
 
 

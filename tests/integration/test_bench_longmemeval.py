@@ -15,8 +15,8 @@ from typing import Any
 from bench import crossval, longmemeval, quality
 from grove_contracts.notes import MAX_CONTENT_CHARS
 from grove_db import embedded
-from tests.integration import test_bench_quality
 from tests.support.clients import data_of
+from tests.support.locomo import SAMPLE
 from tests.support.tenants import Tenant, new_tenant
 from tests.support.waiting import wait_until
 
@@ -147,7 +147,7 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
     # functions: two LoCoMo conversations and the two questions in two folds, each fold
     # holding out one of each; at the shipped constants it scores what HTTP scored (else
     # it exits).
-    samples = [test_bench_quality.SAMPLE, {**test_bench_quality.SAMPLE, "sample_id": "smoke-2"}]
+    samples = [SAMPLE, {**SAMPLE, "sample_id": "smoke-2"}]
     locomo = quality.run(hybrid_api_url, new_key, wait_ready, samples, modes=("hybrid",))
     grid: dict[str, tuple[Any, ...]] = {"lexical_weight": (0.55, 0.8), "k1": (1.2, 2.0)}
     tuned = crossval.tune(
@@ -187,3 +187,21 @@ def test_the_longmemeval_benchmark_runs_end_to_end(
     assert lever["report"]["allData"]["source_weight"] in (0.0, 0.5)
     assert set(lever["verdict"]["changes"]) == {"LoCoMo", "LongMemEval"}
     assert isinstance(lever["verdict"]["kept"], bool)
+
+
+def test_the_ingest_benchmark_embeds_longmemevals_turns_as_they_are_saved(
+    tmp_path: Path,
+) -> None:
+    """bench.ingest's long texts: the notes bench.longmemeval saves (dated, role-named,
+    cut into pieces), each text once though haystacks share sessions, taken evenly."""
+    from bench import ingest
+
+    path = tmp_path / "questions.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as stream:
+        json.dump([*QUESTIONS, {**QUESTIONS[0], "question_id": "smoke-dog-again"}], stream)
+    texts = ingest.long_turns(100, path)
+    saved = [n.content for q in map(longmemeval.question_of, QUESTIONS[:2]) for n in q.notes]
+    assert texts == saved
+    assert texts[0].startswith("[2023/05/01 (Mon) 18:30] user: ")
+    assert all(len(text) <= MAX_CONTENT_CHARS for text in texts)
+    assert ingest.long_turns(3, path) == saved[:: len(saved) // 3][:3]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -101,7 +102,8 @@ def test_length_shaped_batches_give_each_text_its_own_vector_in_order(
     ]
     padded: list[tuple[int, int]] = []
     # The model batches, as they reach the embeddings (a text alone takes the traced graph).
-    hook = model._model[0].auto_model.embeddings.register_forward_pre_hook(
+    transformer: Any = model._model[0]
+    hook = transformer.auto_model.embeddings.register_forward_pre_hook(
         lambda module, args, kwargs: padded.append(tuple(kwargs["input_ids"].shape)),
         with_kwargs=True,
     )

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench import crossval, quality
+from bench import crossval
 from bench.crossval import SHIPPED, Question, Setting
 from bench.quality import dia_id, recall_at
 from grove_memory import recall

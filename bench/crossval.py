@@ -55,7 +55,7 @@ from bench import kept, longmemeval, quality, stack
 from bench.quality import KS, PAGE, dia_id, questions_of, recall_at, turns_of
 from grove_auth.principal import Principal
 from grove_db.pool import open_pool, transaction
-from grove_memory import recall
+from grove_memory.search import recall
 from grove_memory.store import DEFAULT_LEXICAL_WEIGHT, DEFAULT_MAX_DISTANCE, Store
 
 

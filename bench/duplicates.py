@@ -3,7 +3,7 @@
 The labelled set (``bench/data/near_duplicates.json``) is notes as agents and people save
 them, in groups (one account's theme each); two notes are duplicates exactly when they
 share a cluster. Every pair within a group is scored by the cosine of its MiniLM vectors
-and ``grove_memory.duplicates.lexical_similarity``. Two rules are tuned:
+and ``grove_memory.notes.duplicates.lexical_similarity``. Two rules are tuned:
 
 - the **proposer**: cosine >= c and lexical >= l;
 - the **save warning**: lexical >= l alone (a new note has no vector yet).
@@ -12,7 +12,7 @@ Choice (``choose``): over a grid of thresholds, the most recall with precision >
 the training pairs, ties to the higher precision, then to the stricter thresholds (a
 merge offered wrongly costs more than one missed). Each group in turn is held out, the
 thresholds chosen on the others and scored on it: the pooled held-out counts are the
-**cross-validated** figures; the choice on all groups is what ``grove_memory.duplicates``
+**cross-validated** figures; the choice on all groups is what ``grove_memory.notes.duplicates``
 should ship, and the shipped constants are scored on the whole set beside it.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from grove_memory import duplicates
+from grove_memory.notes import duplicates
 
 DATA = Path(__file__).parent / "data" / "near_duplicates.json"
 #: The precision a choice must keep on its training pairs.

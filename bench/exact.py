@@ -2,7 +2,7 @@
 
 pgvector's HNSW index takes at most 2,000 dimensions on ``vector``, so a 4,096-dimension
 profile (say a Qwen embedding model behind an OpenAI-compatible endpoint) has none: the
-semantic statement (``grove_memory.recall.SEMANTIC``) reads every current vector of the
+semantic statement (``grove_memory.search.recall.SEMANTIC``) reads every current vector of the
 profile in the account and sorts them. Two accounts of 10,000 notes each (bench.bulk's
 varied texts, bulk-loaded; ``--other-notes`` for a larger other account), so the scan is
 scoped to one account in a table holding another's too, each note with a vector in three
@@ -46,9 +46,9 @@ from bench.stack import RESULTS, stack
 from grove_auth.principal import Principal
 from grove_cli import admin
 from grove_db.pool import open_pool, transaction
-from grove_memory import recall
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE
+from grove_memory.search import recall
 
 NOTES = 10_000
 DEFAULT_QUERIES = 100

@@ -28,10 +28,10 @@ from psycopg.rows import dict_row
 
 from grove_auth.principal import Principal
 from grove_db.pool import set_tenant
-from grove_memory import recall
 from grove_memory.inference import vector_literal
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE, params
+from grove_memory.search import recall
 
 
 def statements(

@@ -42,8 +42,8 @@ from bench import bulk, floor, latency
 from bench.stack import RESULTS, Stack, stack
 from grove_cli import admin, indexes
 from grove_db import citus
-from grove_memory import recall
 from grove_memory.inference import InferenceClient
+from grove_memory.search import recall
 
 #: Workers of the cluster ``--citus`` compares with one server (plus a coordinator).
 CITUS_WORKERS = 2

@@ -1,8 +1,8 @@
 """The near-duplicate warning on save: what finding ``similar`` costs as an account grows.
 
 ``remember`` looks for notes like the one it saves inside the save's transaction, before
-it writes (``grove_memory.notes.similar_notes``), so its cost is added to every save. For accounts
-holding 1,000 and 100,000 notes (bench.bulk's varied texts, bulk-loaded) plus the 249
+it writes (``grove_memory.notes.notes.similar_notes``), so its cost is added to every save. For
+accounts holding 1,000 and 100,000 notes (bench.bulk's varied texts, bulk-loaded) plus the 249
 notes of the labelled near-duplicate set (``bench/data/near_duplicates.json``), each
 labelled note that has a cluster-mate above ``SAVE_LEXICAL_THRESHOLD`` is looked up as
 if just saved, by a caller who sees the whole account and by one granted personal
@@ -40,7 +40,7 @@ from grove_auth.principal import Principal
 from grove_cli import admin
 from grove_contracts.notes import RememberRequest, SavedMemory, UpdateRequest
 from grove_db.pool import open_pool, transaction
-from grove_memory import duplicates, notes
+from grove_memory.notes import duplicates, notes
 from grove_memory.store import Store
 
 LABELLED = Path(__file__).resolve().parent / "data" / "near_duplicates.json"

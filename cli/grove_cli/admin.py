@@ -85,9 +85,9 @@ def set_automatic_capture(migration_url: str, account_id: UUID, paused: bool) ->
 
 
 def enrich(migration_url: str, account_id: UUID, *, reset: bool, files: bool) -> dict[str, int]:
-    """``grove enrich reindex|reset``: ``grove_memory.enrichment.redo`` for one account;
+    """``grove enrich reindex|reset``: ``grove_memory.enrichment.enrichment.redo`` for one account;
     raises ``LookupError`` if there is no such account."""
-    from grove_memory.enrichment import redo
+    from grove_memory.enrichment.enrichment import redo
 
     with psycopg.connect(migration_url, row_factory=dict_row) as conn, conn.transaction():
         set_tenant(conn, account_id)

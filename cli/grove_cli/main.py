@@ -182,8 +182,8 @@ def cmd_reindex(args: argparse.Namespace) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    from grove_memory import restore
-    from grove_memory.restore_checks import RestoreError
+    from grove_memory.portability import restore
+    from grove_memory.portability.restore_checks import RestoreError
 
     url = _env("GROVE_MIGRATION_DATABASE_URL")
     profile = args.profile or os.environ.get("GROVE_EMBEDDING_PROFILE") or "minilm"

@@ -31,21 +31,14 @@ from grove_contracts.project_memory import CreateOrgRequest, CreateProjectReques
 from grove_contracts.shares import CreateShareRequest, ShareTarget
 from grove_db import embedded, queue
 from grove_db.pool import open_pool, transaction
-from grove_memory import (
-    conversations,
-    enrichment,
-    export,
-    files,
-    imports,
-    notebooks,
-    notes,
-    orgs,
-    passages,
-    shares,
-    turns,
-)
-from grove_memory.blobs import PostgresBlobs
+from grove_memory.ask import conversations, turns
+from grove_memory.enrichment import enrichment
+from grove_memory.files import files, passages
+from grove_memory.files.blobs import PostgresBlobs
 from grove_memory.inference import InferenceClient
+from grove_memory.notes import notebooks, notes, shares
+from grove_memory.orgs import orgs
+from grove_memory.portability import export, imports
 from grove_memory.store import Store
 from grove_worker.settings import WorkerSettings
 from tests.support.fakes import FakeEmbeddings, start_fake_ask

@@ -24,8 +24,9 @@ from grove_cli.launch import Running
 from grove_contracts.proposals import ProposalDraft
 from grove_db import embedded
 from grove_db.pool import open_pool, transaction
-from grove_memory import proposals, proposer, recall
-from grove_memory.conversations import conversation_row
+from grove_memory.ask import proposals, proposer
+from grove_memory.ask.conversations import conversation_row
+from grove_memory.search import recall
 from grove_memory.store import Store
 from tests.support.clients import Client, data_of, error_of
 from tests.support.mcp import connect, ok

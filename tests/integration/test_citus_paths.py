@@ -45,9 +45,9 @@ from grove_cli.launch import Running
 from grove_db import embedded, queue
 from grove_db.migrate import migrate
 from grove_db.pool import FAN_OUT_LEVEL, open_pool, set_tenant
-from grove_memory import recall
 from grove_memory.rows import MEMORY_COLUMNS
 from grove_memory.scope import VISIBLE
+from grove_memory.search import recall
 from tests.support import cluster, loopback
 from tests.support.clients import data_of
 from tests.support.files import uploaded

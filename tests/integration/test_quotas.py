@@ -29,9 +29,9 @@ from grove_contracts.project_memory import WriteRecordRequest
 from grove_db import embedded, queue
 from grove_db.errors import QuotaExceeded
 from grove_db.pool import open_pool, transaction
-from grove_memory import files
-from grove_memory import project_memory as pm
-from grove_memory.blobs import PostgresBlobs
+from grove_memory.files import files
+from grove_memory.files.blobs import PostgresBlobs
+from grove_memory.orgs import project_memory as pm
 from grove_memory.store import Store
 from grove_worker import sweeps
 from tests.support.clients import data_of, error_of, race

@@ -27,8 +27,8 @@ from psycopg_pool import ConnectionPool
 from grove_cli import admin
 from grove_db import embedded, queue
 from grove_db.pool import open_pool
-from grove_memory import sandbox
-from grove_memory.extraction import Passage
+from grove_memory.files import sandbox
+from grove_memory.files.extraction import Passage
 from grove_worker.settings import WorkerSettings
 from tests.support.clients import Client, data_of
 from tests.support.fakes import FakeEmbeddings, start_fake_ask

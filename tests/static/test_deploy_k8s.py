@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import kubernetes_validate
 import pytest
 
-from grove_memory.sandbox import MIN_MEMORY_BYTES, memory_cap
+from grove_memory.files.sandbox import MIN_MEMORY_BYTES, memory_cap
 from tests.support.manifests import (
     COMPONENT,
     KUSTOMIZATIONS,

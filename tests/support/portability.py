@@ -15,7 +15,7 @@ import psycopg
 
 from grove_db import embedded
 from grove_db.pool import set_tenant
-from grove_memory.restore import mapped_id
+from grove_memory.portability.restore import mapped_id
 from tests.support.processes import run_script
 from tests.support.tenants import Tenant
 

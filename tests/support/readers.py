@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from grove_memory.extraction import Passage
+from grove_memory.files.extraction import Passage
 
 
 def hangs(media_type: str, data: bytes) -> list[Passage]:

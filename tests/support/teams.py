@@ -9,7 +9,7 @@ from typing import Any
 
 from grove_auth.principal import Principal
 from grove_db import embedded
-from grove_memory.project_memory import ProjectScope
+from grove_memory.orgs.project_memory import ProjectScope
 from tests.support.clients import Client, data_of
 from tests.support.databases import superuser
 from tests.support.owners import OwnedAccount, OwnerStack, owned_tenant

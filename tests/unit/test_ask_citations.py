@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grove_contracts.errors import ERROR_STATUS
-from grove_memory.ask import (
+from grove_memory.ask.ask import (
     CITATIONS_DROPPED,
     InferenceTimeout,
     InferenceUnavailable,

@@ -1,10 +1,10 @@
-"""Which Ask questions are clean-up requests for the whole scope (``grove_memory.cleanup``)."""
+"""Which Ask questions are clean-up requests for the whole scope (``grove_memory.ask.cleanup``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from grove_memory.cleanup import is_cleanup
+from grove_memory.ask.cleanup import is_cleanup
 
 
 @pytest.mark.parametrize(

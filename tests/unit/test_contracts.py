@@ -57,7 +57,7 @@ def test_forget_takes_one_to_one_hundred_ids_in_exactly_one_form() -> None:
 
 
 def test_search_exclusions_are_split_from_the_wanted_words() -> None:
-    from grove_memory.recall import split_exclusions
+    from grove_memory.search.recall import split_exclusions
 
     assert split_exclusions("replication lag -karaoke") == ("replication lag", "karaoke")
     assert split_exclusions('a -"two words" b -c') == ("a b", '"two words" OR c')

@@ -15,7 +15,7 @@ import pytest
 from bench import crossval
 from bench.crossval import SHIPPED, Question, Setting
 from bench.quality import dia_id, recall_at
-from grove_memory import recall
+from grove_memory.search import recall
 
 WEIGHTS = {"lexical_weight": (0.4, SHIPPED.lexical_weight, 0.7)}
 

@@ -1,4 +1,4 @@
-"""Near-duplicate scoring (``grove_memory.duplicates``) and the leave-one-group-out choice
+"""Near-duplicate scoring (``grove_memory.notes.duplicates``) and the leave-one-group-out choice
 of its thresholds (``bench.duplicates``): a held-out group is scored only with thresholds
 chosen without it."""
 
@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from bench import duplicates as bench
-from grove_memory import duplicates
-from grove_memory.duplicates import is_near_duplicate, lexical_similarity, words
+from grove_memory.notes import duplicates
+from grove_memory.notes.duplicates import is_near_duplicate, lexical_similarity, words
 
 
 def test_words_are_normalised() -> None:
@@ -76,7 +76,7 @@ def test_the_proposer_needs_both_signals() -> None:
 
 def test_the_module_is_pure_python() -> None:
     code = (
-        "import sys, grove_memory.duplicates; "
+        "import sys, grove_memory.notes.duplicates; "
         "heavy = {'numpy', 'torch', 'sentence_transformers'} & set(sys.modules); "
         "sys.exit(', '.join(sorted(heavy)) or None)"
     )

@@ -1,4 +1,4 @@
-"""A file's text split into passages (grove_memory.extraction): bounded passages whose
+"""A file's text split into passages (grove_memory.files.extraction): bounded passages whose
 byte spans are exactly their text in the original, whatever the spacing between
 sentences; HTML's visible text only; unreadable input named as such."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from grove_memory.extraction import MAX_PASSAGE_CHARS, Unreadable, extract, split
+from grove_memory.files.extraction import MAX_PASSAGE_CHARS, Unreadable, extract, split
 
 
 def passages_of(data: bytes, media: str = "text/plain") -> list[tuple[str, bytes]]:

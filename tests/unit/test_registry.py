@@ -96,7 +96,7 @@ def test_mutating_tools_take_an_operation_id(tool: Tool) -> None:
 
 
 def test_every_tool_has_a_handler() -> None:
-    from grove_memory.tools import HANDLERS
+    from grove_memory.notes.tools import HANDLERS
 
     assert set(HANDLERS) == set(TOOLS_BY_NAME)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from grove_contracts.imports import MAX_IMPORTED_VERSION
-from grove_memory import restore_checks
+from grove_memory.portability import restore_checks
 
 NOTE = str(uuid.uuid4())
 WHEN = "2026-01-02T03:04:05+00:00"

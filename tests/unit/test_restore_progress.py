@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from grove_memory.restore_progress import BAR_WIDTH, Counts, Progress
+from grove_memory.portability.restore_progress import BAR_WIDTH, Counts, Progress
 
 
 class Terminal(io.StringIO):

@@ -1,4 +1,4 @@
-"""Reading a file in a bounded child process (``grove_memory.sandbox``): the passages
+"""Reading a file in a bounded child process (``grove_memory.files.sandbox``): the passages
 come back; a reader that hangs, allocates without end, dies or breaks fails the file with
 a reason, and the calling process goes on. The readers below are module-level so that
 the spawned child can import them."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grove_memory.extraction import Unreadable
-from grove_memory.sandbox import Limits, container_memory_bytes, memory_cap, passages_of
+from grove_memory.files.extraction import Unreadable
+from grove_memory.files.sandbox import Limits, container_memory_bytes, memory_cap, passages_of
 from grove_worker.run import extraction_memory
 from grove_worker.settings import WorkerSettings
 from tests.support.readers import breaks, dies, hangs, hoards

@@ -1,5 +1,5 @@
 """Enrichment: classification suggestions for notes saved without a notebook, and notebook
-briefs. Both are written by worker jobs (``grove_memory.enrichment``) and only offered:
+briefs. Both are written by worker jobs (``grove_memory.enrichment.enrichment``) and only offered:
 nothing here changes a note.
 """
 

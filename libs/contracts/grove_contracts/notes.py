@@ -489,7 +489,7 @@ MAX_SIMILAR = 3
 
 class SimilarNote(BaseModel):
     """A note in the same scope that says much the same (``similarity``: their shared
-    words, 0-1, ``grove_memory.duplicates``)."""
+    words, 0-1, ``grove_memory.notes.duplicates``)."""
 
     id: UUID
     version: int

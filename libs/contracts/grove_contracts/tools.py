@@ -3,7 +3,7 @@
 A tool has a name, a title, a description written for models, annotations, and
 pydantic input and output models; the JSON Schemas clients see come from those
 models, so bounds, defaults and every argument's description are visible.
-``grove_memory.tools`` executes them. ``INSTRUCTIONS`` is what an MCP server (grove-mcp
+``grove_memory.notes.tools`` executes them. ``INSTRUCTIONS`` is what an MCP server (grove-mcp
 and the stdio bridge alike) tells clients when they connect.
 """
 

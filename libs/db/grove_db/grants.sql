@@ -37,7 +37,7 @@ GRANT SELECT, INSERT, UPDATE ON imports TO {role};
 GRANT SELECT, INSERT, UPDATE ON files TO {role};
 GRANT SELECT, INSERT, DELETE ON file_chunks TO {role};
 GRANT UPDATE (state, applied, outcome, undo_outcome, events) ON turn_proposals TO {role};
--- enrichment (grove_memory.enrichment): the worker writes suggestions, briefs and the
+-- enrichment (grove_memory.enrichment.enrichment): the worker writes suggestions, briefs and the
 -- daily quota's use; `grove enrich reset` deletes them.
 GRANT SELECT, INSERT, UPDATE, DELETE ON note_suggestions, notebook_briefs,
     account_enrichment TO {role};

@@ -39,7 +39,7 @@ EXTRACT_FILE = "extract_file"
 #: version past its retention (``grove_worker.sweeps``).
 PURGE_FILE = "purge_file"
 PURGE_FILE_VERSION = "purge_file_version"
-#: Enrichment (grove_memory.enrichment), queued by triggers on memories (migration 0034).
+#: Enrichment (grove_memory.enrichment.enrichment), queued by triggers on memories (migration 0034).
 CLASSIFY_NOTES = "classify_notes"
 BRIEF_NOTEBOOK = "brief_notebook"
 #: Jobs any worker may run, whatever its embedding profile (``delete_identity`` only

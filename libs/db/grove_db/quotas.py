@@ -25,7 +25,7 @@ class QuotaSettings(BaseSettings):
 
     quota_notes: Count = 250_000
     quota_note_bytes: Annotated[int, Field(ge=0, le=1 << 50)] = 1 << 30
-    #: Passages extracted from files (grove_memory.passages), counted apart from notes.
+    #: Passages extracted from files (grove_memory.files.passages), counted apart from notes.
     quota_passages: Count = 250_000
     quota_notebooks: Count = 10_000
     quota_shares: Count = 1_000

@@ -34,7 +34,7 @@ GRANTED = granted("m")
 
 VISIBLE = f"{LIVE} AND {GRANTED}"
 
-#: Notes saved by callers, not passages of files (grove_memory.passages): what the notes
+#: Notes saved by callers, not passages of files (grove_memory.files.passages): what the notes
 #: listing and the export hold. Search, recall and Ask find both.
 SAVED = "m.file_id IS NULL"
 

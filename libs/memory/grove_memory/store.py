@@ -44,9 +44,9 @@ class Store:
     ``cursor_secret`` signs pagination cursors. ``automatic_capture_paused`` refuses
     ``capture: automatic`` saves server-wide (accounts can also pause on their own).
 
-    ``key_secret`` hashes the project keys ``grove_memory.orgs`` issues (the api's
+    ``key_secret`` hashes the project keys ``grove_memory.orgs.orgs`` issues (the api's
     API-key secret); ``share_secret`` hashes share-link tokens and ``share_public_url``
-    is the base of the links ``grove_memory.shares`` hands out. Left empty, a process
+    is the base of the links ``grove_memory.notes.shares`` hands out. Left empty, a process
     issues neither (issuing then fails rather than hash with an empty key).
     ``project_memory_enabled`` is the platform switch of project memory
     (``GROVE_PROJECT_MEMORY_ENABLED``; off: every project-memory call answers 404), and

@@ -17,7 +17,7 @@ from grove_auth.identity import ProviderTokens, provider_tokens
 from grove_auth.keys import SHARE_TOKEN_PURPOSE, derive_secret
 from grove_db.pool import open_pool
 from grove_db.ratelimit import RateLimit
-from grove_memory.ask import init_metrics as init_ask_metrics
+from grove_memory.ask.ask import init_metrics as init_ask_metrics
 from grove_memory.inference import InferenceClient
 from grove_memory.store import Store
 from grove_telemetry import metrics

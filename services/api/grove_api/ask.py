@@ -23,7 +23,7 @@ from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
 from grove_contracts.ask import AskRequest, AskResponse
 from grove_db.ratelimit import RateLimit
-from grove_memory import ask
+from grove_memory.ask import ask
 from grove_memory.inference import CLIENT_GONE
 from grove_telemetry import metrics
 

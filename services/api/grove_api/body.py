@@ -11,7 +11,7 @@ import falcon
 from pydantic import BaseModel
 
 from grove_api.errors import ApiError
-from grove_memory.restore_checks import RestoreError
+from grove_memory.portability.restore_checks import RestoreError
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -23,7 +23,7 @@ from grove_contracts.conversations import (
     TurnRequest,
 )
 from grove_contracts.proposals import ProposalActionRequest, ProposalOutcome
-from grove_memory import ask, conversations, proposals, turns
+from grove_memory.ask import ask, conversations, proposals, turns
 
 #: What ``POST /v1/conversations/{id}/proposals/{proposalId}/{action}`` may do.
 PROPOSAL_ACTIONS = {"apply": proposals.apply, "undo": proposals.undo}

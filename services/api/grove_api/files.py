@@ -39,8 +39,8 @@ from grove_contracts.files import (
     media_type_of,
     served_media_type,
 )
-from grove_memory import files
-from grove_memory.blobs import CHUNK_BYTES
+from grove_memory.files import files
+from grove_memory.files.blobs import CHUNK_BYTES
 from grove_memory.store import require
 
 #: How long an upload waits for each piece of its body, and a download for its client to

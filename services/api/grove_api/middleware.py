@@ -17,7 +17,7 @@ from grove_auth.keys import KEY_PREFIX, authenticate
 from grove_auth.principal import Principal
 from grove_auth.project_keys import PROJECT_KEY_PREFIX, authenticate_project_key
 from grove_db.ratelimit import RateLimit, hit_all, request_buckets
-from grove_memory.project_memory import CredentialNotAllowed
+from grove_memory.orgs.project_memory import CredentialNotAllowed
 from grove_telemetry import metrics
 
 

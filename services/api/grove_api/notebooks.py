@@ -22,8 +22,9 @@ from grove_contracts.notebooks import (
     SubtreePreview,
     SubtreeResult,
 )
-from grove_memory import enrichment, notebooks, subtrees
-from grove_memory.subtrees import APPLY
+from grove_memory.enrichment import enrichment
+from grove_memory.notes import notebooks, subtrees
+from grove_memory.notes.subtrees import APPLY
 
 
 class Notebooks(Resource):

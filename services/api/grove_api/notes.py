@@ -35,8 +35,10 @@ from grove_contracts.notes import (
     UpdateRequest,
 )
 from grove_contracts.proposals import MAX_DUPLICATE_GROUPS, DuplicateList
-from grove_memory import activity, batch, cleanup, lifecycle, listing, notes, recall
-from grove_memory.cleanup import SCAN_NOTES
+from grove_memory.ask import cleanup
+from grove_memory.ask.cleanup import SCAN_NOTES
+from grove_memory.notes import activity, batch, lifecycle, listing, notes
+from grove_memory.search import recall
 
 
 class Memories(Resource):

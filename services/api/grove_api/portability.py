@@ -17,7 +17,7 @@ from grove_api.routing import TEXT, Operation, Route
 from grove_api.wiring import Wiring
 from grove_contracts.imports import MAX_IMPORT_LINE_BYTES, ImportQuery, ImportStatus
 from grove_contracts.notes import Strict
-from grove_memory import export, imports
+from grove_memory.portability import export, imports
 from grove_telemetry import metrics
 
 log = logging.getLogger("grove.api")
@@ -91,7 +91,7 @@ EXPORT_RETRY_SECONDS = 30
 
 class Import(Resource):
     """``POST /v1/import?id=``: an owner restores a Grove export (NDJSON, read as it
-    arrives) into the account; ``grove_memory.imports``. A client that stops sending
+    arrives) into the account; ``grove_memory.portability.imports``. A client that stops sending
     costs one thread for a bounded time: each piece of the body must arrive within
     ``IMPORT_RECEIVE_TIMEOUT_SECONDS``, and no pool connection is held meanwhile. A file
     in it may be at most ``GROVE_MAX_FILE_BYTES`` (it is held until its last chunk)."""

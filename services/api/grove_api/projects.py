@@ -40,9 +40,9 @@ from grove_contracts.project_memory import (
     UpdateOrgRequest,
     WriteRecordRequest,
 )
-from grove_memory import orgs
-from grove_memory import project_memory as pm
-from grove_memory.project_memory import ProjectScope
+from grove_memory.orgs import orgs
+from grove_memory.orgs import project_memory as pm
+from grove_memory.orgs.project_memory import ProjectScope
 
 
 class Orgs(Resource):

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from grove_api.wiring import Wiring
 from grove_contracts.errors import success_envelope
-from grove_memory.blobs import PostgresBlobs
+from grove_memory.files.blobs import PostgresBlobs
 
 
 def ok(resp: falcon.Response, data: BaseModel | dict[str, Any], status: int = 200) -> None:

@@ -16,7 +16,7 @@ from grove_contracts.shares import (
     ShareList,
     ShareListQuery,
 )
-from grove_memory import shares
+from grove_memory.notes import shares
 
 
 class Shares(Resource):

@@ -9,7 +9,7 @@ from grove_api.body import read_json
 from grove_api.resources import Resource, ok
 from grove_api.routing import Operation, Route
 from grove_contracts.tools import INSTRUCTIONS, OWNER_TOOLS, TOOLS, ToolList
-from grove_memory import tools
+from grove_memory.notes import tools
 
 
 class Arguments(BaseModel):

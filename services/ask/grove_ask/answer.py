@@ -20,7 +20,7 @@ from typing import Protocol
 
 from grove_ask.cancel import Cancellation
 from grove_contracts.proposals import ProposalDraft
-from grove_memory import duplicates
+from grove_memory.notes import duplicates
 
 #: At most this many sentences make an answer.
 MAX_ANSWER_SENTENCES = 3
@@ -259,7 +259,7 @@ def _choose(
     that say the same (first the sentence the answer says, then the others it cites).
 
     Reading order: evidence rank (best note first), then position within the note. A
-    sentence that says what a chosen one says (``grove_memory.duplicates``' rules: the
+    sentence that says what a chosen one says (``grove_memory.notes.duplicates``' rules: the
     proposer's with both vectors, the save warning's wording alone without them) takes
     no place of its own: the answer says it once and cites both.
     """
@@ -283,7 +283,7 @@ def _choose(
 def _says_the_same(
     candidates: list[_Sentence], vectors: list[list[float]] | None, first: int, second: int
 ) -> bool:
-    """Whether two candidate sentences are near-duplicates (``grove_memory.duplicates``)."""
+    """Whether two candidate sentences are near-duplicates (``grove_memory.notes.duplicates``)."""
     a, b = candidates[first].text, candidates[second].text
     if a.casefold() == b.casefold():
         return True

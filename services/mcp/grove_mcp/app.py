@@ -2,7 +2,7 @@
 
 Every request is authenticated afresh (API key -> principal) by the SDK's bearer
 middleware with our verifier; every tool call runs the registry tool through
-``grove_memory.tools`` in a worker thread, with that principal's grants.
+``grove_memory.notes.tools`` in a worker thread, with that principal's grants.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ from grove_db.pool import open_pool, transaction
 from grove_db.ratelimit import RateLimit, hit_all, request_buckets
 from grove_mcp.results import failure, mcp_tool, success, tool_list
 from grove_mcp.settings import McpSettings
-from grove_memory import project_memory, tools
 from grove_memory.inference import InferenceClient
+from grove_memory.notes import tools
+from grove_memory.orgs import project_memory
 from grove_memory.store import Store
 from grove_telemetry import metrics
 from grove_telemetry.logs import REQUEST_ID, configure_logging

@@ -23,7 +23,7 @@ from grove_contracts.shares import PublicNote, PublicPageQuery, PublicShare
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.ratelimit import RateLimit
-from grove_memory import shares
+from grove_memory.notes import shares
 from grove_memory.store import Store
 from grove_share import page
 from grove_share.render import Renderer

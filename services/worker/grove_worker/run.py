@@ -26,8 +26,9 @@ from grove_db import queue, ratelimit
 from grove_db.errors import DatabaseError
 from grove_db.pool import open_pool, transaction
 from grove_db.serving import checked_settings
-from grove_memory import enrichment, passages, sandbox
-from grove_memory.blobs import PostgresBlobs
+from grove_memory.enrichment import enrichment
+from grove_memory.files import passages, sandbox
+from grove_memory.files.blobs import PostgresBlobs
 from grove_memory.inference import InferenceClient
 from grove_telemetry import metrics
 from grove_telemetry.logs import configure_logging
@@ -38,7 +39,7 @@ from grove_worker import sweeps, telemetry
 from grove_worker.embedding import Batch, Policy, prepare, settle
 from grove_worker.settings import WorkerSettings
 
-#: Enrichment jobs (grove_memory.enrichment).
+#: Enrichment jobs (grove_memory.enrichment.enrichment).
 ENRICHMENT = (queue.CLASSIFY_NOTES, queue.BRIEF_NOTEBOOK)
 #: Jobs run on the worker's side lane, a thread of their own: each may take seconds (a
 #: file read in a child process, a brief written by a model), and embeddings, sweeps and

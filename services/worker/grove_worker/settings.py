@@ -36,7 +36,7 @@ class WorkerSettings(QuotaSettings):
     #: On SIGTERM, how long to wait for an embedding in flight before giving its jobs back.
     worker_shutdown_grace_seconds: Annotated[float, Field(ge=0, le=600)] = 10.0
     #: Reading one uploaded file into passages: at most this long, in a process that may
-    #: map at most this much memory (``grove_memory.sandbox``); past either it fails.
+    #: map at most this much memory (``grove_memory.files.sandbox``); past either it fails.
     #: Unset, the memory is derived from the container's limit (2048 without one); set,
     #: it must fit that limit or the worker does not start (``sandbox.memory_cap``).
     extract_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0

@@ -14,7 +14,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from psycopg_pool import ConnectionPool
 
 from grove_db import queue
-from grove_memory.enrichment import Done
+from grove_memory.enrichment.enrichment import Done
 from grove_telemetry import metrics
 from grove_telemetry.logs import log
 

@@ -1,0 +1,1 @@
+"""Ask: cited answers, conversations and their turns, and the changes a turn proposes."""

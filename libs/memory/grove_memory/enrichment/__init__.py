@@ -1,0 +1,1 @@
+"""Enrichment: classification suggestions and notebook briefs."""

@@ -1,0 +1,1 @@
+"""Files: uploads, their bytes, and their passages read in a bounded child process."""

@@ -1,0 +1,1 @@
+"""Notes and notebooks: saving, reading, their lifecycle, links, the registry tools."""

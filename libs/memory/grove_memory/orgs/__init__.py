@@ -1,0 +1,1 @@
+"""Orgs, their projects and members, and each project's shared pool."""

@@ -1,0 +1,1 @@
+"""Finding notes: hybrid search and recall."""

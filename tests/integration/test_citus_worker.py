@@ -188,6 +188,11 @@ def test_the_worker_embeds_notes_on_the_cluster_and_recall_finds_them_by_meaning
     hybrid: tuple[Tenant, Tenant, Running],
 ) -> None:
     owner, other, worker = hybrid
+
+    def worker_log() -> object:
+        """Whether the worker still runs (its exit code, None if it does), its last lines."""
+        return worker.process.poll(), worker.lines[-20:]
+
     notes = {
         "Alice is allergic to peanuts": "what food should she avoid?",
         "Our PostgreSQL backups run nightly at 2 AM and are kept for thirty days": (
@@ -203,7 +208,7 @@ def test_the_worker_embeds_notes_on_the_cluster_and_recall_finds_them_by_meaning
         def indexing(note: str = note) -> Any:
             return data_of(owner.client.get(f"/v1/memories/{note}"))["indexing"]
 
-        wait_for(indexing, lambda state: state == "ready", timeout=WAIT)
+        wait_for(indexing, lambda state: state == "ready", timeout=WAIT, context=worker_log)
     for content, question in notes.items():
         recalled = data_of(owner.client.post("/v1/recall", {"query": question}))
         assert recalled["retrieval"] == HYBRID, worker.lines[-20:]
@@ -247,6 +252,7 @@ def test_an_uploaded_file_becomes_passages_found_only_by_its_account(
         lambda: data_of(owner.client.get(f"{FILES}/{file['id']}")),
         lambda current: current["indexing"] in ("ready", "failed"),
         timeout=WAIT,
+        context=lambda: (worker.process.poll(), worker.lines[-20:]),
     )
     assert (ready["indexing"], ready["passages"]) == ("ready", 1), (ready, worker.lines[-20:])
     query = {"query": "billing gateway restarts", "mode": "lexical", "kind": "passage"}

@@ -25,11 +25,13 @@ def wait_for(
     until: Callable[[T], object],
     timeout: float = 30.0,
     interval: float = 0.2,
+    context: Callable[[], object] | None = None,
 ) -> T:
     """Read until ``until`` holds of what was read, and return that value.
 
     Fails after ``timeout`` with the last value read, so a state that never comes shows
-    what it was instead of letting the test go on to pass on whatever it had.
+    what it was instead of letting the test go on to pass on whatever it had; with
+    ``context``, what it answers then too (say, a service's last log lines).
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -37,5 +39,6 @@ def wait_for(
         if until(value):
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout} s; last seen: {value!r}")
+            seen = f"not reached within {timeout} s; last seen: {value!r}"
+            raise AssertionError(f"{seen}; {context()!r}" if context else seen)
         time.sleep(interval)

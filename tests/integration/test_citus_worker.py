@@ -30,7 +30,7 @@ import pytest
 from grove_cli import admin
 from grove_cli.reindex import reindex, wait
 from grove_db import embedded, queue
-from grove_db.pool import FAN_OUT_LEVEL, open_pool, set_locally
+from grove_db.pool import FAN_OUT_LEVEL, open_pool, set_locally, transaction
 from tests.support.clients import data_of
 from tests.support.files import FILES, upload, uploaded
 from tests.support.processes import Running
@@ -288,3 +288,28 @@ def test_an_uploaded_file_becomes_passages_found_only_by_its_account(
     [replaced] = data_of(owner.client.post("/v1/memories/search", ledger_query))["items"]
     assert owner.client.delete(f"{FILES}/{file['id']}").status_code == 200
     assert owner.client.get(f"/v1/memories/{replaced['memory']['id']}").status_code == 404
+
+
+def test_a_worker_settles_one_accounts_jobs_on_its_shard_however_often_it_has(
+    citus_database: embedded.EmbeddedDatabase,
+) -> None:
+    # psycopg prepares a statement its connection has run five times, and a prepared
+    # statement may be planned without its values: finishing one account's jobs must
+    # still reach that account's shard alone (under the guard, a fan-out fails here).
+    profile = f"settle-{uuid.uuid4().hex[:8]}"
+    account = admin.create_account(citus_database.migration_url, "settles often")
+    queue_jobs(citus_database, account, profile, 15, "1 minute")
+    pool = open_pool(citus_database.runtime_url, max_size=1)
+    finished: set[int] = set()
+    try:
+        while jobs := queue.claim(pool, "settler", profile, 1, 60, sweeps=[]):
+            with transaction(pool, account) as conn:
+                finished |= queue.finish_many(conn, jobs, "settler")
+    finally:
+        pool.close()
+    assert len(finished) == 15
+    with psycopg.connect(citus_database.grove_superuser_url) as conn:
+        states = conn.execute(
+            "SELECT status, count(*) FROM jobs WHERE profile = %s GROUP BY 1", (profile,)
+        ).fetchall()
+    assert states == [("done", 15)]

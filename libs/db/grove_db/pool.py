@@ -76,7 +76,11 @@ def open_pool(
     connection. ``session_settings`` are set on every connection (say, the quota
     defaults of ``grove_db.quotas``) and again in every tenant transaction (``Pool``).
     """
-    options = "-c TimeZone=UTC"
+    # Every statement is planned with its values, even once psycopg has prepared it (after
+    # five runs on a connection): on a Citus cluster a statement whose shard comes from
+    # an array (``account_id = ANY($1)``) is routed only with the array's values; a plan
+    # made for any values went to every shard (the worker stopped on the fan-out guard).
+    options = "-c TimeZone=UTC -c plan_cache_mode=force_custom_plan"
     options += f" -c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_ms)}"
     if statement_timeout_ms:
         options += f" -c statement_timeout={int(statement_timeout_ms)}"

@@ -165,12 +165,6 @@ _turns = itertools.count()
 
 #: Jobs named by their keys (``_keys``) that this owner still holds. Their accounts are
 #: named as values too, so the statement goes only to the shards that hold them.
-#: A statement that finds its shard from an array of accounts (``HELD`` for one
-#: account's jobs, ``IN_GROUP``) is never sent prepared (``prepare=False``): psycopg
-#: prepares a statement its connection has run five times, PostgreSQL may then plan it
-#: once for any values, and Citus cannot route ``account_id = ANY($1)`` without the
-#: array's values, so a worker that had settled a few batches sent it to every shard
-#: (the fan-out guard stopped it). ``account_id = $1`` routes either way.
 HELD = """
     account_id = ANY(%(accounts)s)
     AND EXISTS (SELECT 1 FROM unnest(%(accounts)s::uuid[], %(ids)s::bigint[]) AS t (account, id)
@@ -457,11 +451,7 @@ def _claim_group(
     with transaction(pool) as conn:
         queue_context(conn)
         _read_clock(conn, params)  # on one server, in the claim's own transaction
-        rows = conn.execute(
-            statement,
-            {**params, "limit": limit, "accounts": accounts},
-            prepare=False,  # see HELD
-        )
+        rows = conn.execute(statement, {**params, "limit": limit, "accounts": accounts})
         return [Job(**row) for row in rows.fetchall()]
 
 
@@ -541,7 +531,6 @@ def finish_many(conn: Conn, jobs: list[Job], owner: str) -> set[int]:
             "owner": owner,
             "error": None if live else ACCOUNT_DELETED,
         },
-        prepare=False,  # see HELD
     ).fetchall()
     return {row["id"] for row in rows} if live else set()
 

@@ -331,8 +331,10 @@ def enqueue_reextraction(conn: Conn, account_id: UUID) -> int:
         "SELECT id, version FROM files WHERE account_id = %s AND deleted_at IS NULL",
         (account_id,),
     ).fetchall()
-    conn.cursor().executemany(
-        "INSERT INTO jobs (account_id, kind, version, payload) VALUES (%s, %s, %s, %s)",
+    insert_values(
+        conn,
+        "jobs",
+        ("account_id", "kind", "version", "payload"),
         [
             (account_id, EXTRACT_FILE, row["version"], Jsonb({"fileId": str(row["id"])}))
             for row in files

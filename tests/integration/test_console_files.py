@@ -28,6 +28,8 @@ from tests.support.console import (
     login,
     shot,
     sign_in_at_provider,
+    website_identity,
+    website_provider,
 )
 from tests.support.oidc_provider import OidcProvider
 from tests.support.processes import (
@@ -62,24 +64,8 @@ class FilesSite:
 def site(database: embedded.EmbeddedDatabase) -> Iterator[FilesSite]:
     console_port = free_port()
     origin = f"http://127.0.0.1:{console_port}"
-    provider = OidcProvider.start(
-        {API_RESOURCE: {}},
-        [
-            {
-                "client_id": CONSOLE,
-                "client_secret": CONSOLE_SECRET,
-                "redirect_uris": [f"{origin}/auth/callback"],
-                "grant_types": ["authorization_code", "refresh_token"],
-                "response_types": ["code"],
-                "token_endpoint_auth_method": "client_secret_basic",
-            }
-        ],
-    )
-    identity = {
-        "GROVE_OIDC_ISSUER": provider.issuer,
-        "GROVE_OIDC_AUDIENCE": API_RESOURCE,
-        "GROVE_WEBSITE_ORIGIN": origin,
-    }
+    provider = website_provider(origin)
+    identity = website_identity(provider, origin)
     # Briefs wait two seconds after a change; the worker looks for jobs often, and at the
     # end gives back the extractions it is still running rather than finish them.
     worker = start_worker(

@@ -51,14 +51,11 @@ class Site:
         return self.provider.sign_in(login, client_id, AGENT_CALLBACK, self.mcp.url).access_token
 
 
-@contextmanager
-def running_site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
-    """The test provider, grove-ask, -share, -api, -mcp and -console on ``database``."""
-    console_port, mcp_port = free_port(), free_port()
-    origin = f"http://127.0.0.1:{console_port}"
-    mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
-    provider = OidcProvider.start(
-        {API_RESOURCE: {}, mcp_url: {}},
+def website_provider(origin: str, *resources: str) -> OidcProvider:
+    """The test provider with the website (``CONSOLE`` at ``origin``) registered as a
+    confidential client, issuing tokens for the api and for ``resources``."""
+    return OidcProvider.start(
+        {API_RESOURCE: {}, **{resource: {} for resource in resources}},
         [
             {
                 "client_id": CONSOLE,
@@ -70,11 +67,25 @@ def running_site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
             }
         ],
     )
-    identity = {
+
+
+def website_identity(provider: OidcProvider, origin: str) -> dict[str, str]:
+    """The settings that point grove-api and grove-console at ``provider``."""
+    return {
         "GROVE_OIDC_ISSUER": provider.issuer,
         "GROVE_OIDC_AUDIENCE": API_RESOURCE,
         "GROVE_WEBSITE_ORIGIN": origin,
     }
+
+
+@contextmanager
+def running_site(database: embedded.EmbeddedDatabase) -> Iterator[Site]:
+    """The test provider, grove-ask, -share, -api, -mcp and -console on ``database``."""
+    console_port, mcp_port = free_port(), free_port()
+    origin = f"http://127.0.0.1:{console_port}"
+    mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+    provider = website_provider(origin, mcp_url)
+    identity = website_identity(provider, origin)
     services = {
         "GROVE_DATABASE_URL": database.runtime_url,
         "GROVE_EMBEDDING_PROFILE": "disabled",

@@ -121,7 +121,9 @@ def test_saved_note_becomes_ready_through_the_openai_profile(
     note = stack.tenant.client.save("hello provider")
     assert note["indexing"] == "pending"
     wait_until(lambda: current(stack, note)["indexing"] == "ready")
-    assert stack.fake.calls == ["hello provider"]
+    # Once: the stack's worker also embeds other tests' notes saved on this profile in the
+    # shared database (as the module's other tests count their own texts).
+    assert stack.fake.calls.count("hello provider") == 1
 
 
 def test_two_workers_never_process_the_same_job(
